@@ -1,0 +1,41 @@
+"""neardup: find near-duplicate text — reprints, mirrors, lightly edited copies — in Chinese
+and English, as web crawlers collect it.
+
+>>> import neardup
+>>> neardup.similarity("kitten", "sitting", method="levenshtein") == 1 - 3 / 7
+True
+"""
+
+from __future__ import annotations
+
+from .compare import Comparison, compare
+from .errors import ConfigError, InputError, MissingDependencyError, NeardupError, TextTooLongError
+from .measures import METHODS, similarity
+from .normalize import Normalizer, normalize
+from .passages import Passage, shared_passages
+from .tfidf import IDFTable
+from .tokenize import Tokenizer, char_ngrams, shingles, units, words
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "METHODS",
+    "Comparison",
+    "ConfigError",
+    "IDFTable",
+    "InputError",
+    "MissingDependencyError",
+    "NeardupError",
+    "Normalizer",
+    "Passage",
+    "TextTooLongError",
+    "Tokenizer",
+    "char_ngrams",
+    "compare",
+    "normalize",
+    "shared_passages",
+    "shingles",
+    "similarity",
+    "units",
+    "words",
+]

@@ -1,0 +1,23 @@
+"""The exceptions neardup raises: one root, and each also the builtin it is."""
+
+from __future__ import annotations
+
+
+class NeardupError(Exception):
+    """Root of every error neardup raises on purpose."""
+
+
+class ConfigError(NeardupError, ValueError):
+    """An option or setting has a value neardup cannot use."""
+
+
+class InputError(NeardupError, ValueError):
+    """A text or record cannot be used as given."""
+
+
+class TextTooLongError(InputError):
+    """A quadratic measure was asked to compare texts whose product of lengths is too large."""
+
+
+class MissingDependencyError(NeardupError, ImportError):
+    """An optional dependency is not installed."""

@@ -1,0 +1,42 @@
+"""Stable hashes: the same value for the same string in every process and on every machine.
+
+xxHash (XXH3) with a fixed seed, never Python's randomized ``hash()``.
+
+>>> int(hash64(["neardup"])[0]) == int(hash64(["neardup"])[0])
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+import xxhash
+
+__all__ = ["SEED", "hash64", "hash128"]
+
+SEED = 0x6E64  # "nd"; changing it changes every stored fingerprint
+
+_h64 = xxhash.xxh3_64_intdigest
+_h128 = xxhash.xxh3_128_intdigest
+
+
+def hash64(strings: Sequence[str], seed: int = SEED) -> npt.NDArray[np.uint64]:
+    """64-bit XXH3 of each string's UTF-8 bytes, as an unsigned array."""
+    return np.fromiter(
+        (_h64(s.encode("utf-8", "surrogatepass"), seed) for s in strings),
+        dtype=np.uint64,
+        count=len(strings),
+    )
+
+
+def hash128(strings: Sequence[str], seed: int = SEED) -> npt.NDArray[np.uint64]:
+    """128-bit XXH3 of each string, as an (n, 2) array of unsigned 64-bit halves (high, low)."""
+    out = np.empty((len(strings), 2), dtype=np.uint64)
+    mask = (1 << 64) - 1
+    for i, s in enumerate(strings):
+        h = _h128(s.encode("utf-8", "surrogatepass"), seed)
+        out[i, 0] = h >> 64
+        out[i, 1] = h & mask
+    return out
