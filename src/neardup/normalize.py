@@ -30,7 +30,8 @@ _BLOCK_TAGS = (
 _DROP_TAGS = ("script", "style", "noscript", "template", "svg", "head", "iframe")
 _SPACES = re.compile(r"[^\S\n]+")
 _NEWLINES = re.compile(r"\s*\n\s*")
-# Lone surrogates cannot be encoded; replacing them keeps the text usable and the length.
+# Lone surrogates cannot be encoded for the HTML parser or OpenCC; replacing them keeps the
+# text usable and the length.
 _SURROGATES = re.compile(r"[\ud800-\udfff]")
 # C0/C1 control characters other than tab and newline act as whitespace.
 _CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -106,7 +107,8 @@ class Normalizer:
     def __call__(self, text: str) -> str:
         if not isinstance(text, str):
             raise InputError(f"text must be a str, not {type(text).__name__}")
-        text = _SURROGATES.sub("\ufffd", text)
+        if self.html or self.script:
+            text = _SURROGATES.sub("\ufffd", text)
         if self.html and looks_like_html(text):
             text = html_to_text(text)
         if self.width:

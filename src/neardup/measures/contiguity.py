@@ -47,4 +47,6 @@ def normalized_similarity(
     a, b = prepare(a, b, processor)
     if not a and not b:
         return 1.0
+    if not a or not b:
+        return 0.0  # an empty text shares nothing with a non-empty one
     return cutoff(ratio(_best(a, b), min(len(a), len(b)) ** 2), score_cutoff)

@@ -10,6 +10,8 @@ Two texts without any keyword score 1.0 if they are equal after processing, else
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..tfidf import IDFTable
 from ._base import DEFAULT_PROCESSOR, Processor, cutoff, prepare
 from ._vectors import pair
@@ -21,6 +23,8 @@ def _cos(a: str, b: str, idf: IDFTable | None) -> float:
     va, vb = pair(a, b, idf)
     if not va.any() or not vb.any():
         return 1.0 if a == b else 0.0
+    if np.array_equal(va, vb):
+        return 1.0  # exactly, not 1 - 2**-52 from rounding (score_cutoff=1.0 must keep it)
     return min(1.0, max(0.0, float(va @ vb)))
 
 

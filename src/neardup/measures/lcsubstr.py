@@ -59,9 +59,19 @@ def _find(a: str, b: str) -> tuple[int, int, int]:
             wa = (ha[length:] - ha[: n - length + 1]) * inv_powers[: n - length + 1]
             wb = (hb[length:] - hb[: m - length + 1]) * inv_powers[: m - length + 1]
         _, ia, ib = np.intersect1d(wa, wb, return_indices=True)
-        for i, j in sorted(zip(ia.tolist(), ib.tolist(), strict=True)):
+        pairs = sorted(zip(ia.tolist(), ib.tolist(), strict=True))
+        for i, j in pairs:
             if a[i : i + length] == b[j : j + length]:
                 return i, j
+        # Only the first window of each shared hash was compared, and every one was a collision
+        # (Thue–Morse strings collide for any base mod 2^64): compare every window before "no".
+        for i, _ in pairs:
+            h = wa[i]
+            in_b = {b[k : k + length]: k for k in reversed(np.flatnonzero(wb == h).tolist())}
+            for k in np.flatnonzero(wa == h).tolist():
+                found = in_b.get(a[k : k + length])
+                if found is not None:
+                    return k, found
         return None
 
     lo, hi, best = 0, min(n, m), (0, 0, 0)
@@ -101,4 +111,6 @@ def normalized_similarity(
     a, b = prepare(a, b, processor)
     if not a and not b:
         return 1.0
+    if not a or not b:
+        return 0.0  # an empty text shares nothing with a non-empty one
     return cutoff(ratio(_find(a, b)[0], min(len(a), len(b))), score_cutoff)

@@ -35,7 +35,9 @@ def normalized_similarity(
         return 1.0
     if score_cutoff is not None:
         # distance above this cannot reach the cutoff: rapidfuzz then stops and returns max+1.
-        limit = int((1.0 - score_cutoff) * longest)
+        # One more than the float bound, so rounding never drops a pair exactly at the cutoff;
+        # cutoff() below then decides on the same ratio the path without a cutoff returns.
+        limit = max(0, int((1.0 - score_cutoff) * longest) + 1)
         d = _lev.distance(a, b, score_cutoff=limit)
         return 0.0 if d > limit else cutoff(ratio(longest - d, longest), score_cutoff)
     return ratio(longest - _lev.distance(a, b), longest)

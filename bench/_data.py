@@ -1,0 +1,80 @@
+"""What the benchmarks share: where ``../shared`` is, reading its gzipped JSON Lines, and the
+header every benchmark prints (so a table always says which machine and versions made it)."""
+
+from __future__ import annotations
+
+import datetime
+import gzip
+import json
+import platform
+import sys
+from collections.abc import Iterator
+from itertools import islice
+from pathlib import Path
+from typing import Any, NoReturn
+
+#: The repository's root (this file is ``bench/_data.py``).
+ROOT = Path(__file__).resolve().parent.parent
+#: The shared corpora live beside the checkout, never inside it.
+SHARED = ROOT.parent / "shared"
+
+
+class BenchDataMissing(FileNotFoundError):
+    """A shared corpus the benchmark reads is not where it should be."""
+
+
+def shared_path(relative: str) -> Path:
+    """The path of ``../shared/<relative>``, or a clear error when it is absent."""
+    path = SHARED / relative
+    if not path.is_file():
+        raise BenchDataMissing(
+            f"bench data not found: ../shared/{relative} (looked for {path}; "
+            "the benchmarks read the shared corpora beside the checkout)"
+        )
+    return path
+
+
+def read_jsonl(relative: str, limit: int | None = None) -> Iterator[dict[str, Any]]:
+    """The JSON objects of ``../shared/<relative>`` (gzipped JSON Lines), at most ``limit``."""
+    path = shared_path(relative)
+
+    def rows() -> Iterator[dict[str, Any]]:
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            for line in f:
+                if line.strip():
+                    yield json.loads(line)
+
+    return islice(rows(), limit)
+
+
+def environment() -> dict[str, str]:
+    """Versions and date for a benchmark's header."""
+    import numpy
+
+    import neardup
+
+    return {
+        "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+        "python": platform.python_version(),
+        "numpy": numpy.__version__,
+        "neardup": neardup.__version__,
+        "machine": f"{platform.machine()}, {_cpus()} CPUs",
+    }
+
+
+def _cpus() -> int:
+    import os
+
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def header(title: str, extra: dict[str, str] | None = None) -> str:
+    """A markdown header: the title, then one line of versions and date."""
+    env = {**environment(), **(extra or {})}
+    return f"## {title}\n\n" + " · ".join(f"{k} {v}" for k, v in env.items()) + "\n"
+
+
+def die(error: Exception) -> NoReturn:
+    """Exit with the error's message, without a traceback (for missing data)."""
+    print(f"error: {error}", file=sys.stderr)
+    raise SystemExit(2)

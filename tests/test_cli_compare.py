@@ -1,0 +1,153 @@
+"""``neardup compare``: JSON and table output, texts from arguments, files and stdin, errors."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import neardup
+from neardup.cli import main
+from neardup.measures import METHODS
+
+PAIRS = [
+    pytest.param(
+        "据报道，北京今天天气晴朗，适合出游。", "北京今天天气晴朗，适合出游！", id="chinese"
+    ),
+    pytest.param(
+        "Reuters: the central bank raised rates on Tuesday.",
+        "The central bank raised rates on Tuesday, officials said.",
+        id="english",
+    ),
+    pytest.param("新闻：neardup 2.0版本发布了", "neardup 2.0版本发布了，速度很快", id="mixed"),
+]
+
+
+def run_json(argv: list[str], capsys: pytest.CaptureFixture[str]) -> dict[str, float]:
+    """Run ``neardup compare --json`` in-process and parse its one line of output."""
+    assert main(["compare", "--json", *argv]) == 0
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1
+    result = json.loads(out)
+    assert isinstance(result, dict)
+    return result
+
+
+@pytest.mark.parametrize(("a", "b"), PAIRS)
+def test_json_has_the_ten_measures(a: str, b: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """--json prints one object whose keys are exactly the measure names and values floats."""
+    result = run_json([a, b], capsys)
+    assert list(result) == list(METHODS)
+    for name, score in result.items():
+        assert isinstance(score, float)
+        assert 0.0 <= score <= 1.0
+        assert score == pytest.approx(neardup.similarity(a, b, method=name))
+
+
+def test_at_path_reads_a_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """@path compares the file's contents, the same as giving the text itself."""
+    a, b = "北京今天天气晴朗 The weather is fine", "北京今天天气晴朗 the weather is fine!"
+    path = tmp_path / "a.txt"
+    path.write_text(a, encoding="utf-8")
+    assert run_json([f"@{path}", b], capsys) == run_json([a, b], capsys)
+
+
+def test_at_path_with_invalid_utf8(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A file that is not valid UTF-8 is read with replacement characters, not a crash."""
+    path = tmp_path / "bad.txt"
+    path.write_bytes("北京天气".encode() + b"\xff\xfe" + b"news")
+    result = run_json([f"@{path}", "北京天气news"], capsys)
+    assert 0.0 < result["levenshtein"] < 1.0
+
+
+def test_dash_reads_stdin(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """- reads one of the texts from standard input."""
+    text = "新闻：neardup 2.0版本发布了"
+    monkeypatch.setattr(sys, "stdin", io.StringIO(text))
+    from_stdin = run_json(["-", "neardup 2.0版本发布了"], capsys)
+    assert from_stdin == run_json([text, "neardup 2.0版本发布了"], capsys)
+
+
+def test_two_dashes_is_an_error(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Only one text can come from standard input."""
+    monkeypatch.setattr(sys, "stdin", io.StringIO("北京"))
+    assert main(["compare", "-", "-"]) != 0
+    err = capsys.readouterr().err
+    assert "standard input" in err
+
+
+def test_raw_skips_normalization(capsys: pytest.CaptureFixture[str]) -> None:
+    """--raw compares the texts as given; without it width, case and script are folded."""
+    a, b = "ＮＥＷＳ 漢語", "news 汉语"
+    normalized = run_json([a, b], capsys)
+    raw = run_json(["--raw", a, b], capsys)
+    assert normalized["levenshtein"] == 1.0
+    assert raw["levenshtein"] < 1.0
+    assert raw == pytest.approx(
+        {name: neardup.similarity(a, b, method=name, processor=None) for name in METHODS}
+    )
+
+
+@pytest.mark.parametrize("kind", ["missing", "directory"])
+def test_unreadable_file(kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An unreadable @path exits non-zero with one line on standard error naming the file."""
+    path = tmp_path / "nope.txt" if kind == "missing" else tmp_path
+    status = main(["compare", "--json", f"@{path}", "北京"])
+    captured = capsys.readouterr()
+    assert status != 0
+    assert captured.out == ""
+    lines = captured.err.splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith("neardup: error:")
+    assert str(path) in lines[0]
+
+
+@pytest.mark.parametrize(("a", "b"), PAIRS)
+def test_table_output(a: str, b: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """The table names every measure and marks the shared passage in both texts."""
+    assert main(["compare", a, b]) == 0
+    out = capsys.readouterr().out
+    for name in METHODS:
+        assert name in out
+    assert "shared passages:" in out
+    passage = neardup.compare(a, b).passages[0].text
+    assert f"[1>{passage}<1]" in out
+    assert out.count("[1>") == 2  # once in A, once in B
+    assert "\x1b[" not in out  # no colour when not on a terminal
+
+
+def test_table_output_without_shared_passage(capsys: pytest.CaptureFixture[str]) -> None:
+    """Texts with nothing in common still print the table, with no marks."""
+    assert main(["compare", "北京天气", "the news"]) == 0
+    out = capsys.readouterr().out
+    assert "shared passages: 0" in out
+    assert "[1>" not in out
+
+
+def test_subprocess_json() -> None:
+    """``python -m neardup compare --json`` works as a real command."""
+    a, b = "北京今天天气晴朗，适合出游。", "北京今天天气晴朗，适合出游！"
+    env = {**os.environ, "PYTHONUTF8": "1"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "neardup", "compare", "--json", a, b],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert list(result) == list(METHODS)
+    assert all(isinstance(v, float) for v in result.values())
+    assert result["levenshtein"] > 0.9

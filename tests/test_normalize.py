@@ -1,0 +1,187 @@
+"""Normalization: texts that differ only in markup, width, case, script or spacing are equal."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import neardup
+from neardup import Normalizer, normalize
+from neardup.measures import METHODS
+from neardup.normalize import html_to_text, looks_like_html
+
+# Each pair differs only in the one thing the default processor folds away.
+VARIANTS = [
+    pytest.param("<p>北京今天天气<b>晴朗</b></p>", "北京今天天气晴朗", id="html-tags-chinese"),
+    pytest.param(
+        "<div><p>The quick brown fox</p></div>", "The quick brown fox", id="html-tags-english"
+    ),
+    pytest.param("<span>neardup 2.0</span>版本发布", "neardup 2.0版本发布", id="html-tags-mixed"),
+    pytest.param("A &amp; B &lt;3 &quot;新闻&quot;", 'A & B <3 "新闻"', id="html-entities"),
+    pytest.param("&#21271;&#x4eac;天气晴朗", "北京天气晴朗", id="html-numeric-entities"),
+    pytest.param("北京&nbsp;天气晴朗", "北京 天气晴朗", id="html-nbsp"),
+    pytest.param(
+        "<p>北京天气晴朗</p><script>alert('新闻')</script>", "北京天气晴朗", id="html-script"
+    ),
+    pytest.param(
+        "<style>p{color:red}</style><p>Weather news today</p>",
+        "Weather news today",
+        id="html-style",
+    ),
+    pytest.param(
+        "<html><head><title>标题</title></head><body>正文内容</body></html>",
+        "正文内容",
+        id="html-head",
+    ),
+    pytest.param("ｎｅａｒｄｕｐ２．０版本！", "neardup2.0版本!", id="width-mixed"),
+    pytest.param(
+        "北京，今天（周一）天气晴朗。", "北京,今天(周一)天气晴朗。", id="width-chinese-punctuation"
+    ),
+    pytest.param("Ｔｈｅ ｑｕｉｃｋ ｂｒｏｗｎ ｆｏｘ", "The quick brown fox", id="width-english"),
+    pytest.param("The Quick Brown FOX Jumps", "the quick brown fox jumps", id="case-english"),
+    pytest.param("NearDup 新闻 REPORT", "neardup 新闻 report", id="case-mixed"),
+    pytest.param("STRASSE ΣΊΣΥΦΟΣ", "straße σίσυφος", id="case-fold"),
+    pytest.param("漢語", "汉语", id="script-short"),
+    pytest.param("北京今天天氣晴朗，適合出遊", "北京今天天气晴朗，适合出游", id="script-chinese"),
+    pytest.param("這是一個測試 test 2024", "这是一个测试 test 2024", id="script-mixed"),
+    pytest.param("  北京  今天\t天气  ", "北京 今天 天气", id="whitespace-chinese"),
+    pytest.param("the quick   brown\t\tfox \n", "the quick brown fox", id="whitespace-english"),
+    pytest.param("第一行\r\n\r\n  第二行 line", "第一行\n第二行 line", id="whitespace-lines"),
+    pytest.param("北京\u3000天气晴朗", "北京 天气晴朗", id="whitespace-ideographic"),
+    pytest.param("北京\x00天气\x07晴朗", "北京 天气 晴朗", id="control-characters"),
+]
+
+
+@pytest.mark.parametrize("method", list(METHODS))
+@pytest.mark.parametrize(("a", "b"), VARIANTS)
+def test_variants_are_identical(method: str, a: str, b: str) -> None:
+    """With the default processor, a pair differing only in one normalized aspect scores 1.0."""
+    assert normalize(a) == normalize(b)
+    assert neardup.similarity(a, b, method=method) == 1.0
+
+
+@pytest.mark.parametrize(("a", "b"), VARIANTS)
+def test_processor_none_does_not_normalize(a: str, b: str) -> None:
+    """With processor=None the same pairs are compared as given, so they differ."""
+    assert a != b
+    assert neardup.similarity(a, b, method="levenshtein", processor=None) < 1.0
+    assert neardup.similarity(a, b, method="common", processor=None) < 1.0
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("<p>ＮＥＷＳ&amp;天氣  預報</p>", "news&天气 预报"),
+        ("第一行\n\n\n  第二行  ", "第一行\n第二行"),
+        ("The Quick Brown Fox", "the quick brown fox"),
+        ("3 < 4 and 5 > 2", "3 < 4 and 5 > 2"),
+        ("\ud800", "\ufffd"),
+        ("北京\udfff天气", "北京\ufffd天气"),
+        ("a\x00b\x1fc\x7fd", "a b c d"),
+        ("   \t\n  ", ""),
+        ("", ""),
+    ],
+)
+def test_normalize_outputs(text: str, expected: str) -> None:
+    """normalize gives the expected text for HTML, width, script, lines, surrogates, controls."""
+    assert normalize(text) == expected
+
+
+RAW_SAMPLES = [
+    "<p>ＮＥＷＳ&amp;天氣  預報</p>",
+    "The Quick  Brown\tFox\r\n",
+    "漢語 ＡＢＣ",
+    "\ud800lone\udfff",
+    "a\x00b\x07",
+    "",
+]
+
+
+@pytest.mark.parametrize("text", RAW_SAMPLES)
+def test_raw_normalizer_leaves_text_unchanged(text: str) -> None:
+    """Normalizer.raw() returns the text exactly as given, lone surrogates included."""
+    assert Normalizer.raw()(text) == text
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text() | st.text(alphabet="a中\ud800\x00 <>&;pＡ漢"))
+def test_raw_normalizer_property(text: str) -> None:
+    """Normalizer.raw() is the identity on any text."""
+    assert Normalizer.raw()(text) == text
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text() | st.text(alphabet="a中\ud800\x00\x85 \t\n<>&;/pＡ漢"))
+def test_normalize_output_is_clean(text: str) -> None:
+    """normalize never fails and leaves no surrogates, control characters or runs of spaces."""
+    out = normalize(text)
+    assert out == out.strip()
+    assert not re.search(r"[\ud800-\udfff]", out)
+    assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", out)
+    assert "  " not in out
+    out.encode("utf-8")
+
+
+@pytest.mark.parametrize(
+    ("normalizer", "text", "expected"),
+    [
+        (Normalizer(html=False), "<b>北京</b>", "<b>北京</b>"),
+        (Normalizer(width=False), "ＡＢ北京", "ａｂ北京"),
+        (Normalizer(case=False), "ABC 北京", "ABC 北京"),
+        (Normalizer(script=False), "漢語 ＡＢＣ", "漢語 abc"),
+        (Normalizer(whitespace=False), " the  quick\tfox ", " the  quick\tfox "),
+        (Normalizer(), "<i>漢語</i>  ＡＢＣ", "汉语 abc"),
+    ],
+)
+def test_each_step_can_be_switched_off(normalizer: Normalizer, text: str, expected: str) -> None:
+    """Each flag of Normalizer turns exactly its own step off."""
+    assert normalizer(text) == expected
+
+
+def test_custom_normalizer_as_processor() -> None:
+    """A Normalizer instance works as a measure's processor."""
+    keep_script = Normalizer(script=False)
+    assert neardup.similarity("漢語", "汉语", method="levenshtein", processor=keep_script) == 0.0
+    assert neardup.similarity("漢語", "汉语", method="levenshtein") == 1.0
+
+
+@pytest.mark.parametrize("value", [None, b"text", 3.5], ids=["none", "bytes", "float"])
+def test_normalize_rejects_non_str(value: object) -> None:
+    """normalize of something that is not a str raises InputError."""
+    with pytest.raises(neardup.InputError, match="must be a str"):
+        normalize(value)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("a <b>bold</b> move", True),
+        ("<!-- comment -->", True),
+        ("<!doctype html>", True),
+        ("A &amp; B", True),
+        ("&#21271;", True),
+        ("3 < 4 and 5 > 2", False),
+        ("北京 & 上海", False),
+        ("plain text 纯文本", False),
+    ],
+)
+def test_looks_like_html(text: str, expected: bool) -> None:
+    """Tags and entities count as HTML; stray < > & do not."""
+    assert looks_like_html(text) is expected
+
+
+@pytest.mark.parametrize(
+    ("html", "expected"),
+    [
+        ("<div>一<script>x()</script></div><p>A &amp; B</p>", "一\nA & B"),
+        ("<style>.a{}</style><p>新闻</p><noscript>请启用</noscript>", "新闻"),
+        ("<ul><li>one</li><li>二</li></ul>", "one\n二"),
+        ("", ""),
+    ],
+)
+def test_html_to_text(html: str, expected: str) -> None:
+    """html_to_text drops scripts and styles, decodes entities and ends a line at each block."""
+    assert html_to_text(html) == expected
