@@ -12,6 +12,7 @@ Simplified.
 from __future__ import annotations
 
 import functools
+import html
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -20,9 +21,14 @@ from .errors import InputError
 
 __all__ = ["Normalizer", "html_to_text", "looks_like_html", "normalize"]
 
+# Markup, not a "<Company Inc>" mention: a closing tag, a comment or doctype, or a common tag.
 _HTML_HINT = re.compile(
-    r"<(?:[a-zA-Z][a-zA-Z0-9]*[\s/>]|/[a-zA-Z]|!--|!doctype)|&(?:[a-zA-Z]+|#\d+|#x[0-9a-fA-F]+);"
+    r"</[a-zA-Z][a-zA-Z0-9]*\s*>|<!--|<!doctype|"
+    r"<(?:p|br|hr|div|span|a|img|meta|link|article|section|html|body|head|li|ul|ol|table|tr|td|"
+    r"h[1-6]|strong|em|b|i|script|style|nav|header|footer)(?:\s[^<>]*)?/?>",
+    re.IGNORECASE,
 )
+_ENTITY = re.compile(r"&(?:[a-zA-Z]+|#\d+|#x[0-9a-fA-F]+);")
 _BLOCK_TAGS = (
     "p", "div", "br", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "article", "section",
     "header", "footer", "nav", "blockquote", "pre", "table", "ul", "ol", "dd", "dt", "aside",
@@ -40,7 +46,7 @@ _CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 def looks_like_html(text: str) -> bool:
     """Whether ``text`` holds tags or character entities.
 
-    >>> looks_like_html("a <b>bold</b> move"), looks_like_html("3 < 4 and 5 > 2")
+    >>> looks_like_html("a <b>bold</b> move"), looks_like_html("<Omnibus Inc> said 3 < 4")
     (True, False)
     """
     return _HTML_HINT.search(text) is not None
@@ -109,8 +115,11 @@ class Normalizer:
             raise InputError(f"text must be a str, not {type(text).__name__}")
         if self.html or self.script:
             text = _SURROGATES.sub("\ufffd", text)
-        if self.html and looks_like_html(text):
-            text = html_to_text(text)
+        if self.html:
+            if looks_like_html(text):
+                text = html_to_text(text)
+            elif _ENTITY.search(text):
+                text = html.unescape(text)
         if self.width:
             text = unicodedata.normalize("NFKC", text)
         if self.case:

@@ -1,0 +1,276 @@
+"""The Deduper: decide, document by document or for a whole corpus, which texts are
+near-duplicates of which, keep one per story, and say why.
+
+Streaming: ``check`` (decide without remembering), ``add`` (remember), ``check_and_add``.
+Batch: :func:`dedup_batch` sketches the whole corpus at once, finds every candidate pair with
+one join on the LSH band keys, verifies them, and links each document to its best earlier
+match, exactly as streaming the documents in the same order would.
+
+>>> dd = Deduper()
+>>> dd.check_and_add("a", "北京地铁十九号线今天开通运营，全长二十二公里，设车站十座。").is_duplicate
+False
+>>> d = dd.check_and_add("b", "转载：北京地铁十九号线今天开通运营，全长二十二公里，设车站十座！")
+>>> d.is_duplicate, d.duplicate_of, d.cluster, d.measure
+(True, 'a', 'a', 'coverage')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+
+from .engine import CommonShingles, DedupConfig, Sketch, make_sketches, verify
+from .errors import ConfigError, InputError
+from .index.lsh import MinHashLSH, lsh_join
+from .passages import Passage, shared_passages
+
+__all__ = ["BatchResult", "Decision", "Deduper", "dedup_batch"]
+
+KeepPolicy = Literal["first", "longest", "earliest"]
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """The verdict on one document.
+
+    ``duplicate_of`` is the earlier document it matched best (None when it is kept);
+    ``cluster`` is the id of the document kept for its story; ``score`` and ``measure`` say
+    how close the match was; ``evidence`` holds the passages the two share.
+    """
+
+    id: str
+    is_duplicate: bool
+    duplicate_of: str | None
+    cluster: str
+    score: float
+    measure: str | None
+    evidence: tuple[Passage, ...] = ()
+
+    def to_dict(self) -> dict[str, object]:
+        """A JSON-ready dict (evidence as its passages' texts)."""
+        return {
+            "id": self.id,
+            "is_duplicate": self.is_duplicate,
+            "duplicate_of": self.duplicate_of,
+            "cluster": self.cluster,
+            "score": round(self.score, 4),
+            "measure": self.measure,
+            "evidence": [p.text for p in self.evidence],
+        }
+
+
+def _best(
+    sketch: Sketch,
+    candidates: Iterable[tuple[str, Sketch]],
+    cfg: DedupConfig,
+    common: CommonShingles,
+) -> tuple[str, float, str] | None:
+    """The candidate that verifies with the highest score (the earliest on ties)."""
+    best: tuple[str, float, str] | None = None
+    for key, other in candidates:
+        v = verify(sketch, other, cfg, common)
+        if v.is_duplicate and (best is None or v.score > best[1]):
+            best = (key, v.score, v.measure)
+    return best
+
+
+def _evidence(a: Sketch, b: Sketch) -> tuple[Passage, ...]:
+    return tuple(shared_passages(a.text, b.text, min_len=6, limit=10))
+
+
+class Deduper:
+    """Near-duplicate detection over a stream of documents, in memory.
+
+    Every document added is indexed, kept or not, so a later reprint can match any earlier
+    copy of its story; its cluster is the id of the first document of that story.
+    """
+
+    def __init__(self, config: DedupConfig | None = None, *, explain: bool = True) -> None:
+        self.config = config if config is not None else DedupConfig()
+        self.explain = explain
+        b, r = self.config.bands_rows
+        self._lsh = MinHashLSH(num_perm=self.config.num_perm, params=(b, r), bucket_cap=self.config.bucket_cap)
+        self._sketches: dict[str, Sketch] = {}
+        self._decisions: dict[str, Decision] = {}
+        self._common = CommonShingles(limit=self.config.common_after)
+
+    def __len__(self) -> int:
+        return len(self._sketches)
+
+    def __contains__(self, doc_id: object) -> bool:
+        return doc_id in self._sketches
+
+    def sketch(self, text: str) -> Sketch:
+        """The sketch of one text under this Deduper's configuration."""
+        if not isinstance(text, str):
+            raise InputError(f"text must be a str, not {type(text).__name__}")
+        return make_sketches([text], self.config)[0]
+
+    def _decide(self, doc_id: str, sketch: Sketch) -> Decision:
+        if doc_id in self._decisions:
+            return self._decisions[doc_id]
+        cands = [] if sketch.is_empty else self._lsh.query_keys([int(k) for k in sketch.bands])
+        best = _best(sketch, ((k, self._sketches[k]) for k in cands), self.config, self._common)
+        if best is None:
+            return Decision(doc_id, False, None, doc_id, 0.0, None)
+        key, score, measure = best
+        cluster = self._decisions[key].cluster
+        evidence = _evidence(sketch, self._sketches[key]) if self.explain else ()
+        return Decision(doc_id, True, key, cluster, score, measure, evidence)
+
+    def check(self, doc_id: str, text: str) -> Decision:
+        """Decide whether ``text`` duplicates a document already added, without adding it.
+
+        An id already added returns its earlier decision.
+        """
+        if doc_id in self._decisions:
+            return self._decisions[doc_id]
+        return self._decide(doc_id, self.sketch(text))
+
+    def add(self, doc_id: str, text: str) -> Decision:
+        """Remember a document (deciding it first); an id already added changes nothing."""
+        return self.check_and_add(doc_id, text)
+
+    def check_and_add(self, doc_id: str, text: str) -> Decision:
+        """Decide, then remember the document so later ones are compared with it."""
+        if doc_id in self._decisions:
+            return self._decisions[doc_id]
+        sketch = self.sketch(text)
+        return self._remember(doc_id, sketch, self._decide(doc_id, sketch))
+
+    def _remember(self, doc_id: str, sketch: Sketch, decision: Decision) -> Decision:
+        self._decisions[doc_id] = decision
+        self._sketches[doc_id] = sketch
+        if not sketch.is_empty:
+            self._lsh.add(doc_id, sketch.signature)
+        if not decision.is_duplicate:
+            self._common.add(sketch.vocab)
+        return decision
+
+    def decision(self, doc_id: str) -> Decision:
+        """The decision made for ``doc_id`` when it was added."""
+        try:
+            return self._decisions[doc_id]
+        except KeyError:
+            raise KeyError(f"document {doc_id!r} has not been added") from None
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    """Decisions for a whole corpus, in input order, and what the run found."""
+
+    decisions: list[Decision]
+    candidate_pairs: int
+    verified_pairs: int
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+def dedup_batch(
+    ids: Sequence[str],
+    texts: Sequence[str],
+    *,
+    config: DedupConfig | None = None,
+    keep: KeepPolicy = "first",
+    timestamps: Sequence[float | None] | None = None,
+    explain: bool = False,
+    chunk: int = 2000,
+) -> BatchResult:
+    """Deduplicate a corpus at once: the same decisions as streaming it through a Deduper.
+
+    ``keep`` chooses which document of each cluster is kept and names the cluster: the
+    first seen (the streaming rule), the longest text, or the earliest timestamp.
+    """
+    import time
+
+    cfg = config if config is not None else DedupConfig()
+    if len(ids) != len(texts):
+        raise ConfigError(f"{len(ids)} ids for {len(texts)} texts")
+    if keep not in ("first", "longest", "earliest"):
+        raise ConfigError(f"keep must be 'first', 'longest' or 'earliest', got {keep!r}")
+    if len(set(ids)) != len(ids):
+        raise InputError("ids must be unique within a batch")
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    sketches: list[Sketch] = []
+    for start in range(0, len(texts), chunk):
+        sketches.extend(make_sketches(texts[start : start + chunk], cfg))
+    timings["sketch"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    live = np.array([i for i, s in enumerate(sketches) if not s.is_empty], dtype=np.int64)
+    b, r = cfg.bands_rows
+    if len(live):
+        sigs = np.stack([sketches[i].signature for i in live])
+        local = lsh_join(sigs, bands=b, rows=r, bucket_cap=cfg.bucket_cap)
+        pairs = live[local]
+    else:
+        pairs = np.zeros((0, 2), dtype=np.int64)
+    timings["candidates"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    # earlier partners of each document, in index order (pairs are sorted by (i, j))
+    order = np.lexsort((pairs[:, 0], pairs[:, 1]))
+    later, earlier = pairs[order, 1], pairs[order, 0]
+    bounds = np.searchsorted(later, np.arange(len(ids) + 1))
+    parent = np.full(len(ids), -1, dtype=np.int64)
+    score = np.zeros(len(ids))
+    measure: list[str | None] = [None] * len(ids)
+    common = CommonShingles(limit=cfg.common_after)
+    for i in range(len(ids)):
+        lo, hi = bounds[i], bounds[i + 1]
+        best = None
+        if lo < hi:
+            pool = ((str(j), sketches[j]) for j in earlier[lo:hi].tolist())
+            best = _best(sketches[i], pool, cfg, common)
+        if best is None:
+            common.add(sketches[i].vocab)
+        else:
+            parent[i], score[i], measure[i] = int(best[0]), best[1], best[2]
+    timings["verify"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    root = np.arange(len(ids))
+    for i in range(len(ids)):  # parents come earlier, so one pass resolves every root
+        if parent[i] >= 0:
+            root[i] = root[parent[i]]
+    label = _labels(root, keep, texts, timestamps)
+    decisions = []
+    for i, doc_id in enumerate(ids):
+        kept = label[root[i]]
+        if kept == i:
+            decisions.append(Decision(doc_id, False, None, doc_id, 0.0, None))
+            continue
+        # the kept document of a "longest"/"earliest" cluster may be one that matched later
+        dup_of = int(parent[i]) if parent[i] >= 0 else kept
+        ev = _evidence(sketches[i], sketches[dup_of]) if explain else ()
+        decisions.append(
+            Decision(doc_id, True, ids[dup_of], ids[kept], float(score[i]), measure[i], ev)
+        )
+    timings["clusters"] = time.perf_counter() - t0
+    return BatchResult(decisions, len(pairs), int((parent >= 0).sum()), timings)
+
+
+def _labels(
+    root: np.ndarray, keep: KeepPolicy, texts: Sequence[str], timestamps: Sequence[float | None] | None
+) -> dict[int, int]:
+    """For each cluster root, the index of the document kept for it."""
+    if keep == "first":
+        return {int(r): int(r) for r in np.unique(root)}
+    best: dict[int, int] = {}
+    for i, r in enumerate(root.tolist()):
+        j = best.get(r)
+        if j is None:
+            best[r] = i
+            continue
+        if keep == "longest":
+            if len(texts[i]) > len(texts[j]):
+                best[r] = i
+        else:
+            ti = timestamps[i] if timestamps is not None else None
+            tj = timestamps[j] if timestamps is not None else None
+            if ti is not None and (tj is None or ti < tj):
+                best[r] = i
+    return best

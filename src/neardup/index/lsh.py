@@ -1,0 +1,191 @@
+"""MinHash LSH: signatures cut into bands of rows; documents that agree on a whole band are
+candidates (Indyk and Motwani 1998; Broder 1997), to be verified by an exact measure.
+
+The number of bands ``b`` and rows ``r`` come from a Jaccard threshold as datasketch derives
+them: the pair that minimizes the weighted areas of false positives below the threshold and
+false negatives above it, for the S-curve 1 - (1 - s^r)^b. Each bucket keeps its first
+``bucket_cap`` documents, so a flood of copies of one page costs a bounded amount per
+lookup; the batch join applies the same rule, so it finds exactly the pairs that streaming
+lookups in the same order would.
+
+>>> from neardup.sketch.minhash import minhash
+>>> import numpy as np
+>>> lsh = MinHashLSH(threshold=0.5, num_perm=128)
+>>> x = np.arange(1, 500, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+>>> lsh.add("a", minhash(x)); lsh.add("b", minhash(x[:400] + np.uint64(1)))
+>>> lsh.query(minhash(x[50:]))
+['a']
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator
+
+import numpy as np
+import numpy.typing as npt
+
+from ..errors import ConfigError
+from ..hashing import mix
+
+__all__ = ["MinHashLSH", "band_keys", "lsh_join", "optimal_params"]
+
+U64 = npt.NDArray[np.uint64]
+I64 = npt.NDArray[np.int64]
+_STEP = np.uint64(0x9E3779B97F4A7C15)
+
+
+@functools.lru_cache(maxsize=64)
+def optimal_params(
+    threshold: float, num_perm: int, fp_weight: float = 0.5, fn_weight: float = 0.5
+) -> tuple[int, int]:
+    """(bands, rows) minimizing fp_weight * P(false positive) + fn_weight * P(false negative).
+
+    >>> optimal_params(0.5, 128)
+    (25, 5)
+    """
+    if not 0.0 < threshold < 1.0:
+        raise ConfigError(f"LSH threshold must be strictly between 0 and 1, got {threshold}")
+    if abs(fp_weight + fn_weight - 1.0) > 1e-9:
+        raise ConfigError(f"fp_weight + fn_weight must be 1, got {fp_weight} + {fn_weight}")
+    best, best_err = (1, 1), float("inf")
+    below = np.linspace(0.0, threshold, 201)
+    above = np.linspace(threshold, 1.0, 201)
+    for b in range(1, num_perm + 1):
+        for r in range(1, num_perm // b + 1):
+            fp = np.trapezoid(1 - (1 - below**r) ** b, below)
+            fn = np.trapezoid((1 - above**r) ** b, above)
+            err = fp_weight * fp + fn_weight * fn
+            if err < best_err:
+                best, best_err = (b, r), err
+    return best
+
+
+def _check_params(bands: int, rows: int, num_perm: int) -> None:
+    if bands < 1 or rows < 1:
+        raise ConfigError(f"bands and rows must be positive, got b = {bands}, r = {rows}")
+    if bands * rows > num_perm:
+        raise ConfigError(
+            f"b * r = {bands} * {rows} = {bands * rows} must not exceed num_perm {num_perm}"
+        )
+
+
+def band_keys(signatures: U64, bands: int, rows: int) -> U64:
+    """One 64-bit key per band of each signature: shape (n, bands) for (n, num_perm) input."""
+    sig = np.atleast_2d(signatures)
+    n = sig.shape[0]
+    cut = sig[:, : bands * rows].reshape(n, bands, rows)
+    with np.errstate(over="ignore"):
+        h = np.zeros((n, bands), dtype=np.uint64)
+        for t in range(rows):
+            h = mix(h * _STEP + cut[:, :, t])
+    return h
+
+
+class MinHashLSH:
+    """A MinHash LSH index: ``add`` keys with signatures, ``query`` returns candidate keys."""
+
+    def __init__(
+        self,
+        *,
+        threshold: float = 0.5,
+        num_perm: int = 128,
+        params: tuple[int, int] | None = None,
+        bucket_cap: int = 100,
+    ) -> None:
+        bands, rows = params if params is not None else optimal_params(threshold, num_perm)
+        _check_params(bands, rows, num_perm)
+        if bucket_cap < 1:
+            raise ConfigError(f"bucket_cap must be at least 1, got {bucket_cap}")
+        self.num_perm, self.bands, self.rows, self.bucket_cap = num_perm, bands, rows, bucket_cap
+        self._tables: list[dict[int, list[str]]] = [{} for _ in range(bands)]
+        self._keys: dict[str, list[int]] = {}
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._keys
+
+    def keys_of(self, signature: U64) -> list[int]:
+        """The band keys of one signature, as Python ints."""
+        if signature.shape != (self.num_perm,):
+            raise ConfigError(
+                f"signature has {signature.shape[0]} positions, the index expects {self.num_perm}"
+            )
+        return [int(k) for k in band_keys(signature, self.bands, self.rows)[0]]
+
+    def add(self, key: str, signature: U64) -> None:
+        """Index ``key`` under each band of its signature (a key can be added once)."""
+        if key in self._keys:
+            raise ConfigError(f"key {key!r} is already in the index; remove it first")
+        band = self.keys_of(signature)
+        for table, k in zip(self._tables, band, strict=True):
+            bucket = table.setdefault(k, [])
+            if len(bucket) < self.bucket_cap:
+                bucket.append(key)
+        self._keys[key] = band
+
+    def remove(self, key: str) -> None:
+        """Take ``key`` out of every bucket."""
+        band = self._keys.pop(key, None)
+        if band is None:
+            raise KeyError(f"key {key!r} is not in the index")
+        for table, k in zip(self._tables, band, strict=True):
+            bucket = table.get(k)
+            if bucket is not None and key in bucket:
+                bucket.remove(key)
+                if not bucket:
+                    del table[k]
+
+    def query(self, signature: U64) -> list[str]:
+        """Keys that share at least one band with ``signature``, in the order they were added."""
+        return self.query_keys(self.keys_of(signature))
+
+    def query_keys(self, band: list[int]) -> list[str]:
+        """Like :meth:`query`, from precomputed band keys."""
+        seen: dict[str, None] = {}
+        for table, k in zip(self._tables, band, strict=True):
+            for key in table.get(k, ()):
+                seen[key] = None
+        order = {key: i for i, key in enumerate(self._keys)}
+        return sorted(seen, key=order.__getitem__)
+
+
+def _pairs_in_groups(members: I64, starts: I64, sizes: I64, cap: int) -> Iterator[I64]:
+    """Pairs (earlier, later) within each group of ``members`` (sorted by index within
+    groups), the earlier one among the group's first ``cap``."""
+    for size in np.unique(sizes).tolist():
+        if size < 2:
+            continue
+        s = starts[sizes == size]
+        x = np.arange(min(cap, size - 1))
+        count = size - 1 - x  # partners after position x
+        xs = np.repeat(x, count)
+        ys = np.arange(len(xs)) - np.repeat(np.cumsum(count) - count, count) + xs + 1
+        a = members[s[:, None] + xs[None, :]].ravel()
+        b = members[s[:, None] + ys[None, :]].ravel()
+        yield np.stack((a, b), axis=1)
+
+
+def lsh_join(signatures: U64, *, bands: int, rows: int, bucket_cap: int = 100) -> I64:
+    """All candidate pairs (i, j), i < j, of an (n, num_perm) signature array: those sharing
+    a band key, with i among the first ``bucket_cap`` documents of that bucket. Sorted, unique.
+    """
+    sig = np.atleast_2d(signatures)
+    _check_params(bands, rows, sig.shape[1])
+    keys = band_keys(sig, bands, rows)
+    n = sig.shape[0]
+    found: list[I64] = []
+    for band in range(bands):
+        col = keys[:, band]
+        order = np.lexsort((np.arange(n), col))
+        sorted_keys = col[order]
+        boundary = np.flatnonzero(np.concatenate(([True], sorted_keys[1:] != sorted_keys[:-1])))
+        sizes = np.diff(np.concatenate((boundary, [n])))
+        found.extend(_pairs_in_groups(order.astype(np.int64), boundary, sizes, bucket_cap))
+    if not found:
+        return np.zeros((0, 2), dtype=np.int64)
+    pairs = np.concatenate(found)
+    code = np.unique(pairs[:, 0] * n + pairs[:, 1])
+    return np.stack((code // n, code % n), axis=1)
