@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _data import environment, read_jsonl, shared_path  # noqa: E402
+from _data import environment, read_jsonl, shared_path
 
-from neardup.deduper import dedup_batch  # noqa: E402
-from neardup.engine import DedupConfig  # noqa: E402
+from neardup.deduper import dedup_batch
+from neardup.engine import DedupConfig
 
 
 def load_scorer() -> Any:
@@ -63,10 +63,14 @@ def run(bench: str, field: str, cfg: DedupConfig) -> dict[str, Any]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--bench", action="append", help="zh-news-dev, en-news-dev (default both)")
     ap.add_argument("--field", default="text", help="the field to deduplicate on (text or title)")
-    ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="a DedupConfig option")
+    ap.add_argument(
+        "--set", action="append", default=[], metavar="NAME=VALUE", help="a DedupConfig option"
+    )
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     cfg = DedupConfig(**parse_settings(args.set))
@@ -77,9 +81,17 @@ def main() -> int:
         return 0
     env = environment()
     print(f"neardup {env['neardup']}, python {env['python']}, {env['date']}")
-    changed = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg) if getattr(cfg, f.name) != f.default and f.name != "normalizer"}
-    print(f"field: {args.field}; settings: {changed or 'defaults'}; LSH bands x rows: {cfg.bands_rows}\n")
-    print("| benchmark | precision | recall | F1 | ARI | recall light / medium / heavy | candidates | seconds |")
+    changed = {
+        f.name: getattr(cfg, f.name)
+        for f in dataclasses.fields(cfg)
+        if getattr(cfg, f.name) != f.default and f.name != "normalizer"
+    }
+    print(
+        f"field: {args.field}; settings: {changed or 'defaults'}; LSH bands x rows: {cfg.bands_rows}\n"
+    )
+    print(
+        "| benchmark | precision | recall | F1 | ARI | recall light / medium / heavy | candidates | seconds |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for b, s in results.items():
         lv = s["recall_by_level"]

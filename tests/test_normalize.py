@@ -161,16 +161,30 @@ def test_normalize_rejects_non_str(value: object) -> None:
         ("a <b>bold</b> move", True),
         ("<!-- comment -->", True),
         ("<!doctype html>", True),
-        ("A &amp; B", True),
-        ("&#21271;", True),
+        ("<p>新闻</p>", True),
+        ("A &amp; B", False),
+        ("<Omnibus Computer Graphics Inc> said", False),
         ("3 < 4 and 5 > 2", False),
         ("北京 & 上海", False),
         ("plain text 纯文本", False),
     ],
 )
 def test_looks_like_html(text: str, expected: bool) -> None:
-    """Tags and entities count as HTML; stray < > & do not."""
+    """Markup counts as HTML; entities alone, stray < > & and <Company Inc> mentions do not."""
     assert looks_like_html(text) is expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("A &amp; B", "a & b"),
+        ("&#21271;京", "北京"),
+        ("<Omnibus Computer Graphics Inc> said it", "<omnibus computer graphics inc> said it"),
+    ],
+)
+def test_entities_and_angle_brackets(text: str, expected: str) -> None:
+    """Entities are decoded without an HTML parse; a <Company Inc> mention is kept as text."""
+    assert normalize(text) == expected
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""Tokenizers: mixed-text words, stop words, units, character n-grams, shingles, user dictionaries."""
+"""Tokenizers: mixed-text words, stop words, units, character n-grams, user dictionaries."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import neardup
-from neardup import Tokenizer, char_ngrams, shingles, units, words
+from neardup import Tokenizer, char_ngrams, units, words
 from neardup.tokenize import default_stopwords, get_segmenter, load_stopwords
 
 SEGMENTERS = ["rjieba", "jieba"]
@@ -120,30 +120,6 @@ def test_char_ngrams_rejects_zero() -> None:
     """An n-gram size below 1 is a ConfigError."""
     with pytest.raises(neardup.ConfigError, match="at least 1"):
         char_ngrams("abc", 0)
-
-
-@pytest.mark.parametrize(
-    ("text", "kwargs", "expected"),
-    [
-        ("the cat sat on", {}, ["the cat sat", "cat sat on"]),
-        ("一二三四五六", {}, ["一二三四五", "二三四五六"]),
-        ("一二三四", {"cjk_width": 2}, ["一二", "二三", "三四"]),
-        ("the cat sat", {"word_width": 2}, ["the cat", "cat sat"]),
-        ("a b", {}, ["a b"]),
-        ("", {}, []),
-    ],
-)
-def test_shingles(text: str, kwargs: dict[str, int], expected: list[str]) -> None:
-    """Shingles are cjk_width characters or word_width words; a short text is one shingle."""
-    assert shingles(units(text), **kwargs) == expected
-
-
-def test_shingles_mixed_text() -> None:
-    """In mixed text each shingle takes its width from the unit it starts on."""
-    got = shingles(units("北京天气晴朗 the cat sat on"))
-    assert got[0] == "北京天气晴"
-    assert "the cat sat" in got
-    assert "cat sat on" in got
 
 
 @pytest.mark.parametrize("segmenter", SEGMENTERS)

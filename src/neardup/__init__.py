@@ -13,8 +13,9 @@ from .errors import ConfigError, InputError, MissingDependencyError, NeardupErro
 from .measures import METHODS, similarity
 from .normalize import Normalizer, normalize
 from .passages import Passage, shared_passages
+from .shingling import shingle_hashes
 from .tfidf import IDFTable
-from .tokenize import Tokenizer, char_ngrams, shingles, units, words
+from .tokenize import Tokenizer, char_ngrams, units, words
 
 __version__ = "0.1.0"
 
@@ -34,7 +35,7 @@ __all__ = [
     "compare",
     "normalize",
     "shared_passages",
-    "shingles",
+    "shingle_hashes",
     "similarity",
     "units",
     "words",

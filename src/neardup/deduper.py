@@ -92,7 +92,9 @@ class Deduper:
         self.config = config if config is not None else DedupConfig()
         self.explain = explain
         b, r = self.config.bands_rows
-        self._lsh = MinHashLSH(num_perm=self.config.num_perm, params=(b, r), bucket_cap=self.config.bucket_cap)
+        self._lsh = MinHashLSH(
+            num_perm=self.config.num_perm, params=(b, r), bucket_cap=self.config.bucket_cap
+        )
         self._sketches: dict[str, Sketch] = {}
         self._decisions: dict[str, Decision] = {}
         self._common = CommonShingles(limit=self.config.common_after)
@@ -254,7 +256,10 @@ def dedup_batch(
 
 
 def _labels(
-    root: np.ndarray, keep: KeepPolicy, texts: Sequence[str], timestamps: Sequence[float | None] | None
+    root: np.ndarray,
+    keep: KeepPolicy,
+    texts: Sequence[str],
+    timestamps: Sequence[float | None] | None,
 ) -> dict[int, int]:
     """For each cluster root, the index of the document kept for it."""
     if keep == "first":

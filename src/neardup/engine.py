@@ -37,7 +37,16 @@ from .normalize import Normalizer
 from .shingling import shingle_hashes
 from .sketch.minhash import minhash_batch
 
-__all__ = ["CommonShingles", "DedupConfig", "Sketch", "Verdict", "make_sketch", "make_sketches", "required", "verify"]
+__all__ = [
+    "CommonShingles",
+    "DedupConfig",
+    "Sketch",
+    "Verdict",
+    "make_sketch",
+    "make_sketches",
+    "required",
+    "verify",
+]
 
 U32 = npt.NDArray[np.uint32]
 _NUMBER = re.compile(r"\d+(?:[.,:/-]\d+)*")
@@ -92,7 +101,7 @@ class DedupConfig:
             raise ConfigError(
                 f"shingle widths must be >= 1, got cjk_width={self.cjk_width}, word_width={self.word_width}"
             )
-        self.bands_rows  # validates the LSH parameters
+        _ = self.bands_rows  # validates the LSH parameters
 
     @property
     def bands_rows(self) -> tuple[int, int]:
@@ -136,13 +145,16 @@ def _prepare(text: str, cfg: DedupConfig) -> str:
 def _pack(hashes: U64, cjk_width: int, widths: npt.NDArray[np.uint8]) -> U32:
     """32-bit shingle codes: the high half of the hash, lowest bit set for CJK-width shingles."""
     top = (hashes >> np.uint64(32)).astype(np.uint32)
-    return (top & np.uint32(0xFFFFFFFE)) | (widths == cjk_width).astype(np.uint32)
+    packed: U32 = (top & np.uint32(0xFFFFFFFE)) | (widths == cjk_width).astype(np.uint32)
+    return packed
 
 
 def make_sketches(texts: Sequence[str], cfg: DedupConfig) -> list[Sketch]:
     """Sketch many documents at once (MinHash and band keys vectorized over the batch)."""
     prepared = [_prepare(t, cfg) for t in texts]
-    feats = [shingle_hashes(t, cjk_width=cfg.cjk_width, word_width=cfg.word_width) for t in prepared]
+    feats = [
+        shingle_hashes(t, cjk_width=cfg.cjk_width, word_width=cfg.word_width) for t in prepared
+    ]
     signatures = minhash_batch([f.hashes for f in feats], num_perm=cfg.num_perm)
     b, r = cfg.bands_rows
     keys = band_keys(signatures, b, r)
@@ -204,7 +216,9 @@ class CommonShingles:
         if self.limit <= 0 or len(vocab) == 0:
             return
         slots = np.unique(self._slots(vocab))
-        self.counts[slots] = np.minimum(self.counts[slots].astype(np.int16) + 1, 255).astype(np.uint8)
+        self.counts[slots] = np.minimum(self.counts[slots].astype(np.int16) + 1, 255).astype(
+            np.uint8
+        )
 
     def is_common(self, codes: U32) -> npt.NDArray[np.bool_]:
         """Which of ``codes`` have been seen in ``limit`` stories or more."""
@@ -224,7 +238,9 @@ def _covered_units(n: int, idx: npt.NDArray[np.intp], codes: U32, cfg: DedupConf
     return int(np.count_nonzero(np.cumsum(delta)[:n]))
 
 
-def _coverage(short: Sketch, other: Sketch, cfg: DedupConfig, common: CommonShingles | None) -> float:
+def _coverage(
+    short: Sketch, other: Sketch, cfg: DedupConfig, common: CommonShingles | None
+) -> float:
     """Share of ``short``'s distinctive units inside shingles that ``other`` also has.
 
     Units only common shingles cover (boilerplate, templates) count on neither side.
@@ -269,9 +285,7 @@ def required(cfg: DedupConfig, ratio: float, base: float | None = None) -> float
     return t + (1.0 - t) * (r0 - ratio) / r0
 
 
-def verify(
-    a: Sketch, b: Sketch, cfg: DedupConfig, common: CommonShingles | None = None
-) -> Verdict:
+def verify(a: Sketch, b: Sketch, cfg: DedupConfig, common: CommonShingles | None = None) -> Verdict:
     """Score a candidate pair and decide whether it is a near-duplicate.
 
     ``common`` (the stories seen so far) lets coverage ignore boilerplate and templates.

@@ -118,11 +118,11 @@ def shingle_hashes(text: str, *, cjk_width: int = 5, word_width: int = 9) -> Shi
             hashes[sel] = mix(h[sel] + np.uint64(w))
             valid[sel] = True
         if not valid.any():
-            h = np.uint64(0)
+            whole = np.uint64(0)
             for c in codes:
-                h = h * _B2 + c
+                whole = whole * _B2 + c
             return Shingles(
-                mix(np.array([h + np.uint64(m)], np.uint64)), np.array([m], np.uint8), m
+                mix(np.array([whole + np.uint64(m)], np.uint64)), np.array([m], np.uint8), m
             )
     keep = np.flatnonzero(valid)
     return Shingles(hashes[keep], widths[keep], m)

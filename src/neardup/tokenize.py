@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -30,7 +30,6 @@ __all__ = [
     "default_stopwords",
     "get_segmenter",
     "load_stopwords",
-    "shingles",
     "units",
     "words",
 ]
@@ -179,30 +178,6 @@ def char_ngrams(text: str, n: int) -> list[str]:
 def is_cjk(unit: str) -> bool:
     """Whether a unit is a CJK character."""
     return _CJK_CHAR.match(unit) is not None
-
-
-def shingles(seq: Sequence[str], *, cjk_width: int = 5, word_width: int = 3) -> list[str]:
-    """Shingles of a unit sequence (see :func:`units`): ``cjk_width`` units from a CJK
-    character, ``word_width`` from a word, so Chinese, English and mixed text each get a
-    sensible width without a per-document language guess.
-
-    >>> shingles(units("the cat sat on"))
-    ['the cat sat', 'cat sat on']
-    >>> shingles(units("一二三四五六"))
-    ['一二三四五', '二三四五六']
-    """
-    n = len(seq)
-    if n == 0:
-        return []
-    out: list[str] = []
-    for i, u in enumerate(seq):
-        w = cjk_width if _CJK_CHAR.match(u) else word_width
-        if i + w > n:
-            if i == 0:
-                out.append(" ".join(seq))
-            break
-        out.append(" ".join(seq[i : i + w]) if w == word_width else "".join(seq[i : i + w]))
-    return out
 
 
 @dataclass(frozen=True)

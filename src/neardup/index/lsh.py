@@ -53,8 +53,8 @@ def optimal_params(
     above = np.linspace(threshold, 1.0, 201)
     for b in range(1, num_perm + 1):
         for r in range(1, num_perm // b + 1):
-            fp = np.trapezoid(1 - (1 - below**r) ** b, below)
-            fn = np.trapezoid((1 - above**r) ** b, above)
+            fp = float(np.trapezoid(1 - (1 - below**r) ** b, below))
+            fn = float(np.trapezoid((1 - above**r) ** b, above))
             err = fp_weight * fp + fn_weight * fn
             if err < best_err:
                 best, best_err = (b, r), err
@@ -182,7 +182,7 @@ def lsh_join(signatures: U64, *, bands: int, rows: int, bucket_cap: int = 100) -
         order = np.lexsort((np.arange(n), col))
         sorted_keys = col[order]
         boundary = np.flatnonzero(np.concatenate(([True], sorted_keys[1:] != sorted_keys[:-1])))
-        sizes = np.diff(np.concatenate((boundary, [n])))
+        sizes = np.diff(np.concatenate((boundary, [n]))).astype(np.int64)
         found.extend(_pairs_in_groups(order.astype(np.int64), boundary, sizes, bucket_cap))
     if not found:
         return np.zeros((0, 2), dtype=np.int64)

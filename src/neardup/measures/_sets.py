@@ -1,13 +1,23 @@
-"""Shingle sets of two texts, for jaccard and containment."""
+"""Shingle sets of two texts, for jaccard and containment: the engine's own hashed shingles."""
 
 from __future__ import annotations
 
-from ..features import shingle_set
+import numpy as np
+import numpy.typing as npt
+
+from ..shingling import shingle_hashes
 
 
-def pair(a: str, b: str, cjk_width: int, word_width: int) -> tuple[set[str], set[str]]:
-    """The shingle sets of both texts."""
+def pair(
+    a: str, b: str, cjk_width: int, word_width: int
+) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64]]:
+    """The distinct shingle hashes of both texts, sorted."""
     return (
-        shingle_set(a, cjk_width=cjk_width, word_width=word_width),
-        shingle_set(b, cjk_width=cjk_width, word_width=word_width),
+        np.unique(shingle_hashes(a, cjk_width=cjk_width, word_width=word_width).hashes),
+        np.unique(shingle_hashes(b, cjk_width=cjk_width, word_width=word_width).hashes),
     )
+
+
+def overlap(sa: npt.NDArray[np.uint64], sb: npt.NDArray[np.uint64]) -> int:
+    """How many shingles the two sorted sets share."""
+    return len(np.intersect1d(sa, sb, assume_unique=True))

@@ -10,16 +10,16 @@ is what catches truncated and excerpted reprints.
 from __future__ import annotations
 
 from ._base import DEFAULT_PROCESSOR, Processor, cutoff, prepare
-from ._sets import pair
+from ._sets import overlap, pair
 
 __all__ = ["distance", "normalized_similarity", "similarity"]
 
 
 def _containment(a: str, b: str, cjk_width: int, word_width: int) -> float:
     sa, sb = pair(a, b, cjk_width, word_width)
-    if not sa or not sb:
+    if len(sa) == 0 or len(sb) == 0:
         return 1.0 if a == b else 0.0
-    return len(sa & sb) / min(len(sa), len(sb))
+    return overlap(sa, sb) / min(len(sa), len(sb))
 
 
 def similarity(
@@ -28,7 +28,7 @@ def similarity(
     *,
     processor: Processor = DEFAULT_PROCESSOR,
     cjk_width: int = 5,
-    word_width: int = 3,
+    word_width: int = 9,
 ) -> float:
     """The containment (the same as :func:`normalized_similarity`)."""
     a, b = prepare(a, b, processor)
@@ -41,7 +41,7 @@ def distance(
     *,
     processor: Processor = DEFAULT_PROCESSOR,
     cjk_width: int = 5,
-    word_width: int = 3,
+    word_width: int = 9,
 ) -> float:
     """1 - the containment."""
     a, b = prepare(a, b, processor)
@@ -55,7 +55,7 @@ def normalized_similarity(
     processor: Processor = DEFAULT_PROCESSOR,
     score_cutoff: float | None = None,
     cjk_width: int = 5,
-    word_width: int = 3,
+    word_width: int = 9,
 ) -> float:
     """|A ∩ B| / min(|A|, |B|)."""
     a, b = prepare(a, b, processor)

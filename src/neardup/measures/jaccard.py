@@ -1,25 +1,26 @@
 """jaccard: |A ∩ B| / |A ∪ B| over the texts' shingle sets.
 
-Shingles are 5 consecutive CJK characters or 3 consecutive words (see
-:func:`neardup.tokenize.shingles`). Two texts with no shingles score 1.0 if equal, else 0.0.
+Shingles are 5 consecutive CJK characters or 9 consecutive letters and digits (see
+:mod:`neardup.shingling`), the same shingles the Deduper uses. Two texts with no shingles score 1.0 if equal, else 0.0.
 
 >>> normalized_similarity("the cat sat on the mat", "the cat sat on a mat")
-0.3333333333333333
+0.23076923076923078
 """
 
 from __future__ import annotations
 
 from ._base import DEFAULT_PROCESSOR, Processor, cutoff, prepare
-from ._sets import pair
+from ._sets import overlap, pair
 
 __all__ = ["distance", "normalized_similarity", "similarity"]
 
 
 def _jaccard(a: str, b: str, cjk_width: int, word_width: int) -> float:
     sa, sb = pair(a, b, cjk_width, word_width)
-    if not sa or not sb:
+    if len(sa) == 0 or len(sb) == 0:
         return 1.0 if a == b else 0.0
-    return len(sa & sb) / len(sa | sb)
+    shared = overlap(sa, sb)
+    return shared / (len(sa) + len(sb) - shared)
 
 
 def similarity(
@@ -28,7 +29,7 @@ def similarity(
     *,
     processor: Processor = DEFAULT_PROCESSOR,
     cjk_width: int = 5,
-    word_width: int = 3,
+    word_width: int = 9,
 ) -> float:
     """The Jaccard index (the same as :func:`normalized_similarity`)."""
     a, b = prepare(a, b, processor)
@@ -41,7 +42,7 @@ def distance(
     *,
     processor: Processor = DEFAULT_PROCESSOR,
     cjk_width: int = 5,
-    word_width: int = 3,
+    word_width: int = 9,
 ) -> float:
     """1 - the Jaccard index."""
     a, b = prepare(a, b, processor)
@@ -55,7 +56,7 @@ def normalized_similarity(
     processor: Processor = DEFAULT_PROCESSOR,
     score_cutoff: float | None = None,
     cjk_width: int = 5,
-    word_width: int = 3,
+    word_width: int = 9,
 ) -> float:
     """|A ∩ B| / |A ∪ B|."""
     a, b = prepare(a, b, processor)

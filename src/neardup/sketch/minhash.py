@@ -87,7 +87,8 @@ def minhash_batch(documents: Sequence[U64], *, num_perm: int = 128) -> U64:
 
 def minhash(shingles: U64, *, num_perm: int = 128) -> U64:
     """The signature of one document's shingle hashes: ``num_perm`` unsigned 64-bit values."""
-    return minhash_batch([shingles], num_perm=num_perm)[0]
+    signature: U64 = minhash_batch([shingles], num_perm=num_perm)[0]
+    return signature
 
 
 def jaccard(a: U64, b: U64) -> float:
