@@ -74,6 +74,9 @@ def _find(a: str, b: str) -> tuple[int, int, int]:
                     return k, found
         return None
 
+    fast = _seeded(a, b, ha, hb, inv_powers)
+    if fast is not None:
+        return fast
     lo, hi, best = 0, min(n, m), (0, 0, 0)
     while lo < hi:
         mid = (lo + hi + 1) // 2
@@ -83,6 +86,46 @@ def _find(a: str, b: str) -> tuple[int, int, int]:
         else:
             lo, best = mid, (mid, found[0], found[1])
     return best
+
+
+_SEED = 8  # seed length of the fast path
+
+
+def _windows(h: U64, inv_powers: U64, n: int, length: int) -> U64:
+    with np.errstate(over="ignore"):
+        return (h[length:] - h[: n - length + 1]) * inv_powers[: n - length + 1]
+
+
+def _seeded(a: str, b: str, ha: U64, hb: U64, inv_powers: U64) -> tuple[int, int, int] | None:
+    """The answer in one pass when it can be had cheaply, else None (use the binary search).
+
+    Every common substring of ``_SEED`` or more characters is a run of consecutive seed
+    matches (equal windows of ``_SEED`` characters) on one diagonal, so its length is the run
+    length + ``_SEED`` - 1. Works when no seed repeats in ``b``; the result is checked.
+    """
+    n, m = len(a), len(b)
+    if min(n, m) < 2 * _SEED:
+        return None
+    wa, wb = _windows(ha, inv_powers, n, _SEED), _windows(hb, inv_powers, m, _SEED)
+    ub, first_b, count_b = np.unique(wb, return_index=True, return_counts=True)
+    pos = np.minimum(np.searchsorted(ub, wa), len(ub) - 1)
+    hit = ub[pos] == wa
+    if not hit.any() or (count_b[pos[hit]] > 1).any():
+        return None  # shorter than a seed, or repeated seeds: the binary search handles it
+    i = np.flatnonzero(hit)
+    d = first_b[pos[i]] - i
+    order = np.lexsort((i, d))
+    i, d = i[order], d[order]
+    brk = np.concatenate(([True], (np.diff(d) != 0) | (np.diff(i) != 1)))
+    starts = np.flatnonzero(brk)
+    lengths = np.diff(np.concatenate((starts, [len(i)]))) + _SEED - 1
+    top = np.flatnonzero(lengths == lengths.max())
+    i0s, j0s = i[starts[top]], i[starts[top]] + d[starts[top]]
+    k = np.lexsort((j0s, i0s))[0]
+    length, i0, j0 = int(lengths[top[k]]), int(i0s[k]), int(j0s[k])
+    if a[i0 : i0 + length] != b[j0 : j0 + length]:
+        return None  # a hash collision made a false seed
+    return length, i0, j0
 
 
 def longest_common_substring(a: str, b: str, *, processor: Processor = DEFAULT_PROCESSOR) -> str:
