@@ -75,13 +75,8 @@ def minhash_batch(documents: Sequence[U64], *, num_perm: int = 128) -> U64:
         return sig
     values = np.concatenate([np.asarray(d, dtype=np.uint64) for d in documents])
     doc = np.repeat(np.arange(n, dtype=np.int64), lengths)
-    bins = (values & np.uint64(num_perm - 1)).astype(np.int64)
-    # smallest value per (document, bin): sort by cell then value, keep each cell's first
-    cell = doc * num_perm + bins
-    order = np.lexsort((values, cell))
-    cell_sorted = cell[order]
-    first = np.concatenate(([True], cell_sorted[1:] != cell_sorted[:-1]))
-    sig.ravel()[cell_sorted[first]] = values[order][first]
+    cell = doc * num_perm + (values & np.uint64(num_perm - 1)).astype(np.int64)
+    np.minimum.at(sig.ravel(), cell, values)  # smallest value per (document, bin)
     return _densify(sig)
 
 
