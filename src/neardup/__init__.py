@@ -9,6 +9,8 @@ True
 from __future__ import annotations
 
 from .compare import Comparison, compare
+from .deduper import BatchResult, Decision, Deduper, dedup_batch
+from .engine import DedupConfig
 from .errors import ConfigError, InputError, MissingDependencyError, NeardupError, TextTooLongError
 from .measures import METHODS, similarity
 from .normalize import Normalizer, normalize
@@ -21,8 +23,12 @@ __version__ = "0.1.0"
 
 __all__ = [
     "METHODS",
+    "BatchResult",
     "Comparison",
     "ConfigError",
+    "Decision",
+    "DedupConfig",
+    "Deduper",
     "IDFTable",
     "InputError",
     "MissingDependencyError",
@@ -33,6 +39,7 @@ __all__ = [
     "Tokenizer",
     "char_ngrams",
     "compare",
+    "dedup_batch",
     "normalize",
     "shared_passages",
     "shingle_hashes",

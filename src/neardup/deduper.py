@@ -245,12 +245,13 @@ def dedup_batch(
         if kept == i:
             decisions.append(Decision(doc_id, False, None, doc_id, 0.0, None))
             continue
-        # the kept document of a "longest"/"earliest" cluster may be one that matched later
-        dup_of = int(parent[i]) if parent[i] >= 0 else kept
+        if parent[i] >= 0:
+            dup_of, s, m = int(parent[i]), float(score[i]), measure[i]
+        else:  # the first of a cluster whose "longest"/"earliest" document is kept instead
+            v = verify(sketches[i], sketches[kept], cfg)
+            dup_of, s, m = kept, v.score, v.measure
         ev = _evidence(sketches[i], sketches[dup_of]) if explain else ()
-        decisions.append(
-            Decision(doc_id, True, ids[dup_of], ids[kept], float(score[i]), measure[i], ev)
-        )
+        decisions.append(Decision(doc_id, True, ids[dup_of], ids[kept], s, m, ev))
     timings["clusters"] = time.perf_counter() - t0
     return BatchResult(decisions, len(pairs), int((parent >= 0).sum()), timings)
 
