@@ -100,6 +100,8 @@ class MinHashLSH:
         self.num_perm, self.bands, self.rows, self.bucket_cap = num_perm, bands, rows, bucket_cap
         self._tables: list[dict[int, list[str]]] = [{} for _ in range(bands)]
         self._keys: dict[str, list[int]] = {}
+        self._order: dict[str, int] = {}  # insertion number of each key, for sorting results
+        self._added = 0
 
     def __len__(self) -> int:
         return len(self._keys)
@@ -125,12 +127,15 @@ class MinHashLSH:
             if len(bucket) < self.bucket_cap:
                 bucket.append(key)
         self._keys[key] = band
+        self._order[key] = self._added
+        self._added += 1
 
     def remove(self, key: str) -> None:
         """Take ``key`` out of every bucket."""
         band = self._keys.pop(key, None)
         if band is None:
             raise KeyError(f"key {key!r} is not in the index")
+        del self._order[key]
         for table, k in zip(self._tables, band, strict=True):
             bucket = table.get(k)
             if bucket is not None and key in bucket:
@@ -144,12 +149,12 @@ class MinHashLSH:
 
     def query_keys(self, band: list[int]) -> list[str]:
         """Like :meth:`query`, from precomputed band keys."""
-        seen: dict[str, None] = {}
+        seen: set[str] = set()
         for table, k in zip(self._tables, band, strict=True):
-            for key in table.get(k, ()):
-                seen[key] = None
-        order = {key: i for i, key in enumerate(self._keys)}
-        return sorted(seen, key=order.__getitem__)
+            bucket = table.get(k)
+            if bucket:
+                seen.update(bucket)
+        return sorted(seen, key=self._order.__getitem__)
 
 
 def _pairs_in_groups(members: I64, starts: I64, sizes: I64, cap: int) -> Iterator[I64]:
