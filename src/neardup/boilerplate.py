@@ -27,11 +27,18 @@ _STARTS = re.compile(
     r"作者|记者|编辑|责任编辑|责编|实习编辑|值班编辑|审核|审校|校对|监制|策划|通讯员|摄影|摄像|出品|"
     r"编者按|声明|免责声明|特别声明|版权声明|更新|editor's note|editors' note|note to editors)\s*[:|：]"
     r"|本文(?:转载自|来源|来自|有删节|仅代表|系)"
+    # bylines without a colon: 本报记者 张三, 记者 李明 通讯员 王芳, 文/李明, 编辑 张三
+    r"|(?:本报|特约)?(?:记者|通讯员|编辑|责编|摄影)\s+\S{2,4}(?:\s+(?:记者|通讯员|编辑|摄影)\s+\S{2,4})*\s*$"
+    r"|文\s*/\s*\S{2,4}\s*$"
     # English bylines, credits and footers
-    r"|by\s+[a-z][\w.'-]*(?:\s+[a-z][\w.'-]*){0,3}\s*(?:,|\||-|$)"
-    r"|(?:source|sources|reporting by|editing by|writing by|additional reporting|compiled by|"
-    r"photo|image|file photo|originally published|this (?:story|article) (?:was|first)|"
-    r"related|read more|advertisement|share this|follow us|sign up|subscribe|click here|copyright|©)\b"
+    # bylines: "By Jane Doe, Example Times" (two or more name words), "Posted by admin | ..."
+    r"|by\s+[a-z][\w.'-]*(?:\s+[a-z][\w.'-]*){1,3}\s*(?:,|\||-|$)"
+    r"|posted by\b"
+    r"|(?:source|sources|photo|image|file photo|related|editor|editors|credit|credits)\s*:"
+    r"|(?:reporting by|editing by|writing by|additional reporting|compiled by|"
+    r"originally published|this (?:story|article) (?:was|first)|"
+    r"read more|advertisement|share this|follow us|sign up|subscribe|click here)\b"
+    r"|copyright\s*(?:©|\(c\)|\d{4})|copyright [\w .&'-]{1,40}\.?\s*$|©"
     r")"
 )
 _CONTAINS = re.compile(
@@ -49,12 +56,17 @@ _CONTAINS = re.compile(
 )
 # a line made only of bracketed labels: 【纠错】【责任编辑:王敏】
 _LABELS = re.compile(r"^(?:\s*[\[【][^\]】]{0,20}[\]】])+\s*$")
+# a section label and a date: "科学探索 / 2026年3月13日", "local news | 2026-03-13"
+_DATELINE = re.compile(
+    r"^[^。.!?]{0,20}[/|·-]?\s*\d{4}\s*(?:年|-|/|\.)\s*\d{1,2}\s*(?:月|-|/|\.)\s*\d{1,2}\s*日?\s*$"
+)
 # navigation: "首页 > 新闻 > 正文", "home > news > article"
 _BREADCRUMB = re.compile(r"^[^>]{0,20}(?:>[^>]{0,20}){2,}$")
 # dateline prefixes removed from the start of a line, keeping the rest
 _PREFIXES = re.compile(
     r"^(?:"
     r"[\[【][^\]】]{1,16}讯[\]】]"  # 【新华网讯】
+    r"|[^\s,。:]{2,12}\d{1,2}月\d{1,2}日(?:电|讯)(?:\([^)]{0,20}\))?"  # 新华社北京3月2日电(记者李明)
     r"|[^\s,。:]{2,12}\d{4}-\d{1,2}-\d{1,2}消息[,，]"  # 人民网2021-09-22消息,
     r"|[a-z][a-z .,'&-]{0,40}\((?:[a-z][a-z .&']{1,30})\)\s*[-–—]\s"  # london (reuters) -
     r"|\((?:[a-z][a-z .&']{1,30})\)\s*[-–—]\s"  # (business insider) -
@@ -81,7 +93,7 @@ def strip_boilerplate(text: str) -> str:
     kept_lines: list[str] = []
     for line in text.split("\n"):
         line = _PREFIXES.sub("", line.strip())
-        if _BREADCRUMB.match(line) or _LABELS.match(line):
+        if _BREADCRUMB.match(line) or _LABELS.match(line) or _DATELINE.match(line):
             continue
         kept = [s for s in _SENTENCE_END.split(line) if s and not is_boilerplate(s)]
         if kept:

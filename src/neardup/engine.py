@@ -50,6 +50,7 @@ __all__ = [
 
 U32 = npt.NDArray[np.uint32]
 _NUMBER = re.compile(r"\d+(?:[.,:/-]\d+)*")
+_YEAR_OR_DATE = re.compile(r"(?:19|20)\d\d(?:[-/.]\d{1,2}){0,2}")  # what site headers add
 U64 = npt.NDArray[np.uint64]
 
 #: Longest text kept for verification and evidence; a longer one is fingerprinted in full
@@ -97,10 +98,16 @@ class DedupConfig:
                 raise ConfigError(f"{name} must be in (0, 1], got {value}")
         if self.short_units < 0:
             raise ConfigError(f"short_units must be >= 0, got {self.short_units}")
-        if self.cjk_width < 1 or self.word_width < 1:
+        if not (1 <= self.cjk_width <= 255 and 1 <= self.word_width <= 255):
             raise ConfigError(
-                f"shingle widths must be >= 1, got cjk_width={self.cjk_width}, word_width={self.word_width}"
+                f"shingle widths must be between 1 and 255, got cjk_width={self.cjk_width}, "
+                f"word_width={self.word_width}"
             )
+        n = self.num_perm
+        if n < 1 or n & (n - 1) or n > 4096:
+            raise ConfigError(f"num_perm must be a power of two between 1 and 4096, got {n}")
+        if self.bucket_cap < 1:
+            raise ConfigError(f"bucket_cap must be at least 1, got {self.bucket_cap}")
         _ = self.bands_rows  # validates the LSH parameters
 
     @property
@@ -149,6 +156,13 @@ def _pack(hashes: U64, cjk_width: int, widths: npt.NDArray[np.uint8]) -> U32:
     return packed
 
 
+def _numbers(text: str) -> frozenset[str]:
+    """The figures of a text (two or more characters), leaving out years and dates."""
+    return frozenset(
+        n for n in _NUMBER.findall(text) if len(n) >= 2 and not _YEAR_OR_DATE.fullmatch(n)
+    )
+
+
 def make_sketches(texts: Sequence[str], cfg: DedupConfig) -> list[Sketch]:
     """Sketch many documents at once (MinHash and band keys vectorized over the batch)."""
     prepared = [_prepare(t, cfg) for t in texts]
@@ -167,7 +181,7 @@ def make_sketches(texts: Sequence[str], cfg: DedupConfig) -> list[Sketch]:
             n_units=f.n_units,
             signature=signatures[i],
             bands=keys[i],
-            numbers=frozenset(n for n in _NUMBER.findall(p) if len(n) >= 2),
+            numbers=_numbers(p),
         )
         for i, (p, f) in enumerate(zip(prepared, feats, strict=True))
     ]

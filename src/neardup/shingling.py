@@ -1,11 +1,11 @@
 """Hashed shingles of a text, vectorized: the features behind MinHash, jaccard and containment.
 
-A text is cut into units (each CJK character; each word of other scripts, see
-:func:`neardup.tokenize.units`) and every run of ``cjk_width`` units starting at a CJK
-character, or ``word_width`` units starting at a word, becomes one shingle. Everything is
-computed on the array of code points with numpy: units are classified by a lookup table,
-words are hashed with a polynomial rolling hash and shingles with another, and each value is
-finished with the SplitMix64 mixer. All arithmetic is modulo 2^64 on unsigned integers, so
+A text is cut into units — its letters, digits and CJK characters, whitespace and
+punctuation dropped — and every run of ``cjk_width`` units starting at a CJK character, or
+``word_width`` units starting at any other letter or digit, becomes one shingle. Everything
+is computed on the array of code points with numpy: units are classified by a lookup table,
+shingles are hashed with a polynomial rolling hash, and each value is finished with the
+SplitMix64 mixer. All arithmetic is modulo 2^64 on unsigned integers, so
 the hashes are the same in every process and on every machine.
 
 >>> f = shingle_hashes("the cat sat on the mat")
@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from .errors import ConfigError
 from .hashing import mix
 
 __all__ = ["Shingles", "shingle_hashes", "unit_codes"]
@@ -99,6 +100,10 @@ def shingle_hashes(text: str, *, cjk_width: int = 5, word_width: int = 9) -> Shi
 
     A text with fewer units than one shingle needs gives one shingle of all its units.
     """
+    if not (1 <= cjk_width <= 255 and 1 <= word_width <= 255):
+        raise ConfigError(
+            f"shingle widths must be between 1 and 255, got cjk_width={cjk_width}, word_width={word_width}"
+        )
     codes, cjk = unit_codes(text)
     m = len(codes)
     if m == 0:

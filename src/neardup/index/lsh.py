@@ -179,6 +179,8 @@ def lsh_join(signatures: U64, *, bands: int, rows: int, bucket_cap: int = 100) -
     """
     sig = np.atleast_2d(signatures)
     _check_params(bands, rows, sig.shape[1])
+    if bucket_cap < 1:
+        raise ConfigError(f"bucket_cap must be at least 1, got {bucket_cap}")
     keys = band_keys(sig, bands, rows)
     n = sig.shape[0]
     found: list[I64] = []

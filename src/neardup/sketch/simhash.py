@@ -33,20 +33,21 @@ def _split(features: Features) -> tuple[list[str], npt.NDArray[np.float64]]:
     return list(features), np.ones(len(features), dtype=np.float64)
 
 
-def _sign_matrix(terms: Sequence[str], bits: int) -> npt.NDArray[np.float32]:
+def _sign_matrix(terms: Sequence[str], bits: int) -> npt.NDArray[np.float64]:
     """(F, bits) matrix of +1 / -1: bit i of each feature's hash."""
     if bits == 64:
         raw = hash64(terms).astype("<u8").view(np.uint8).reshape(len(terms), 8)
     else:
         h = hash128(terms)  # (F, 2) high, low
         raw = np.ascontiguousarray(h[:, ::-1]).astype("<u8").view(np.uint8).reshape(len(terms), 16)
-    b = np.unpackbits(raw, axis=1, bitorder="little").astype(np.float32)
+    b = np.unpackbits(raw, axis=1, bitorder="little").astype(np.float64)
     return b * 2.0 - 1.0
 
 
-def _pack(votes: npt.NDArray[np.float64], bits: int) -> list[int]:
-    """Turn an (n, bits) vote matrix into n fingerprint ints (bit set where the vote is > 0)."""
-    packed = np.packbits(votes > 0, axis=1, bitorder="little")
+def _pack(votes: npt.NDArray[np.float64], scale: npt.NDArray[np.float64]) -> list[int]:
+    """Turn an (n, bits) vote matrix into n fingerprint ints: a bit is set where its vote is
+    positive beyond rounding (votes that cancel exactly give 0 whatever the summation order)."""
+    packed = np.packbits(votes > scale[:, None] * 1e-9, axis=1, bitorder="little")
     return [int.from_bytes(row.tobytes(), "little") for row in packed]
 
 
@@ -61,8 +62,9 @@ def simhash(features: Features, *, bits: int = 64) -> int:
     terms, weights = _split(features)
     if not terms:
         return 0
-    votes = weights.astype(np.float32) @ _sign_matrix(terms, bits)
-    return _pack(votes[None, :].astype(np.float64), bits)[0]
+    # the same float64 summation as simhash_batch, so ties fall the same way in both
+    votes = np.add.reduceat(_sign_matrix(terms, bits) * weights[:, None], [0], axis=0)
+    return _pack(votes, np.array([np.abs(weights).sum()]))[0]
 
 
 def simhash_batch(documents: Sequence[Features], *, bits: int = 64) -> list[int]:
@@ -79,12 +81,15 @@ def simhash_batch(documents: Sequence[Features], *, bits: int = 64) -> list[int]
     if not all_terms:
         return [0] * len(documents)
     signs = _sign_matrix(all_terms, bits)
-    weighted = signs * np.concatenate(all_weights).astype(np.float32)[:, None]
+    weighted = signs * np.concatenate(all_weights)[:, None]
     offsets = np.concatenate(([0], np.cumsum(lengths)[:-1]))
     nonempty = lengths > 0
     votes = np.zeros((len(documents), bits), dtype=np.float64)
     votes[nonempty] = np.add.reduceat(weighted, offsets[nonempty], axis=0)
-    return _pack(votes, bits)
+    weights = np.concatenate(all_weights)
+    scale = np.zeros(len(documents))
+    scale[nonempty] = np.add.reduceat(np.abs(weights), offsets[nonempty])
+    return _pack(votes, scale)
 
 
 def hamming(a: int, b: int) -> int:

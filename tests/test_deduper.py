@@ -1,0 +1,545 @@
+"""The Deduper and dedup_batch: streaming semantics, cluster labels, evidence, the built-in
+sample's ground truth, and batch reaching exactly the decisions streaming reaches."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import random
+from importlib import resources
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neardup import normalize
+from neardup.deduper import Decision, Deduper, dedup_batch
+from neardup.engine import DedupConfig
+from neardup.errors import ConfigError, InputError
+
+CJK_POOL = (
+    "的一是在不了有和人这中大为上个国我以要他时来用们生到作地于出就分对成会可主发年动同工也能下过子说产种"
+    "面而方后多定行学法所民得经十三之进着等部度家电力里如水化高自二理起小物现实加量都两体制机当使点从业本"
+    "去把性好应开它合还因由其些然前外天政四日那社义事平形相全表间样与关各重新线内数正心反你明看原又么利比"
+    "或但质气第向道命此变条只没结解问意建月公无系军很情者最立代想已通并提直题党程展五果料象员革位入常文总"
+    "次品式活设及管特件长求老头基资边流路级少图山统接知较将组见计别她手角期根论运农指几九区强放决西被干做"
+)
+EN_WORDS = (
+    "city council river bridge market school hospital station train airport harbor farmers harvest "
+    "storm snow rain wind power grid budget mayor governor police court judge company profit revenue "
+    "shares quarter growth museum library festival music theater team coach season final league "
+    "players fans research university enzyme plastic bottle climate ocean forest wildlife park trail "
+    "road traffic housing rent prices workers union strike talks deal plan report survey data study "
+    "opened closed announced said reported expected approved rejected launched built raised cut "
+    "new old large small first last early late local national public private northern southern"
+)
+EN_POOL = EN_WORDS.split()
+
+ZH_FRAMES = [
+    ("来源：江城晚报 编辑：李四\n", "\n点击下方关注我们，获取更多资讯。"),
+    ("本文转载自：示例网\n", "\n版权所有 未经授权禁止转载"),
+    ("首页 > 新闻 > 正文\n", "\n扫码关注公众号"),
+]
+EN_FRAMES = [
+    ("By Jane Doe, Example Times\n", "\nClick here to subscribe to our newsletter."),
+    ("Home > News > Local\n", "\nCopyright 2026 Example Media. All rights reserved."),
+    ("Reporting by John Smith\n", "\nFollow us on Twitter and Facebook"),
+]
+NOISE = ["", "   ", "，。！？", "... --- !!!", "点击下方关注我们，获取更多资讯。", "Advertisement"]
+
+
+def zh_sentence(rng: random.Random) -> str:
+    """A random Chinese sentence of two clauses."""
+    first = "".join(rng.choices(CJK_POOL, k=rng.randint(8, 18)))
+    second = "".join(rng.choices(CJK_POOL, k=rng.randint(6, 16)))
+    return f"{first}，{second}。"
+
+
+def en_sentence(rng: random.Random) -> str:
+    """A random English sentence."""
+    words = rng.choices(EN_POOL, k=rng.randint(8, 18))
+    return " ".join(words).capitalize() + "."
+
+
+def mixed_sentence(rng: random.Random) -> str:
+    """A Chinese sentence with English words and a figure in it."""
+    a = "".join(rng.choices(CJK_POOL, k=rng.randint(6, 14)))
+    b = " ".join(rng.choices(EN_POOL, k=rng.randint(1, 3)))
+    c = "".join(rng.choices(CJK_POOL, k=rng.randint(5, 12)))
+    return f"{a}{b}{c}{rng.randint(10, 99)}{rng.choice(CJK_POOL)}。"
+
+
+SENTENCE = {"zh": zh_sentence, "en": en_sentence, "mixed": mixed_sentence}
+
+
+def story(rng: random.Random, lang: str, templates: list[str]) -> str:
+    """A story of a few paragraphs, now and then ending with a site-wide template sentence."""
+    make = SENTENCE[lang]
+    joiner = "" if lang != "en" else " "
+    paragraphs = [
+        joiner.join(make(rng) for _ in range(rng.randint(1, 3))) for _ in range(rng.randint(2, 5))
+    ]
+    if templates and rng.random() < 0.5:
+        paragraphs.append(rng.choice(templates))
+    return "\n".join(paragraphs)
+
+
+def variant(rng: random.Random, text: str, lang: str) -> str:
+    """A reprint: framed, cut, retyped, shortened by a paragraph, or a copy."""
+    kind = rng.choice(["copy", "frame", "cut", "typos", "drop", "frame+cut+typos"])
+    out = text
+    if "cut" in kind:
+        out = out[: max(10, int(len(out) * rng.uniform(0.4, 0.9)))]
+    if "typos" in kind:
+        chars = list(out)
+        for _ in range(rng.randint(1, 4)):
+            i = rng.randrange(len(chars))
+            chars[i] = rng.choice(CJK_POOL) if lang != "en" else rng.choice("xyzq")
+        out = "".join(chars)
+    if kind == "drop":
+        paragraphs = out.split("\n")
+        if len(paragraphs) > 1:
+            del paragraphs[rng.randrange(len(paragraphs))]
+        out = "\n".join(paragraphs)
+    if "frame" in kind:
+        header, footer = rng.choice(ZH_FRAMES if lang != "en" else EN_FRAMES)
+        out = header + out + footer
+    return out
+
+
+def labelled_corpus(
+    seed: int, lang: str, *, templated: bool = True
+) -> tuple[list[str], list[str], list[str]]:
+    """Ids, texts and story labels of a shuffled synthetic crawl: stories (some ending with a
+    site-wide template paragraph), their reprints, titles with a near copy, and noise."""
+    rng = random.Random(seed)
+    langs = ["zh", "en", "mixed"] if lang == "all" else [lang]
+    templates = [SENTENCE[rng.choice(langs)](rng) * 3 for _ in range(2)]
+    docs: list[tuple[str, str]] = []
+    for n in range(rng.randint(4, 10)):
+        la = rng.choice(langs)
+        text = story(rng, la, templates if templated else [])
+        docs.append((text, f"story{n}"))
+        docs += [(variant(rng, text, la), f"story{n}") for _ in range(rng.randint(0, 4))]
+        if rng.random() < 0.3:
+            title = SENTENCE[la](rng)[:20]
+            docs += [(title, f"title{n}"), (title[:-1] + rng.choice(CJK_POOL), f"title{n}")]
+    docs += [(t, f"noise{k}") for k, t in enumerate(rng.sample(NOISE, rng.randint(0, 3)))]
+    rng.shuffle(docs)
+    ids = [f"{lang}-{seed}-{i}" for i in range(len(docs))]
+    return ids, [t for t, _ in docs], [label for _, label in docs]
+
+
+def corpus(seed: int, lang: str) -> tuple[list[str], list[str]]:
+    """Ids and texts of a shuffled synthetic crawl (see labelled_corpus)."""
+    ids, texts, _ = labelled_corpus(seed, lang)
+    return ids, texts
+
+
+def fields(d: Decision) -> tuple[object, ...]:
+    """The parts of a decision batch and streaming must agree on."""
+    return (d.id, d.is_duplicate, d.duplicate_of, d.cluster, d.score, d.measure)
+
+
+def stream(
+    ids: list[str], texts: list[str], cfg: DedupConfig | None = None, **kw: bool
+) -> list[Decision]:
+    """Decisions of a fresh Deduper fed the documents one by one."""
+    dd = Deduper(cfg, **kw)
+    return [dd.check_and_add(i, t) for i, t in zip(ids, texts, strict=True)]
+
+
+def assert_batch_equals_stream(
+    ids: list[str], texts: list[str], cfg: DedupConfig | None = None
+) -> list[Decision]:
+    """Batch and streaming make the same decision for every document; return streaming's."""
+    streamed = stream(ids, texts, cfg, explain=False)
+    batched = dedup_batch(ids, texts, config=cfg).decisions
+    assert [fields(d) for d in batched] == [fields(d) for d in streamed]
+    return streamed
+
+
+# ---------------------------------------------------------------------------------------------
+# the built-in sample
+
+SAMPLE = [
+    json.loads(line)
+    for line in resources.files("neardup")
+    .joinpath("data/sample.jsonl")
+    .read_text("utf-8")
+    .splitlines()
+    if line.strip()
+]
+SAMPLE_IDS = [r["id"] for r in SAMPLE]
+SAMPLE_TEXTS = [r["text"] for r in SAMPLE]
+FIRST_OF_STORY = {}
+for _r in SAMPLE:
+    FIRST_OF_STORY.setdefault(_r["cluster"], _r["id"])
+REPRINTS = [r["id"] for r in SAMPLE if r["id"] != FIRST_OF_STORY[r["cluster"]]]
+DISTINCT = [r["id"] for r in SAMPLE if r["kind"] == "distinct"]
+KNOWN_MISSES: dict[str, str] = {}
+
+
+@pytest.fixture(scope="module")
+def sample_decisions() -> dict[str, Decision]:
+    """Streaming decisions on the sample in file order, checked equal to the batch ones."""
+    decisions = assert_batch_equals_stream(SAMPLE_IDS, SAMPLE_TEXTS)
+    return {d.id: d for d in decisions}
+
+
+def test_sample_has_ground_truth() -> None:
+    """The sample holds stories, reprints and hard negatives, each record labelled."""
+    assert len(SAMPLE) >= 50
+    assert {"orig", "light", "medium", "heavy", "distinct"} <= {r["kind"] for r in SAMPLE}
+    assert len(DISTINCT) >= 4 and len(REPRINTS) >= 30
+
+
+@pytest.mark.parametrize(
+    "doc_id",
+    [
+        pytest.param(i, marks=pytest.mark.xfail(strict=True, reason=KNOWN_MISSES[i]))
+        if i in KNOWN_MISSES
+        else i
+        for i in REPRINTS
+    ],
+)
+def test_sample_reprint_joins_its_story(doc_id: str, sample_decisions: dict[str, Decision]) -> None:
+    """In file order, each reprint is a duplicate in the cluster of its story's first copy."""
+    record = SAMPLE[SAMPLE_IDS.index(doc_id)]
+    d = sample_decisions[doc_id]
+    assert d.is_duplicate
+    assert d.cluster == FIRST_OF_STORY[record["cluster"]]
+
+
+@pytest.mark.parametrize("doc_id", sorted(FIRST_OF_STORY.values()))
+def test_sample_story_is_kept(doc_id: str, sample_decisions: dict[str, Decision]) -> None:
+    """The first copy of every story, and every hard negative, is kept as its own cluster."""
+    d = sample_decisions[doc_id]
+    assert not d.is_duplicate
+    assert d.cluster == doc_id and d.duplicate_of is None
+
+
+@pytest.mark.parametrize("doc_id", DISTINCT)
+def test_sample_distinct_is_never_merged(
+    doc_id: str, sample_decisions: dict[str, Decision]
+) -> None:
+    """A hard negative neither joins a cluster nor gathers any other document into its own."""
+    assert not sample_decisions[doc_id].is_duplicate
+    joined = [d.id for d in sample_decisions.values() if d.cluster == doc_id and d.id != doc_id]
+    assert joined == []
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_sample_batch_equals_stream_shuffled(seed: int) -> None:
+    """In a shuffled order, batch and streaming still make the same decisions."""
+    order = list(range(len(SAMPLE)))
+    random.Random(seed).shuffle(order)
+    assert_batch_equals_stream([SAMPLE_IDS[i] for i in order], [SAMPLE_TEXTS[i] for i in order])
+
+
+@given(st.permutations(range(len(SAMPLE))))
+@settings(max_examples=6, deadline=None)
+def test_sample_batch_equals_stream_any_order(order: list[int]) -> None:
+    """Whatever the order of the sample, batch and streaming make the same decisions."""
+    assert_batch_equals_stream([SAMPLE_IDS[i] for i in order], [SAMPLE_TEXTS[i] for i in order])
+
+
+def test_sample_stories_never_merge_in_any_order() -> None:
+    """In reversed order no document joins a cluster of another story or a hard negative."""
+    ids, texts = SAMPLE_IDS[::-1], SAMPLE_TEXTS[::-1]
+    story_of = {r["id"]: r["cluster"] for r in SAMPLE}
+    for d in assert_batch_equals_stream(ids, texts):
+        assert story_of[d.cluster] == story_of[d.id]
+
+
+# ---------------------------------------------------------------------------------------------
+# synthetic corpora
+
+
+@given(st.integers(0, 2**32 - 1), st.sampled_from(["zh", "en", "mixed", "all"]))
+@settings(max_examples=12, deadline=None)
+def test_synthetic_batch_equals_stream(seed: int, lang: str) -> None:
+    """On synthetic Chinese, English and mixed crawls batch and streaming decide alike."""
+    ids, texts = corpus(seed, lang)
+    assert_batch_equals_stream(ids, texts)
+
+
+@given(st.integers(0, 2**32 - 1), st.sampled_from(["zh", "en", "mixed", "all"]))
+@settings(max_examples=8, deadline=None)
+def test_synthetic_stories_never_merge(seed: int, lang: str) -> None:
+    """Without shared templates, no document is called a duplicate of another story's."""
+    ids, texts, labels = labelled_corpus(seed, lang, templated=False)
+    story_of = dict(zip(ids, labels, strict=True))
+    for d in assert_batch_equals_stream(ids, texts):
+        assert story_of[d.cluster] == story_of[d.id]
+
+
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        DedupConfig(bucket_cap=1),
+        DedupConfig(bucket_cap=2, common_after=2),
+        DedupConfig(common_after=0, threshold=0.8),
+        DedupConfig(lsh_params=(32, 4), short_units=0),
+        DedupConfig(num_perm=64, cjk_width=3, word_width=5),
+    ],
+    ids=["cap1", "cap2-common2", "no-common", "bands32x4", "perm64-narrow"],
+)
+@pytest.mark.parametrize("lang", ["zh", "en", "mixed"])
+def test_synthetic_batch_equals_stream_under_other_configs(cfg: DedupConfig, lang: str) -> None:
+    """Batch equals streaming with small bucket caps, common counting on or off, other bands."""
+    ids, texts = corpus(7, lang)
+    assert_batch_equals_stream(ids, texts, cfg)
+
+
+@pytest.mark.parametrize("lang", ["zh", "en", "mixed"])
+def test_synthetic_reprints_are_found(lang: str) -> None:
+    """The synthetic crawls do hold duplicates, so the equality tests compare something."""
+    ids, texts = corpus(11, lang)
+    decisions = stream(ids, texts)
+    assert sum(d.is_duplicate for d in decisions) >= 3
+
+
+def test_batch_chunks_do_not_matter() -> None:
+    """Sketching in small chunks gives the same decisions as one chunk."""
+    ids, texts = corpus(5, "all")
+    whole = dedup_batch(ids, texts).decisions
+    chunked = dedup_batch(ids, texts, chunk=3).decisions
+    assert [fields(d) for d in whole] == [fields(d) for d in chunked]
+
+
+def test_batch_evidence_equals_stream_evidence() -> None:
+    """With explain on, batch and streaming show the same evidence passages."""
+    ids, texts = corpus(3, "all")
+    streamed = stream(ids, texts, explain=True)
+    batched = dedup_batch(ids, texts, explain=True).decisions
+    assert [d.evidence for d in batched] == [d.evidence for d in streamed]
+    assert any(d.evidence for d in streamed)
+
+
+# ---------------------------------------------------------------------------------------------
+# streaming semantics
+
+ZH = (
+    "1月18日上午9时，临江市轨道交通5号线一期工程正式开通初期运营。该线路西起滨江新城站，东至高铁东站，"
+    "全长24.6公里，全部为地下线，共设车站18座，其中换乘站5座。\n"
+    "据临江地铁集团介绍，5号线采用最高时速100公里的A型列车，从滨江新城到高铁东站全程约需45分钟。"
+)
+ZH_REPRINT = (
+    "来源：江城晚报 编辑：李四\n"
+    + ZH.replace("正式", "正试")
+    + "\n点击下方关注我们，获取更多资讯。"
+)
+EN = (
+    "The city's first light rail line opened to passengers on Saturday morning, connecting the "
+    "downtown waterfront with the international airport in about 25 minutes. Officials said it "
+    "would carry about 40,000 passengers a day within its first year."
+)
+EN_REPRINT = "By Jane Doe, Example Times\n" + EN.replace("passengers", "passangers", 1)
+
+
+@pytest.mark.parametrize(
+    ("original", "reprint"), [(ZH, ZH_REPRINT), (EN, EN_REPRINT)], ids=["zh", "en"]
+)
+def test_check_does_not_remember(original: str, reprint: str) -> None:
+    """check decides without adding: the Deduper stays empty and the id stays unknown."""
+    dd = Deduper()
+    first = dd.check("a", original)
+    assert not first.is_duplicate
+    assert len(dd) == 0 and "a" not in dd
+    assert not dd.check("b", reprint).is_duplicate
+    with pytest.raises(KeyError, match="'a'"):
+        dd.decision("a")
+
+
+@pytest.mark.parametrize(
+    ("original", "reprint"), [(ZH, ZH_REPRINT), (EN, EN_REPRINT)], ids=["zh", "en"]
+)
+def test_check_and_add_finds_the_reprint(original: str, reprint: str) -> None:
+    """After adding a story, check and check_and_add both find its reprint, with full fields."""
+    dd = Deduper()
+    kept = dd.check_and_add("orig", original)
+    assert kept == Decision("orig", False, None, "orig", 0.0, None)
+    checked = dd.check("copy", reprint)
+    assert len(dd) == 1
+    added = dd.check_and_add("copy", reprint)
+    assert checked == added
+    assert added.is_duplicate and added.duplicate_of == "orig" and added.cluster == "orig"
+    assert added.measure == "coverage" and 0.6 <= added.score < 1.0
+    assert dd.decision("copy") == added and "copy" in dd and len(dd) == 2
+
+
+def test_same_id_returns_the_earlier_decision() -> None:
+    """An id already added keeps its decision, whatever text comes with it later."""
+    dd = Deduper()
+    dd.check_and_add("a", ZH)
+    first = dd.check_and_add("b", ZH_REPRINT)
+    assert dd.check_and_add("b", EN) is first
+    assert dd.add("b", "") is first
+    assert dd.check("b", EN) is first
+    assert len(dd) == 2
+    # the text that came later was not indexed under the id
+    assert not dd.check("c", EN).is_duplicate
+
+
+def test_add_is_check_and_add() -> None:
+    """add decides and remembers, as check_and_add does."""
+    dd = Deduper()
+    assert not dd.add("a", EN).is_duplicate
+    d = dd.add("b", EN_REPRINT)
+    assert d.is_duplicate and d.duplicate_of == "a"
+
+
+def test_decision_to_dict() -> None:
+    """A decision serializes to plain JSON values, score rounded, evidence as texts."""
+    dd = Deduper()
+    dd.add("a", ZH)
+    d = dd.add("b", ZH_REPRINT)
+    out = d.to_dict()
+    assert json.loads(json.dumps(out, ensure_ascii=False)) == out
+    assert out["id"] == "b" and out["duplicate_of"] == "a" and out["cluster"] == "a"
+    assert out["score"] == round(d.score, 4)
+    assert out["evidence"] == [p.text for p in d.evidence]
+
+
+@pytest.mark.parametrize(
+    ("original", "reprint"),
+    [(ZH, ZH_REPRINT), (EN, EN_REPRINT), (SAMPLE_TEXTS[0], SAMPLE_TEXTS[2])],
+    ids=["zh", "en", "sample-html"],
+)
+def test_evidence_passages_are_common_substrings(original: str, reprint: str) -> None:
+    """Each evidence passage is the same text at its offsets in both normalized texts."""
+    dd = Deduper()
+    dd.add("a", original)
+    d = dd.add("b", reprint)
+    assert d.is_duplicate
+    assert 1 <= len(d.evidence) <= 10
+    a_text, b_text = dd.sketch(reprint).text, dd.sketch(original).text
+    for p in d.evidence:
+        assert len(p.text) >= 6
+        assert a_text[p.a_start : p.a_end] == p.text == b_text[p.b_start : p.b_end]
+        assert p.text.replace(" ", "") in normalize(reprint).replace(" ", "")
+        assert p.text.replace(" ", "") in normalize(original).replace(" ", "")
+    lengths = [p.length for p in d.evidence]
+    assert lengths == sorted(lengths, reverse=True)
+
+
+def test_no_evidence_without_explain() -> None:
+    """explain=False leaves evidence empty and changes nothing else."""
+    plain, explained = Deduper(explain=False), Deduper()
+    for dd in (plain, explained):
+        dd.add("a", ZH)
+    d1, d2 = plain.add("b", ZH_REPRINT), explained.add("b", ZH_REPRINT)
+    assert d1.evidence == () and d2.evidence
+    assert fields(d1) == fields(d2)
+
+
+def chain(seed: int = 4) -> tuple[list[str], list[str]]:
+    """A, then B = A + Y, then C = Y + Z: C matches only B, B matches A."""
+    rng = random.Random(seed)
+    x = "".join(zh_sentence(rng) for _ in range(4))
+    y = "".join(zh_sentence(rng) for _ in range(4))
+    z = zh_sentence(rng)
+    return ["A", "B", "C"], [x, x + "\n" + y, y + "\n" + z]
+
+
+def test_cluster_label_is_the_first_seen() -> None:
+    """A document matching a duplicate joins the cluster of that story's first document."""
+    ids, texts = chain()
+    d = assert_batch_equals_stream(ids, texts)
+    assert [x.duplicate_of for x in d] == [None, "A", "B"]
+    assert [x.cluster for x in d] == ["A", "A", "A"]
+
+
+def test_keep_longest_names_cluster_after_longest() -> None:
+    """keep='longest' keeps the longest text of each cluster and names the cluster after it."""
+    ids, texts = chain()
+    d = dedup_batch(ids, texts, keep="longest").decisions
+    assert [(x.is_duplicate, x.cluster) for x in d] == [(True, "B"), (False, "B"), (True, "B")]
+    assert [x.duplicate_of for x in d] == ["B", None, "B"]
+
+
+@pytest.mark.parametrize(
+    ("timestamps", "kept"),
+    [
+        ([3.0, 1.0, 2.0], "B"),
+        ([5.0, 9.0, 1.0], "C"),
+        ([None, None, 4.0], "C"),
+        ([2.0, 2.0, 2.0], "A"),
+    ],
+)
+def test_keep_earliest_uses_timestamps(timestamps: list[float | None], kept: str) -> None:
+    """keep='earliest' keeps the earliest timestamp; a missing one never wins; ties keep the first."""
+    ids, texts = chain()
+    d = dedup_batch(ids, texts, keep="earliest", timestamps=timestamps).decisions
+    assert [x.cluster for x in d] == [kept] * 3
+    assert [x.id for x in d if not x.is_duplicate] == [kept]
+
+
+def test_keep_earliest_without_timestamps_keeps_first() -> None:
+    """keep='earliest' with no timestamps at all falls back to the first seen."""
+    ids, texts = chain()
+    d = dedup_batch(ids, texts, keep="earliest").decisions
+    assert [fields(x) for x in d] == [fields(x) for x in dedup_batch(ids, texts).decisions]
+
+
+def test_keep_policies_leave_singletons_alone() -> None:
+    """A document alone in its cluster is kept whatever the policy."""
+    ids, texts = ["zh", "en"], [ZH, EN]
+    for keep in ("first", "longest", "earliest"):
+        d = dedup_batch(ids, texts, keep=keep, timestamps=[2.0, 1.0]).decisions  # type: ignore[arg-type]
+        assert [(x.is_duplicate, x.cluster) for x in d] == [(False, "zh"), (False, "en")]
+
+
+@pytest.mark.parametrize(
+    "text", [*NOISE, "来源：新华网 编辑：张三\n版权所有 未经授权禁止转载\n首页 > 新闻 > 正文"]
+)
+def test_documents_without_story_are_kept_alone(text: str) -> None:
+    """Empty, punctuation-only or boilerplate-only texts match nothing and nothing matches them."""
+    ids = ["s1", "e1", "e2", "s2", "e3"]
+    texts = [ZH, text, text, EN, text]
+    d = assert_batch_equals_stream(ids, texts)
+    assert [x.is_duplicate for x in d] == [False] * 5
+    assert Deduper().sketch(text).is_empty
+
+
+def test_ten_megabyte_document() -> None:
+    """A 10 MB document is sketched and decided, and its cut copy is found."""
+    rng = random.Random(10)
+    paragraphs = [zh_sentence(rng) * 4 + en_sentence(rng) for _ in range(400)]
+    text = "\n".join(paragraphs)
+    text = (text + "\n") * (10_000_000 // len(text.encode("utf-8")) + 1)
+    assert len(text.encode("utf-8")) >= 10_000_000
+    dd = Deduper()
+    assert not dd.check_and_add("big", text).is_duplicate
+    d = dd.check_and_add("half", text[: len(text) // 2])
+    assert d.is_duplicate and d.duplicate_of == "big"
+
+
+def test_input_validation() -> None:
+    """Non-string text, mismatched lengths, repeated ids and unknown policies are refused."""
+    dd = Deduper()
+    with pytest.raises(InputError, match="must be a str, not bytes"):
+        dd.check_and_add("a", b"bytes")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="2 ids for 1 texts"):
+        dedup_batch(["a", "b"], ["x"])
+    with pytest.raises(InputError, match="unique"):
+        dedup_batch(["a", "a"], ["x", "y"])
+    with pytest.raises(ConfigError, match="'newest'"):
+        dedup_batch(["a"], ["x"], keep="newest")  # type: ignore[arg-type]
+
+
+def test_batch_counts() -> None:
+    """dedup_batch reports how many candidate pairs it found and how many verified."""
+    ids, texts = chain()
+    result = dedup_batch(ids, texts)
+    assert result.verified_pairs == sum(d.is_duplicate for d in result.decisions) == 2
+    assert result.candidate_pairs >= 2
+    assert dedup_batch([], []).decisions == []
+
+
+def test_config_is_used() -> None:
+    """A stricter threshold turns a lightly edited reprint into a new story."""
+    strict = dataclasses.replace(DedupConfig(), threshold=1.0)
+    assert stream(["a", "b"], [ZH, ZH_REPRINT], strict)[1].is_duplicate is False
+    assert stream(["a", "b"], [ZH, ZH_REPRINT])[1].is_duplicate is True

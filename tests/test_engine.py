@@ -1,0 +1,517 @@
+"""The engine: sketches, and the verification of a candidate pair by coverage, numbers,
+fragment length and, for titles, character measures."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import random
+
+import numpy as np
+import pytest
+
+from neardup.engine import (
+    MAX_VERIFY_CHARS,
+    CommonShingles,
+    DedupConfig,
+    Sketch,
+    make_sketch,
+    make_sketches,
+    required,
+    verify,
+)
+from neardup.errors import ConfigError
+
+CFG = DedupConfig()
+
+ZH_STORY = (
+    "1月18日上午9时，临江市轨道交通5号线一期工程正式开通初期运营。该线路西起滨江新城站，东至高铁东站，"
+    "全长24.6公里，全部为地下线，共设车站18座，其中换乘站5座。\n"
+    "据临江地铁集团介绍，5号线采用最高时速100公里的A型列车，开通初期高峰时段行车间隔为4分30秒，"
+    "从滨江新城到高铁东站全程约需45分钟，比地面公交节省一个多小时。\n"
+    "为方便市民出行，沿线各站均设置了无障碍电梯和母婴室，并在部分车站出入口增设了非机动车停放区。"
+    "地铁集团提醒乘客，开通首周客流较大，请合理安排出行时间，注意乘车安全。\n"
+    "按照规划，5号线二期工程将向东延伸至临港新区，预计2029年建成通车，届时全线长度将超过40公里。"
+)
+ZH_OTHER = (
+    "1月25日，位于市文化中心片区的临江市图书馆新馆正式对外开放。新馆建筑面积5.8万平方米，设有少儿阅览区、"
+    "古籍文献区、数字体验区和24小时自助阅览室，馆藏纸质图书约320万册。\n"
+    "开馆当天，不少市民一早就在门口排队等候入馆。图书馆负责人表示，新馆实行免费开放，读者凭身份证或社保卡"
+    "即可办理借阅，每人每次最多可借图书10册，借期为30天。\n"
+    "据介绍，新馆还引入了智能书架和自助借还系统，读者可以通过手机查询图书位置，预约借书后到指定柜台取书。"
+    "老馆将改造为地方文献研究中心，预计明年下半年完成改造。"
+)
+EN_STORY = (
+    "HARBORVIEW - The city's first light rail line opened to passengers on Saturday morning, connecting "
+    "the downtown waterfront with the international airport in about 25 minutes. Thousands of riders "
+    "lined up at the twelve stations along the route, and the first trains left the waterfront "
+    "terminal shortly after six.\n"
+    "The line cost 1.4 billion dollars and took six years to build. Officials said it would carry about "
+    "40,000 passengers a day within its first year, easing traffic on the coastal highway that links "
+    "the city center with the airport and the new convention district.\n"
+    "Mayor Elena Ortiz, who rode the first train, called the opening a turning point for the region. "
+    "Fares will be free for the first week, after which a single ride will cost two dollars fifty. "
+    "Trains will run every eight minutes at peak hours and every fifteen minutes late at night.\n"
+    "Planners are already studying a second line that would run north toward the university campus "
+    "and the hospital district, although funding for that project has not yet been approved."
+)
+EN_OTHER = (
+    "NORTHFIELD - A team at Northfield University says it has engineered an enzyme that can break "
+    "down common plastic bottles in a matter of days rather than centuries. The researchers modified "
+    "a natural enzyme found in bacteria living at a recycling plant, making it work faster at lower "
+    "temperatures.\n"
+    "In laboratory tests, the enzyme broke down more than 90 percent of shredded bottles within four "
+    "days. The building blocks it leaves behind can be turned back into new bottles of the same "
+    "quality, which the team says could make the material endlessly recyclable.\n"
+    "Outside experts welcomed the results but cautioned that scaling the process to industrial "
+    "volumes would be costly, and that collecting and sorting plastic remains the biggest hurdle."
+)
+MIXED_STORY = (
+    "3月26日晚间，云帆科技（Yunfan Technology）发布2025年年度报告。报告显示，公司全年实现营业收入86.7亿元，"
+    "同比增长18.4%，其中海外业务收入首次突破20亿元，主要来自Southeast Asia和Middle East市场。\n"
+    "公司董事长陈立表示，AI大模型和cloud computing业务是增长最快的板块，全年收入同比增长超过60%。"
+    "公司计划在2026年继续加大研发投入，重点布局edge computing和智能制造解决方案。\n"
+    "年报同时披露了利润分配预案：拟向全体股东每10股派发现金红利3.2元（含税），合计派现约4.1亿元。"
+    "分析人士认为，在行业整体承压的背景下，云帆科技的业绩表现好于市场预期。"
+)
+
+ZH_FRAME = (
+    "来源：江城晚报 2026-01-18 编辑：李四\n",
+    "\n点击下方关注我们，获取更多资讯。\n版权所有 未经授权禁止转载",
+)
+EN_FRAME = (
+    "Home > News > Local\nBy Jane Doe, Example Times\n",
+    "\nClick here to subscribe to our newsletter.\nCopyright 2026 Example Media. All rights reserved.",
+)
+ZH_TEMPLATE = (
+    "\n市民如遇紧急情况，可拨打12345市民服务热线或110报警电话求助。请广大市民关注官方发布的权威信息，"
+    "不信谣、不传谣，共同维护良好的社会秩序。"
+)
+EN_TEMPLATE = (
+    "\nAnyone with information is asked to call the city hotline at 311. Sign-ups for emergency text "
+    "alerts are available on the city website, and residents are encouraged to check on neighbors."
+)
+
+
+def with_typos(text: str, n: int, seed: int) -> str:
+    """``text`` with ``n`` letters or characters replaced by wrong ones."""
+    rng = random.Random(seed)
+    chars = list(text)
+    spots = [i for i, c in enumerate(chars) if c.isalnum()]
+    for i in rng.sample(spots, n):
+        chars[i] = "错" if "\u4e00" <= chars[i] <= "\u9fff" else "x"
+    return "".join(chars)
+
+
+def pair(a: str, b: str, cfg: DedupConfig = CFG) -> tuple[Sketch, Sketch]:
+    """Sketches of two texts under one configuration."""
+    return make_sketch(a, cfg), make_sketch(b, cfg)
+
+
+@pytest.mark.parametrize(
+    ("story", "frame"),
+    [(ZH_STORY, ZH_FRAME), (EN_STORY, EN_FRAME), (MIXED_STORY, ZH_FRAME), (MIXED_STORY, EN_FRAME)],
+    ids=["zh", "en", "mixed-zh-frame", "mixed-en-frame"],
+)
+def test_truncated_reprint_with_typos_is_duplicate(story: str, frame: tuple[str, str]) -> None:
+    """A reprint cut to half, with typos and its own site header and footer, verifies by coverage."""
+    header, footer = frame
+    reprint = header + with_typos(story[: len(story) // 2], 3, seed=len(story)) + footer
+    a, b = pair(story, reprint)
+    for v in (verify(a, b, CFG), verify(b, a, CFG)):
+        assert v.is_duplicate
+        assert v.measure == "coverage"
+        assert 0.9 <= v.score < 1.0  # each typo uncovers a unit
+
+
+@pytest.mark.parametrize(
+    ("story", "other", "frame"),
+    [
+        (ZH_STORY, ZH_OTHER, ZH_FRAME),
+        (EN_STORY, EN_OTHER, EN_FRAME),
+        (MIXED_STORY, ZH_OTHER, ZH_FRAME),
+        (MIXED_STORY, EN_OTHER, EN_FRAME),
+    ],
+    ids=["zh", "en", "mixed-zh", "mixed-en"],
+)
+@pytest.mark.parametrize("strip", [True, False], ids=["stripped", "unstripped"])
+def test_different_stories_sharing_a_frame_are_not_duplicates(
+    story: str, other: str, frame: tuple[str, str], strip: bool
+) -> None:
+    """Two stories of one site, same header and footer, are not duplicates of each other."""
+    cfg = dataclasses.replace(CFG, strip_boilerplate=strip)
+    header, footer = frame
+    a, b = pair(header + story + footer, header + other + footer, cfg)
+    v = verify(a, b, cfg)
+    assert not v.is_duplicate
+    assert v.score < 0.3
+
+
+@pytest.mark.parametrize(
+    ("story", "other", "template"),
+    [(ZH_STORY, ZH_OTHER, ZH_TEMPLATE), (EN_STORY, EN_OTHER, EN_TEMPLATE)],
+    ids=["zh", "en"],
+)
+def test_different_stories_sharing_a_template_paragraph(
+    story: str, other: str, template: str
+) -> None:
+    """A shared closing paragraph covers only itself: below the threshold, even unfiltered."""
+    cfg = dataclasses.replace(CFG, prefilter=0.0)
+    a, b = pair(story + template, other + template, cfg)
+    v = verify(a, b, cfg)
+    assert not v.is_duplicate
+    assert 0.1 < v.score < cfg.threshold
+
+
+EARNINGS = (
+    "{co} reported on Tuesday that first-quarter net profit rose {p} percent from a year earlier to "
+    "{np} million dollars, or {eps} dollars per share, on revenue of {rev} million dollars. Analysts "
+    "had expected earnings of {est} dollars per share. The company kept its full-year forecast "
+    "unchanged and said it would pay a quarterly dividend of {div} cents per share."
+)
+WEATHER = (
+    "临江市气象台{d}时发布暴雨橙色预警信号：受高空低槽和西南暖湿气流共同影响，预计未来{h}小时内，"
+    "我市大部分地区将出现暴雨，累计雨量{lo}至{hi}毫米，局地可超过{mx}毫米，最大小时雨强{ph}毫米。"
+    "请有关单位和人员做好防御工作，注意防范山洪、地质灾害和城市内涝。"
+)
+Q1 = {"co": "Brightline Logistics", "p": 12, "np": "48.2", "eps": "1.15", "rev": 612}
+Q1 |= {"est": "1.02", "div": 25}
+Q2 = {"co": "Brightline Logistics", "p": 8, "np": "39.6", "eps": "0.94", "rev": 577}
+Q2 |= {"est": "0.90", "div": 22}
+MAY = {"d": "5月14日10", "h": 24, "lo": 80, "hi": 120, "mx": 150, "ph": 60}
+JUNE = {"d": "6月22日16", "h": 12, "lo": 60, "hi": 100, "mx": 130, "ph": 50}
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        (EARNINGS.format(**Q1), EARNINGS.format(**Q2)),
+        (WEATHER.format(**MAY), WEATHER.format(**JUNE)),
+    ],
+    ids=["earnings-en", "weather-zh"],
+)
+def test_templated_items_with_other_figures_are_not_duplicates(a: str, b: str) -> None:
+    """Same template, different figures: the numbers check caps the score below half."""
+    x, y = pair(a, b)
+    v = verify(x, y, CFG)
+    assert not v.is_duplicate
+    assert v.score < 0.5
+    assert len(x.numbers) >= 2
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        (
+            EARNINGS.format(**Q1),
+            EARNINGS.format(**Q1).replace(
+                "kept its full-year forecast unchanged", "left its outlook for the year as it was"
+            ),
+        ),
+        (
+            WEATHER.format(**MAY),
+            WEATHER.format(**MAY).replace(
+                "请有关单位和人员做好防御工作", "请各有关单位和人员认真做好防御工作"
+            ),
+        ),
+    ],
+    ids=["earnings-en", "weather-zh"],
+)
+def test_templated_items_with_same_figures_are_duplicates(a: str, b: str) -> None:
+    """The same item reworded in one clause, figures unchanged, is still a duplicate."""
+    v = verify(*pair(a, b), CFG)
+    assert v.is_duplicate
+    assert v.measure == "coverage"
+
+
+@pytest.mark.parametrize(
+    ("fragment", "story"),
+    [
+        (
+            "今天下午，市公交集团提醒乘客：开通首周客流较大，请合理安排出行时间，注意安全。",
+            ZH_STORY,
+        ),
+        (
+            "Fares will be free for the first week, after which a single ride will cost three "
+            "dollars, the agency said.",
+            EN_STORY,
+        ),
+    ],
+    ids=["zh", "en"],
+)
+def test_template_fragment_is_not_duplicate_of_long_story(fragment: str, story: str) -> None:
+    """A one-sentence fragment that mostly matches a long story needs more than the threshold."""
+    cfg = dataclasses.replace(CFG, prefilter=0.0)
+    f, s = pair(fragment, story, cfg)
+    assert f.n_units >= cfg.short_units  # compared by coverage, not as a title
+    v = verify(f, s, cfg)
+    assert cfg.threshold <= v.score < required(cfg, f.n_units / s.n_units)
+    assert not v.is_duplicate
+    assert not verify(f, s, CFG).is_duplicate
+    # without the fragment rule the same score would pass
+    assert verify(f, s, dataclasses.replace(cfg, fragment_ratio=0.0)).is_duplicate
+
+
+def test_required_coverage_rises_below_fragment_ratio() -> None:
+    """The bar is the threshold from fragment_ratio up and climbs linearly to 1.0 at ratio 0."""
+    assert required(CFG, 1.0) == CFG.threshold
+    assert required(CFG, CFG.fragment_ratio) == CFG.threshold
+    assert required(CFG, 0.0) == pytest.approx(1.0)
+    ratios = np.linspace(0.0, 1.0, 21)
+    bars = [required(CFG, float(r)) for r in ratios]
+    assert all(x >= y for x, y in itertools.pairwise(bars))
+    assert required(CFG, 0.0, base=0.75) == pytest.approx(1.0)
+    assert required(CFG, 0.5, base=0.75) == 0.75
+    assert required(dataclasses.replace(CFG, fragment_ratio=0.0), 0.01) == CFG.threshold
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "measure", "score"),
+    [
+        ("北京天气晴朗", "北京天气晴郎", "lcsubstr", 5 / 6),
+        ("临江地铁5号线今日开通", "临江地铁5号线今日开通运营", "lcsubstr", 1.0),
+        ("Light rail line opens", "Light rail line opens today", "lcsubstr", 1.0),
+        ("Apple发布新款iPhone", "Apple发布新款iPad", "lcsubstr", 11 / 13),
+    ],
+)
+def test_titles_use_character_measures(a: str, b: str, measure: str, score: float) -> None:
+    """Texts under short_units units are compared with lcsubstr or levenshtein, the better."""
+    x, y = pair(a, b)
+    assert min(x.n_units, y.n_units) < CFG.short_units
+    v = verify(x, y, CFG)
+    assert v.measure == measure
+    assert v.score == pytest.approx(score)
+    assert v.is_duplicate
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("临江地铁5号线今日开通", "青川市气象台发布暴雨预警"),
+        ("Light rail line opens", "Maple syrup season ends"),
+        ("临江地铁5号线今日开通", "Maple syrup season ends"),
+    ],
+)
+def test_different_titles_are_not_duplicates(a: str, b: str) -> None:
+    """Unrelated titles score low and are not duplicates."""
+    v = verify(*pair(a, b), CFG)
+    assert v.measure in ("lcsubstr", "levenshtein")
+    assert not v.is_duplicate
+    assert v.score < 0.5
+
+
+def test_title_threshold_decides_titles() -> None:
+    """A title pair scoring 0.83 passes at title_threshold 0.75 and fails at 0.9."""
+    a, b = pair("北京天气晴朗", "北京天气晴郎")
+    assert verify(a, b, CFG).is_duplicate
+    strict = dataclasses.replace(CFG, title_threshold=0.9)
+    assert not verify(a, b, strict).is_duplicate
+
+
+def test_levenshtein_wins_when_better() -> None:
+    """A title with one substituted character in the middle scores by levenshtein."""
+    v = verify(*pair("临江暴雨橙色预警", "临江暴雨红色预警"), CFG)
+    assert v.measure == "levenshtein"
+    assert v.score == pytest.approx(7 / 8)
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [(ZH_STORY, ZH_OTHER), (EN_STORY, EN_STORY[:600]), ("北京天气晴朗", "北京天气晴郎")],
+)
+def test_verify_is_symmetric(a: str, b: str) -> None:
+    """The verdict does not depend on which text comes first."""
+    x, y = pair(a, b)
+    assert verify(x, y, CFG) == verify(y, x, CFG)
+
+
+@pytest.mark.parametrize("text", [ZH_STORY, EN_STORY, MIXED_STORY])
+def test_identical_texts_score_one(text: str) -> None:
+    """A text verifies against its copy with coverage 1.0."""
+    v = verify(*pair(text, text), CFG)
+    assert v == v.__class__(1.0, "coverage", True)
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "expected"),
+    [
+        ("", "", (1.0, "identical", True)),
+        ("，。！", "", (0.0, "coverage", False)),
+        ("，。！", "，。！", (1.0, "identical", True)),
+        ("", ZH_STORY, (0.0, "coverage", False)),
+        ("点击下方关注我们，获取更多资讯。", EN_STORY, (0.0, "coverage", False)),
+    ],
+)
+def test_empty_documents(a: str, b: str, expected: tuple[float, str, bool]) -> None:
+    """A text with no units matches only an identical text with no units."""
+    x, y = pair(a, b)
+    assert x.is_empty
+    v = verify(x, y, CFG)
+    assert (v.score, v.measure, v.is_duplicate) == expected
+
+
+def test_sketch_contents() -> None:
+    """A sketch holds the prepared text, shingle codes, vocabulary, signature, bands, numbers."""
+    s = make_sketch("来源：示例网\n" + MIXED_STORY, CFG)
+    assert not s.text.startswith("来源")
+    assert s.shingles.dtype == np.uint32
+    assert s.vocab.tolist() == sorted(set(s.shingles.tolist()))
+    assert s.signature.shape == (CFG.num_perm,)
+    assert s.bands.shape == (CFG.bands_rows[0],)
+    assert set(s.numbers) == {"26", "86.7", "18.4", "20", "60", "10", "3.2", "4.1"}  # no years
+    # the lowest bit marks a shingle that starts at a CJK character
+    assert s.shingles[0] & 1 == 0  # "3月26日…" starts at a digit
+    assert s.shingles[1] & 1 == 1  # "月26日晚间"
+
+
+def test_make_sketches_equals_make_sketch() -> None:
+    """Sketching a batch gives each text the sketch it gets alone."""
+    texts = [ZH_STORY, "", EN_STORY, "北京天气晴朗", MIXED_STORY]
+    batch = make_sketches(texts, CFG)
+    for got, text in zip(batch, texts, strict=True):
+        alone = make_sketch(text, CFG)
+        assert got.text == alone.text and got.n_units == alone.n_units
+        assert got.shingles.tolist() == alone.shingles.tolist()
+        assert got.signature.tolist() == alone.signature.tolist()
+        assert got.bands.tolist() == alone.bands.tolist()
+        assert got.numbers == alone.numbers
+
+
+def test_long_text_is_verified_on_its_start() -> None:
+    """A text longer than MAX_VERIFY_CHARS keeps only its start for verification."""
+    text = ("北京天气晴朗，最高气温二十五度。" * (MAX_VERIFY_CHARS // 16 + 10))[
+        : MAX_VERIFY_CHARS + 100
+    ]
+    s = make_sketch(text, DedupConfig(strip_boilerplate=False))
+    assert len(s.text) == MAX_VERIFY_CHARS
+    assert s.n_units > 0
+
+
+def test_normalize_and_strip_switches() -> None:
+    """normalize=False and strip_boilerplate=False keep the raw text for comparison."""
+    raw = "来源：示例网\nＮＥＷＳ 北京天氣晴朗"
+    assert make_sketch(raw, CFG).text == "news 北京天气晴朗"
+    assert make_sketch(raw, DedupConfig(normalize=False, strip_boilerplate=False)).text == raw
+
+
+def test_common_shingles_count_stories() -> None:
+    """A shingle becomes common once it has been seen in ``limit`` stories."""
+    codes = np.array([1 << 20, 2 << 20, 3 << 20], dtype=np.uint32)
+    common = CommonShingles(limit=2)
+    common.add(codes[:2])
+    assert common.is_common(codes).tolist() == [False, False, False]
+    common.add(codes[1:])
+    assert common.is_common(codes).tolist() == [False, True, False]
+    common.add(codes[:1])
+    assert common.is_common(codes).tolist() == [True, True, False]
+
+
+def test_common_shingles_count_a_story_once() -> None:
+    """A shingle repeated within one story counts once."""
+    common = CommonShingles(limit=2)
+    common.add(np.array([5 << 20, 5 << 20, 5 << 20], dtype=np.uint32))
+    assert not common.is_common(np.array([5 << 20], dtype=np.uint32))[0]
+
+
+def test_common_shingles_saturate() -> None:
+    """Counts stop at 255 rather than wrapping around."""
+    common = CommonShingles(limit=255)
+    code = np.array([7 << 20], dtype=np.uint32)
+    for _ in range(300):
+        common.add(code)
+    assert common.is_common(code).tolist() == [True]
+
+
+@pytest.mark.parametrize("limit", [0, -1])
+def test_common_shingles_off(limit: int) -> None:
+    """A limit of 0 or less turns the counting off."""
+    common = CommonShingles(limit=limit)
+    code = np.array([7 << 20], dtype=np.uint32)
+    for _ in range(5):
+        common.add(code)
+    assert common.is_common(code).tolist() == [False]
+    common.add(np.zeros(0, dtype=np.uint32))
+
+
+SHARED_ZH = (
+    "\n市民如遇紧急情况，请及时拨打市民服务热线求助。请广大市民关注官方发布的权威信息，不信谣、不传谣，"
+    "共同维护良好的社会秩序，感谢大家的理解和支持。"
+)
+SHARED_EN = (
+    "\nAnyone with information is asked to call the city hotline. Sign-ups for emergency text alerts "
+    "are available on the city website, and residents are encouraged to check on elderly neighbors "
+    "during the cold weather."
+)
+
+
+@pytest.mark.parametrize(
+    ("story", "other", "template"),
+    [
+        (
+            "今天上午，临江市轨道交通五号线一期工程正式开通初期运营，沿线市民纷纷前来体验。",
+            "位于市文化中心片区的临江市图书馆新馆今天正式对外开放，不少市民一早就排队入馆。",
+            SHARED_ZH,
+        ),
+        (
+            "The city opened its first light rail line on Saturday, linking the waterfront with the airport.",
+            "A team at Northfield University has engineered an enzyme that breaks down plastic bottles.",
+            SHARED_EN,
+        ),
+    ],
+    ids=["zh", "en"],
+)
+def test_common_shingles_do_not_count_towards_coverage(
+    story: str, other: str, template: str
+) -> None:
+    """A template seen in many stories stops making two stories that share it duplicates."""
+    a, b = pair(story + template, other + template)
+    assert verify(a, b, CFG).is_duplicate  # the template is most of each text
+    common = CommonShingles(limit=CFG.common_after)
+    for _ in range(CFG.common_after):
+        common.add(make_sketch(template, CFG).vocab)
+    v = verify(a, b, CFG, common)
+    assert not v.is_duplicate
+    assert v.score < 0.1
+    # a true reprint still verifies with the same counts
+    assert verify(a, make_sketch(story + template, CFG), CFG, common).is_duplicate
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"threshold": 0.0}, "threshold must be in \\(0, 1\\], got 0.0"),
+        ({"threshold": 1.5}, "threshold must be in \\(0, 1\\], got 1.5"),
+        ({"title_threshold": -0.1}, "title_threshold must be in \\(0, 1\\], got -0.1"),
+        ({"short_units": -1}, "short_units must be >= 0, got -1"),
+        ({"cjk_width": 0}, "cjk_width=0, word_width=9"),
+        ({"word_width": 0}, "cjk_width=5, word_width=0"),
+        ({"lsh_params": (8, 20)}, "b \\* r = 8 \\* 20 = 160 must not exceed num_perm 128"),
+        ({"lsh_params": (0, 4)}, "b \\* r = 0 \\* 4 = 0"),
+        ({"lsh_params": (40, 2), "num_perm": 64}, "= 80 must not exceed num_perm 64"),
+        ({"lsh_threshold": 1.0}, "strictly between 0 and 1, got 1.0"),
+    ],
+)
+def test_config_validation(kwargs: dict[str, object], message: str) -> None:
+    """DedupConfig refuses unusable values at construction, naming the value."""
+    with pytest.raises(ConfigError, match=message):
+        DedupConfig(**kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        pytest.param({"num_perm": 100}, id="num_perm"),
+        pytest.param({"bucket_cap": 0}, id="bucket_cap"),
+    ],
+)
+def test_config_validation_at_construction(kwargs: dict[str, object]) -> None:
+    """Values that would fail later (num_perm 100, bucket_cap 0) fail at construction."""
+    with pytest.raises(ConfigError):
+        DedupConfig(**kwargs)  # type: ignore[arg-type]
+
+
+def test_default_bands_rows_fit() -> None:
+    """The default LSH bands and rows fit the signature; explicit ones are used as given."""
+    b, r = CFG.bands_rows
+    assert b * r <= CFG.num_perm
+    assert DedupConfig(lsh_params=(16, 8)).bands_rows == (16, 8)

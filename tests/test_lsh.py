@@ -1,0 +1,229 @@
+"""MinHash LSH: choosing bands and rows, the index's contract, and the batch join against
+streaming lookups in the same order."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neardup.errors import ConfigError
+from neardup.hashing import mix
+from neardup.index.lsh import MinHashLSH, band_keys, lsh_join, optimal_params
+from neardup.sketch.minhash import minhash
+
+FAST = settings(max_examples=60, deadline=None)
+
+NUM_PERM = 16
+SHAPES = [(16, 1), (8, 2), (4, 4), (2, 8), (5, 3), (3, 4), (1, 16)]
+
+
+def signature(seed: int, k: int = 128) -> np.ndarray:
+    """The MinHash signature of a random set of 300 shingles."""
+    return minhash(mix(np.arange(seed * 1000, seed * 1000 + 300, dtype=np.uint64)), num_perm=k)
+
+
+@st.composite
+def clustered_signatures(draw: st.DrawFn) -> np.ndarray:
+    """Signatures copied from a few bases with some positions changed, over a tiny alphabet,
+    so that bands collide within clusters and, now and then, across them."""
+    n_bases = draw(st.integers(1, 4))
+    row = st.lists(st.integers(0, 3), min_size=NUM_PERM, max_size=NUM_PERM)
+    bases = draw(st.lists(row, min_size=n_bases, max_size=n_bases))
+    n = draw(st.integers(0, 30))
+    docs = []
+    for _ in range(n):
+        doc = list(bases[draw(st.integers(0, n_bases - 1))])
+        for pos in draw(st.lists(st.integers(0, NUM_PERM - 1), max_size=6)):
+            doc[pos] = draw(st.integers(0, 3))
+        docs.append(doc)
+    return np.array(docs, dtype=np.uint64).reshape(n, NUM_PERM)
+
+
+def streamed_pairs(sigs: np.ndarray, bands: int, rows: int, cap: int) -> list[list[int]]:
+    """Pairs (earlier, later) found by querying, then adding, each signature in order."""
+    lsh = MinHashLSH(num_perm=sigs.shape[1], params=(bands, rows), bucket_cap=cap)
+    pairs = []
+    for j, sig in enumerate(sigs):
+        found = [int(k) for k in lsh.query(sig)]
+        assert found == sorted(found)  # insertion order
+        pairs += [[i, j] for i in found]
+        lsh.add(str(j), sig)
+    return sorted(pairs)
+
+
+@given(clustered_signatures(), st.sampled_from(SHAPES), st.sampled_from([1, 2, 3, 100]))
+@FAST
+def test_join_equals_streaming(sigs: np.ndarray, shape: tuple[int, int], cap: int) -> None:
+    """lsh_join finds exactly the pairs streaming queries in the same order find."""
+    bands, rows = shape
+    joined = lsh_join(sigs, bands=bands, rows=rows, bucket_cap=cap)
+    assert joined.dtype == np.int64 and joined.shape[1] == 2
+    assert joined.tolist() == streamed_pairs(sigs, bands, rows, cap)
+
+
+@given(clustered_signatures(), st.sampled_from(SHAPES))
+@FAST
+def test_join_is_sorted_unique_and_ordered(sigs: np.ndarray, shape: tuple[int, int]) -> None:
+    """Join pairs are unique, sorted, and each is (earlier, later)."""
+    pairs = lsh_join(sigs, bands=shape[0], rows=shape[1]).tolist()
+    assert pairs == [list(p) for p in sorted({(i, j) for i, j in pairs})]
+    assert all(i < j for i, j in pairs)
+
+
+@given(clustered_signatures(), st.sampled_from(SHAPES))
+@FAST
+def test_join_pairs_share_a_band(sigs: np.ndarray, shape: tuple[int, int]) -> None:
+    """Without a cap, the join holds exactly the pairs that agree on some whole band."""
+    bands, rows = shape
+    cut = sigs[:, : bands * rows].reshape(len(sigs), bands, rows)
+    expected = [
+        [i, j]
+        for i in range(len(sigs))
+        for j in range(i + 1, len(sigs))
+        if any((cut[i, b] == cut[j, b]).all() for b in range(bands))
+    ]
+    assert lsh_join(sigs, bands=bands, rows=rows, bucket_cap=10_000).tolist() == expected
+
+
+def test_join_of_nothing() -> None:
+    """No signatures, or one, give no pairs."""
+    assert lsh_join(np.zeros((0, 16), np.uint64), bands=4, rows=4).shape == (0, 2)
+    assert lsh_join(signature(1, 16)[None, :], bands=4, rows=4).shape == (0, 2)
+
+
+def test_band_keys_shape() -> None:
+    """One key per band; a single signature is treated as one row."""
+    sig = signature(3)
+    assert band_keys(sig, 20, 6).shape == (1, 20)
+    assert band_keys(np.stack([sig, sig]), 20, 6).shape == (2, 20)
+    assert band_keys(sig, 20, 6).dtype == np.uint64
+
+
+@pytest.mark.parametrize("threshold", [0.1, 0.15, 0.3, 0.5, 0.7, 0.9])
+@pytest.mark.parametrize("num_perm", [16, 64, 128])
+def test_optimal_params_fit(threshold: float, num_perm: int) -> None:
+    """The chosen bands and rows are positive and use at most num_perm positions."""
+    b, r = optimal_params(threshold, num_perm)
+    assert b >= 1 and r >= 1
+    assert b * r <= num_perm
+
+
+def test_optimal_params_pinned() -> None:
+    """A well-known setting keeps its value: threshold 0.5 over 128 permutations."""
+    assert optimal_params(0.5, 128) == (25, 5)
+
+
+def test_higher_threshold_needs_more_rows() -> None:
+    """Rows per band grow with the threshold (the S-curve moves right)."""
+    low, high = optimal_params(0.2, 128), optimal_params(0.8, 128)
+    assert high[1] > low[1]
+
+
+@pytest.mark.parametrize("threshold", [0.0, 1.0, -0.5, 1.5])
+def test_optimal_params_threshold_validation(threshold: float) -> None:
+    """The threshold must lie strictly between 0 and 1; the message names it."""
+    with pytest.raises(ConfigError, match=f"got {threshold}"):
+        optimal_params(threshold, 128)
+
+
+def test_optimal_params_weight_validation() -> None:
+    """The two weights must add up to 1; the message shows both."""
+    with pytest.raises(ConfigError, match=r"0\.3 \+ 0\.3"):
+        optimal_params(0.5, 128, 0.3, 0.3)
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ((8, 20), r"b \* r = 8 \* 20 = 160 must not exceed num_perm 128"),
+        ((129, 1), r"b \* r = 129 \* 1 = 129 must not exceed num_perm 128"),
+        ((0, 5), r"b = 0, r = 5"),
+        ((4, -1), r"b = 4, r = -1"),
+    ],
+)
+def test_index_params_validation(params: tuple[int, int], message: str) -> None:
+    """Bands and rows that do not fit the signature are refused, with the numbers shown."""
+    with pytest.raises(ConfigError, match=message):
+        MinHashLSH(num_perm=128, params=params)
+    with pytest.raises(ValueError, match=message):
+        lsh_join(np.zeros((2, 128), np.uint64), bands=params[0], rows=params[1])
+
+
+def test_bucket_cap_validation() -> None:
+    """A bucket must hold at least one key; the message names the value."""
+    with pytest.raises(ConfigError, match="got 0"):
+        MinHashLSH(bucket_cap=0)
+
+
+def test_join_bucket_cap_validation() -> None:
+    """The batch join refuses bucket_cap 0 as the streaming index does."""
+    sigs = np.stack([signature(1, 16), signature(1, 16)])
+    with pytest.raises(ConfigError, match="got 0"):
+        lsh_join(sigs, bands=4, rows=4, bucket_cap=0)
+
+
+def test_signature_size_validation() -> None:
+    """A signature of the wrong length is refused, with both lengths in the message."""
+    lsh = MinHashLSH(num_perm=128)
+    with pytest.raises(ConfigError, match="64 positions, the index expects 128"):
+        lsh.add("a", signature(1, 64))
+    with pytest.raises(ConfigError, match="64 positions"):
+        lsh.query(signature(1, 64))
+
+
+def test_add_query_remove() -> None:
+    """Added keys are found by a similar signature, not by an unrelated one, until removed."""
+    lsh = MinHashLSH(threshold=0.5, num_perm=128)
+    x = mix(np.arange(1, 500, dtype=np.uint64))
+    lsh.add("a", minhash(x))
+    lsh.add("b", signature(7))
+    assert len(lsh) == 2 and "a" in lsh and "c" not in lsh
+    assert lsh.query(minhash(x[20:])) == ["a"]
+    assert lsh.query(signature(99)) == []
+    lsh.remove("a")
+    assert "a" not in lsh and len(lsh) == 1
+    assert lsh.query(minhash(x[20:])) == []
+    assert lsh.query(signature(7)) == ["b"]
+
+
+def test_add_twice_and_remove_missing() -> None:
+    """A key is added once; removing an absent key is a KeyError naming it."""
+    lsh = MinHashLSH(num_perm=128)
+    lsh.add("a", signature(1))
+    with pytest.raises(ConfigError, match="'a' is already in the index"):
+        lsh.add("a", signature(2))
+    with pytest.raises(KeyError, match="'zz'"):
+        lsh.remove("zz")
+
+
+def test_query_returns_insertion_order() -> None:
+    """Candidates come back in the order they were added, not by key or by band."""
+    lsh = MinHashLSH(num_perm=128)
+    sig = signature(5)
+    for key in ["新闻-3", "c", "a", "B", "新闻-1"]:
+        lsh.add(key, sig)
+    assert lsh.query(sig) == ["新闻-3", "c", "a", "B", "新闻-1"]
+    lsh.remove("c")
+    lsh.add("c", sig)
+    assert lsh.query(sig) == ["新闻-3", "a", "B", "新闻-1", "c"]
+
+
+def test_bucket_cap_keeps_the_first() -> None:
+    """A bucket keeps only its first bucket_cap keys; later copies are indexed but not listed."""
+    lsh = MinHashLSH(num_perm=128, bucket_cap=2)
+    sig = signature(5)
+    for key in "abcd":
+        lsh.add(key, sig)
+    assert len(lsh) == 4
+    assert lsh.query(sig) == ["a", "b"]
+
+
+def test_query_keys_equals_query() -> None:
+    """Querying by precomputed band keys gives what querying by signature gives."""
+    lsh = MinHashLSH(num_perm=128)
+    for i in range(5):
+        lsh.add(f"k{i}", signature(i % 2))
+    sig = signature(1)
+    assert lsh.query_keys(lsh.keys_of(sig)) == lsh.query(sig) == ["k1", "k3"]
