@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import functools
 import json
 import os
 import sys
 from collections.abc import Sequence
+from importlib.resources import as_file, files
 
 from . import __version__
+from ._dedup_cli import Progress, RunResult, _Lines, format_sample_report, run_dedup
 from .compare import Comparison, compare
+from .engine import DedupConfig
 from .errors import NeardupError
 from .measures._base import DEFAULT_PROCESSOR
 from .passages import Passage
+from .records import FORMATS, Fields
 
 __all__ = ["main"]
 
@@ -109,6 +115,169 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+_DEDUP_DESCRIPTION = """\
+Keep one copy of each story in a crawl and say where every other copy went.
+
+Reads every record of INPUT, finds the near-duplicates (reprints, mirrors, lightly edited
+copies) in Chinese and English, and writes the kept records to UNIQUE, one line per record to
+CLUSTERS, and the records that could not be used to ERRORS. A summary with the time of each
+stage follows on standard error."""
+
+_DEDUP_EPILOG = """\
+outputs:
+  UNIQUE    the kept records in input order, exactly as they came in (JSONL lines; CSV rows
+            under the input's header; a folder's files as JSON lines {"id", "text"})
+  CLUSTERS  one JSON line for every usable record, in input order:
+            {"id", "cluster", "duplicate_of", "score"}: cluster is the id of the record kept
+            for its story, duplicate_of the record it matched best (null when kept), score
+            that match's similarity to 4 places (0.0 when kept)
+  ERRORS    one JSON line for every record that cannot be used: {"line", "id", "reason"}
+            (malformed JSON or CSV, no id or text, empty text, invalid UTF-8, a repeated id,
+            a bad timestamp); standard error unless --errors is given
+  Every record read ends in CLUSTERS or in ERRORS. A path ending .gz is compressed; - is
+  standard output.
+
+exit status: 0 when the run finishes, even if some records were errors (the summary counts
+them); 2 when INPUT cannot be read, an output cannot be written, or an option is wrong.
+
+examples:
+  neardup dedup --sample
+  neardup dedup crawl.jsonl -o unique.jsonl --clusters clusters.jsonl --errors errors.jsonl
+  zcat crawl.jsonl.gz | neardup dedup - -o unique.jsonl --clusters clusters.jsonl
+  neardup dedup pages/ -o unique.jsonl --clusters clusters.jsonl --keep longest
+  neardup dedup headlines.csv --text-field title -o unique.csv --clusters clusters.jsonl"""
+
+_SAMPLE_INTRO = """\
+The built-in sample: {n} news items in Chinese and English. Each story appears as first
+published and as reprinted on other sites, from light edits to heavy rewrites, next to a few
+look-alike stories that are not reprints. neardup keeps one copy of each story:
+"""
+
+_SAMPLE_NEXT = """\
+Now your own crawl (JSONL with "id" and "text", CSV, or a folder of .txt/.html files):
+  neardup dedup crawl.jsonl -o unique.jsonl --clusters clusters.jsonl --errors errors.jsonl"""
+
+_CONFIG_DEFAULTS = {f.name: f.default for f in dataclasses.fields(DedupConfig)}
+
+
+def _positive_int(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {n}")
+    return n
+
+
+def _dedup_config(args: argparse.Namespace) -> DedupConfig:
+    given = {
+        name: value
+        for name, value in (
+            ("threshold", args.threshold),
+            ("title_threshold", args.title_threshold),
+            ("num_perm", args.num_perm),
+        )
+        if value is not None
+    }
+    return DedupConfig(**given, normalize=not args.raw, strip_boilerplate=not args.keep_boilerplate)
+
+
+def _check_dedup_args(args: argparse.Namespace) -> None:
+    """Every mistake in the options that can be found before reading anything."""
+    if args.sample and args.input is not None:
+        raise CliError("give INPUT or --sample, not both")
+    if not args.sample:
+        if args.input is None:
+            raise CliError(
+                "dedup needs an INPUT (a JSONL or CSV file, a folder, or - for standard input); "
+                "try neardup dedup --sample"
+            )
+        missing = [
+            flag
+            for flag, value in (("-o UNIQUE", args.output), ("--clusters CLUSTERS", args.clusters))
+            if value is None
+        ]
+        if missing:
+            raise CliError(f"dedup {args.input} needs {' and '.join(missing)}")
+    if args.stream and args.keep != "first":
+        raise CliError(
+            f"--stream keeps the first copy of each story; --keep {args.keep} needs the whole "
+            "corpus at once, so drop --stream"
+        )
+    outputs = {
+        "-o": args.output,
+        "--clusters": args.clusters,
+        "--errors": args.errors,
+        "--json-summary": args.json_summary,
+    }
+    on_stdout = [flag for flag, path in outputs.items() if path == "-"]
+    if args.sample and on_stdout:
+        raise CliError(f"--sample prints its report on standard output; give {on_stdout[0]} a file")
+    if len(on_stdout) > 1:
+        raise CliError(f"only one output can be standard output (-), not {' and '.join(on_stdout)}")
+    seen: dict[str, str] = {}
+    for flag, path in outputs.items():
+        if path is None or path == "-":
+            continue
+        real = os.path.realpath(path)
+        if real in seen:
+            raise CliError(f"{seen[real]} and {flag} are the same file {path}; give each its own")
+        seen[real] = flag
+        source = args.input
+        if (
+            source not in (None, "-")
+            and os.path.exists(path)
+            and os.path.exists(source)
+            and os.path.samefile(path, source)
+        ):
+            raise CliError(f"{flag} {path} is the input; writing it would destroy the input")
+
+
+def _cmd_dedup(args: argparse.Namespace) -> int:
+    _check_dedup_args(args)
+    config = _dedup_config(args)
+    fields = Fields(
+        id=args.id_field,
+        text=args.text_field,
+        title=args.title_field,
+        timestamp=args.timestamp_field,
+    )
+    show = args.progress if args.progress is not None else not args.quiet and sys.stderr.isatty()
+    run = functools.partial(
+        run_dedup,
+        unique=args.output,
+        clusters=args.clusters,
+        errors=args.errors,
+        fields=fields,
+        fmt=args.format,
+        config=config,
+        keep=args.keep,
+        mode="stream" if args.stream else "batch",
+        progress=Progress(sys.stderr, enabled=show),
+    )
+    result: RunResult
+    if args.sample:
+        sample = files("neardup").joinpath("data", "sample.jsonl")
+        with as_file(sample) as path:
+            result = run(str(path), collect=True, label="built-in sample")
+        print(_SAMPLE_INTRO.format(n=result.summary.records))
+        print(format_sample_report(result.decided))
+        if not args.quiet:
+            print(result.summary.format())
+            print()
+        print(_SAMPLE_NEXT)
+    else:
+        result = run(args.input)
+        if not args.quiet:
+            print(result.summary.format(), file=sys.stderr)
+    if args.json_summary is not None:
+        out = _Lines(args.json_summary)
+        out.write(json.dumps(result.summary.to_dict(), ensure_ascii=False))
+        out.close()
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every subcommand."""
     parser = argparse.ArgumentParser(
@@ -126,6 +295,107 @@ def build_parser() -> argparse.ArgumentParser:
         "--raw", action="store_true", help="compare the texts as given, without normalization"
     )
     p.set_defaults(func=_cmd_compare)
+
+    d = sub.add_parser(
+        "dedup",
+        help="keep one copy of each story in a crawl; say where every other copy went",
+        description=_DEDUP_DESCRIPTION,
+        epilog=_DEDUP_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    d.add_argument(
+        "input",
+        nargs="?",
+        metavar="INPUT",
+        help="JSONL file (- for standard input; gzip read too), a .csv file with a header row, "
+        "or a folder of .txt/.html files",
+    )
+    d.add_argument(
+        "--sample",
+        action="store_true",
+        help="run on the built-in sample (Chinese and English news with their reprints) and "
+        "print each story with the duplicates merged into it; needs no INPUT",
+    )
+    g = d.add_argument_group("outputs")
+    g.add_argument("-o", "--output", metavar="UNIQUE", help="write the kept records here")
+    g.add_argument(
+        "--clusters", metavar="CLUSTERS", help="write one JSON line per usable record here"
+    )
+    g.add_argument(
+        "--errors",
+        metavar="ERRORS",
+        help="write the records that cannot be used here (default: standard error; "
+        "the summary counts them either way)",
+    )
+    g.add_argument(
+        "--json-summary", metavar="PATH", help="also write the summary as one JSON object here"
+    )
+    g = d.add_argument_group("input")
+    g.add_argument(
+        "--format",
+        choices=FORMATS,
+        help="read INPUT as this format (default: by its name: .csv is CSV, a folder is a "
+        "folder, anything else JSONL)",
+    )
+    defaults = Fields()
+    for part in ("id", "text", "title", "timestamp"):
+        g.add_argument(
+            f"--{part}-field",
+            metavar="NAME",
+            default=getattr(defaults, part),
+            help=f"the field or CSV column holding the {part} (default: %(default)s)",
+        )
+    g = d.add_argument_group("matching")
+    g.add_argument(
+        "--threshold",
+        type=float,
+        metavar="T",
+        help="share of the shorter text the other must cover to be a duplicate "
+        f"(default: {_CONFIG_DEFAULTS['threshold']})",
+    )
+    g.add_argument(
+        "--title-threshold",
+        type=float,
+        metavar="T",
+        help="similarity short texts such as titles need "
+        f"(default: {_CONFIG_DEFAULTS['title_threshold']})",
+    )
+    g.add_argument(
+        "--keep",
+        choices=("first", "longest", "earliest"),
+        default="first",
+        help="which copy of each story to keep: the first read, the longest, or the one with "
+        "the earliest timestamp (default: first)",
+    )
+    g.add_argument(
+        "--raw", action="store_true", help="compare the texts as given, without normalization"
+    )
+    g.add_argument(
+        "--keep-boilerplate",
+        action="store_true",
+        help="do not strip site boilerplate (bylines, share and copyright lines) before comparing",
+    )
+    g.add_argument(
+        "--num-perm",
+        type=_positive_int,
+        metavar="N",
+        help=f"MinHash permutations (default: {_CONFIG_DEFAULTS['num_perm']})",
+    )
+    g.add_argument(
+        "--stream",
+        action="store_true",
+        help="decide and write each record as it is read, instead of the whole corpus at once "
+        "(the same decisions; keeps the first copy)",
+    )
+    g = d.add_argument_group("display")
+    g.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="show progress on standard error (default: when it is a terminal)",
+    )
+    g.add_argument("-q", "--quiet", action="store_true", help="print no progress and no summary")
+    d.set_defaults(func=_cmd_dedup)
     return parser
 
 
@@ -140,4 +410,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader went away (| head): stop quietly, and let exit not complain either.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
     return status

@@ -74,6 +74,8 @@ def _best(
         v = verify(sketch, other, cfg, common)
         if v.is_duplicate and (best is None or v.score > best[1]):
             best = (key, v.score, v.measure)
+            if v.score >= 1.0:
+                break  # nothing scores higher, and candidates come earliest first
     return best
 
 

@@ -731,6 +731,7 @@ class UniqueWriter:
         self.fields = fields
         self.written = 0
         self._detach = False
+        self._closed = False
         self._close = True
         out: IO[str]
         if path == "-":
@@ -788,7 +789,10 @@ class UniqueWriter:
         return [values.get(name, "") for name in self.csv_header]
 
     def close(self) -> None:
-        """Flush, and close the file (standard output stays open)."""
+        """Flush, and close the file (standard output stays open); a second call does nothing."""
+        if self._closed:
+            return
+        self._closed = True
         if self._detach:
             self._out.flush()
             cast(io.TextIOWrapper, self._out).detach()
