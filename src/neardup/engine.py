@@ -156,6 +156,14 @@ def _pack(hashes: U64, cjk_width: int, widths: npt.NDArray[np.uint8]) -> U32:
     return packed
 
 
+def _distinct(codes: U32) -> U32:
+    """The sorted distinct values (np.sort and a neighbour mask; faster than np.unique here)."""
+    out = np.sort(codes)
+    if len(out) > 1:
+        out = out[np.concatenate(([True], out[1:] != out[:-1]))]
+    return out
+
+
 def _numbers(text: str) -> frozenset[str]:
     """The figures of a text (two or more characters), leaving out years and dates."""
     return frozenset(
@@ -177,7 +185,7 @@ def make_sketches(texts: Sequence[str], cfg: DedupConfig) -> list[Sketch]:
         Sketch(
             text=p[:MAX_VERIFY_CHARS],
             shingles=packed[i],
-            vocab=np.unique(packed[i]),
+            vocab=_distinct(packed[i]),
             n_units=f.n_units,
             signature=signatures[i],
             bands=keys[i],
@@ -229,7 +237,7 @@ class CommonShingles:
         """Count one more story for each (distinct) shingle code in ``vocab``."""
         if self.limit <= 0 or len(vocab) == 0:
             return
-        slots = np.unique(self._slots(vocab))
+        slots = self._slots(vocab)  # a fancy-index assignment counts a repeated slot once
         self.counts[slots] = np.minimum(self.counts[slots].astype(np.int16) + 1, 255).astype(
             np.uint8
         )
@@ -242,14 +250,15 @@ class CommonShingles:
 
 
 def _covered_units(n: int, idx: npt.NDArray[np.intp], codes: U32, cfg: DedupConfig) -> int:
-    """Units covered by the shingles at positions ``idx``."""
+    """Units covered by the shingles at positions ``idx`` (ascending): the length of the
+    union of their intervals [i, i + width)."""
     if len(idx) == 0:
         return 0
     widths = np.where(codes[idx] & np.uint32(1), cfg.cjk_width, cfg.word_width)
-    delta = np.zeros(n + 1, dtype=np.int32)
-    np.add.at(delta, idx, 1)
-    np.add.at(delta, np.minimum(idx + widths, n), -1)
-    return int(np.count_nonzero(np.cumsum(delta)[:n]))
+    ends = np.minimum(idx + widths, n)
+    reach = np.maximum.accumulate(ends)  # the furthest any earlier interval reaches
+    starts = np.maximum(idx[1:], reach[:-1])
+    return int(ends[0] - idx[0]) + int(np.maximum(ends[1:] - starts, 0).sum())
 
 
 def _coverage(
