@@ -495,11 +495,12 @@ def test_keep_policies_leave_singletons_alone() -> None:
     "text", [*NOISE, "来源：新华网 编辑：张三\n版权所有 未经授权禁止转载\n首页 > 新闻 > 正文"]
 )
 def test_documents_without_story_are_kept_alone(text: str) -> None:
-    """Empty, punctuation-only or boilerplate-only texts match nothing and nothing matches them."""
+    """Texts with no story match no story; only their byte-identical copies match them."""
     ids = ["s1", "e1", "e2", "s2", "e3"]
     texts = [ZH, text, text, EN, text]
     d = assert_batch_equals_stream(ids, texts)
-    assert [x.is_duplicate for x in d] == [False] * 5
+    assert [x.is_duplicate for x in d] == [False, False, True, False, True]
+    assert [(x.duplicate_of, x.measure) for x in d if x.is_duplicate] == [("e1", "identical")] * 2
     assert Deduper().sketch(text).is_empty
 
 

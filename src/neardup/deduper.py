@@ -21,9 +21,11 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
+import xxhash
 
 from .engine import CommonShingles, DedupConfig, Sketch, make_sketches, verify
 from .errors import ConfigError, InputError
+from .hashing import SEED
 from .index.lsh import MinHashLSH, lsh_join
 from .passages import Passage, shared_passages
 
@@ -83,6 +85,17 @@ def _evidence(a: Sketch, b: Sketch) -> tuple[Passage, ...]:
     return tuple(shared_passages(a.text, b.text, min_len=6, limit=10))
 
 
+def _text_key(text: str) -> int:
+    """A stable hash of a text exactly as given, to spot byte-identical copies."""
+    return xxhash.xxh3_64_intdigest(text.encode("utf-8", "surrogatepass"), SEED)
+
+
+def _identical(doc_id: str, first: str, cluster: str, sketch: Sketch, explain: bool) -> Decision:
+    """The decision for an exact copy of an earlier document: a duplicate of the first copy."""
+    evidence = _evidence(sketch, sketch) if explain else ()
+    return Decision(doc_id, True, first, cluster, 1.0, "identical", evidence)
+
+
 class Deduper:
     """Near-duplicate detection over a stream of documents, in memory.
 
@@ -100,6 +113,7 @@ class Deduper:
         self._sketches: dict[str, Sketch] = {}
         self._decisions: dict[str, Decision] = {}
         self._common = CommonShingles(limit=self.config.common_after)
+        self._exact: dict[int, str] = {}  # hash of a text as given -> the first id with it
 
     def __len__(self) -> int:
         return len(self._sketches)
@@ -113,9 +127,13 @@ class Deduper:
             raise InputError(f"text must be a str, not {type(text).__name__}")
         return make_sketches([text], self.config)[0]
 
-    def _decide(self, doc_id: str, sketch: Sketch) -> Decision:
+    def _decide(self, doc_id: str, sketch: Sketch, copy_of: str | None = None) -> Decision:
         if doc_id in self._decisions:
             return self._decisions[doc_id]
+        if copy_of is not None:
+            return _identical(
+                doc_id, copy_of, self._decisions[copy_of].cluster, sketch, self.explain
+            )
         cands = [] if sketch.is_empty else self._lsh.query_keys([int(k) for k in sketch.bands])
         best = _best(sketch, ((k, self._sketches[k]) for k in cands), self.config, self._common)
         if best is None:
@@ -132,6 +150,9 @@ class Deduper:
         """
         if doc_id in self._decisions:
             return self._decisions[doc_id]
+        copy_of = self._exact.get(_text_key(text)) if isinstance(text, str) else None
+        if copy_of is not None:
+            return self._decide(doc_id, self._sketches[copy_of], copy_of)
         return self._decide(doc_id, self.sketch(text))
 
     def add(self, doc_id: str, text: str) -> Decision:
@@ -142,10 +163,20 @@ class Deduper:
         """Decide, then remember the document so later ones are compared with it."""
         if doc_id in self._decisions:
             return self._decisions[doc_id]
+        if not isinstance(text, str):
+            raise InputError(f"text must be a str, not {type(text).__name__}")
+        key = _text_key(text)
+        copy_of = self._exact.get(key)
+        if copy_of is not None:
+            # an exact copy: same sketch, nothing new for the index to learn
+            sketch = self._sketches[copy_of]
+            decision = self._decide(doc_id, sketch, copy_of)
+            self._decisions[doc_id] = decision
+            self._sketches[doc_id] = sketch
+            return decision
         sketch = self.sketch(text)
-        return self._remember(doc_id, sketch, self._decide(doc_id, sketch))
-
-    def _remember(self, doc_id: str, sketch: Sketch, decision: Decision) -> Decision:
+        decision = self._decide(doc_id, sketch)
+        self._exact[key] = doc_id
         self._decisions[doc_id] = decision
         self._sketches[doc_id] = sketch
         if not sketch.is_empty:
@@ -181,11 +212,14 @@ def dedup_batch(
     timestamps: Sequence[float | None] | None = None,
     explain: bool = False,
     chunk: int = 2000,
+    workers: int | None = None,
 ) -> BatchResult:
     """Deduplicate a corpus at once: the same decisions as streaming it through a Deduper.
 
     ``keep`` chooses which document of each cluster is kept and names the cluster: the
     first seen (the streaming rule), the longest text, or the earliest timestamp.
+    ``workers`` processes sketch the documents (default: one per CPU, up to 4, for corpora of
+    10,000 documents or more); the decisions do not depend on it.
     """
     import time
 
@@ -198,13 +232,24 @@ def dedup_batch(
         raise InputError("ids must be unique within a batch")
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
-    sketches: list[Sketch] = []
-    for start in range(0, len(texts), chunk):
-        sketches.extend(make_sketches(texts[start : start + chunk], cfg))
+    # byte-identical copies share the first copy's sketch and are matched to it directly
+    first_copy: dict[int, int] = {}
+    copy_of = np.full(len(texts), -1, dtype=np.int64)
+    for i, text in enumerate(texts):
+        j = first_copy.setdefault(_text_key(text), i)
+        if j != i:
+            copy_of[i] = j
+    originals = np.flatnonzero(copy_of < 0)
+    made = _sketch_all([texts[i] for i in originals.tolist()], cfg, chunk, workers)
+    sketches: list[Sketch] = [made[0]] * len(texts) if made else []
+    for i, sk in zip(originals.tolist(), made, strict=True):
+        sketches[i] = sk
+    for i in np.flatnonzero(copy_of >= 0).tolist():
+        sketches[i] = sketches[copy_of[i]]
     timings["sketch"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    live = np.array([i for i, s in enumerate(sketches) if not s.is_empty], dtype=np.int64)
+    live = np.array([i for i in originals.tolist() if not sketches[i].is_empty], dtype=np.int64)
     b, r = cfg.bands_rows
     if len(live):
         sigs = np.stack([sketches[i].signature for i in live])
@@ -224,6 +269,9 @@ def dedup_batch(
     measure: list[str | None] = [None] * len(ids)
     common = CommonShingles(limit=cfg.common_after)
     for i in range(len(ids)):
+        if copy_of[i] >= 0:
+            parent[i], score[i], measure[i] = copy_of[i], 1.0, "identical"
+            continue
         lo, hi = bounds[i], bounds[i + 1]
         best = None
         if lo < hi:
@@ -256,6 +304,32 @@ def dedup_batch(
         decisions.append(Decision(doc_id, True, ids[dup_of], ids[kept], s, m, ev))
     timings["clusters"] = time.perf_counter() - t0
     return BatchResult(decisions, len(pairs), int((parent >= 0).sum()), timings)
+
+
+def _sketch_all(
+    texts: list[str], cfg: DedupConfig, chunk: int, workers: int | None
+) -> list[Sketch]:
+    """Sketch every text, in chunks, on several processes when it pays."""
+    import os
+
+    n = (
+        workers
+        if workers is not None
+        else (min(4, os.cpu_count() or 1) if len(texts) >= 10_000 else 1)
+    )
+    if n < 1:
+        raise ConfigError(f"workers must be at least 1, got {n}")
+    chunks = [texts[i : i + chunk] for i in range(0, len(texts), chunk)]
+    if n == 1 or len(chunks) < 2:
+        return [sk for part in chunks for sk in make_sketches(part, cfg)]
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    from functools import partial
+
+    methods = multiprocessing.get_all_start_methods()
+    context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+    with ProcessPoolExecutor(max_workers=n, mp_context=context) as pool:
+        return [sk for part in pool.map(partial(make_sketches, cfg=cfg), chunks) for sk in part]
 
 
 def _labels(
