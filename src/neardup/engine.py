@@ -7,10 +7,12 @@ Latin one), its MinHash signature and its LSH band keys. A candidate pair is ver
 lie inside shingles the other text also has. A reprint that was cut short, excerpted or
 lightly edited covers nearly all of itself (a typo uncovers one character, not a shingle),
 while two different stories that share a dateline, a template phrase or a footer cover only
-that stretch. Numbers must agree too: when the shorter text has two or more numbers, at least
-half of them must appear in the other, which tells apart templated items (earnings, weather,
-meeting notices) whose words are the same and whose figures are not. Short texts (titles, fewer than ``short_units`` units) are verified with the
-character measures the source documents advise for titles instead.
+that stretch. Three guards keep templates apart: shingles already seen in ``common_after``
+different stories count on neither side; when the shorter text has two or more figures, at
+least half must appear in the other (earnings, weather and meeting items share words, not
+figures); and a fragment much shorter than the other text needs more coverage. Short texts
+(titles, fewer than ``short_units`` units) are verified with the character measures the
+source documents advise for titles instead.
 
 >>> cfg = DedupConfig()
 >>> a = make_sketch("北京地铁十九号线今天开通运营，全长二十二公里，设车站十座。", cfg)
@@ -49,12 +51,12 @@ __all__ = [
 ]
 
 U32 = npt.NDArray[np.uint32]
+U64 = npt.NDArray[np.uint64]
 _NUMBER = re.compile(r"\d+(?:[.,:/-]\d+)*")
 _YEAR_OR_DATE = re.compile(r"(?:19|20)\d\d(?:[-/.]\d{1,2}){0,2}")  # what site headers add
-U64 = npt.NDArray[np.uint64]
 
-#: Longest text kept for verification and evidence; a longer one is fingerprinted in full
-#: but verified on its first ``MAX_VERIFY_CHARS`` characters.
+#: Longest prepared text a sketch keeps for evidence and the title measures; the shingles,
+#: and so coverage, always cover the whole document.
 MAX_VERIFY_CHARS = 200_000
 
 

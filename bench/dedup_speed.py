@@ -1,0 +1,378 @@
+"""Batch dedup speed against the peers a user would reach for, measured in the same run.
+
+    python bench/dedup_speed.py                  # hkcnews first 10,000 articles, 3 runs each
+    python bench/dedup_speed.py --runs 5 --limit 5000
+    python bench/dedup_speed.py --full           # also the whole corpus (neardup only, once)
+    python bench/dedup_speed.py --skip-peers     # neardup alone
+
+(a) Each contender deduplicates the first ``--limit`` articles of
+``../shared/corpus/hkcnews-zh-hans.jsonl.gz`` as a process of its own, end to end (start-up,
+reading the gzipped file, writing its clusters), timed from outside: wall seconds and the
+child's peak RSS (``os.wait4``). Contenders run one after another, never at once, in a rotated
+order each round; the speed-up over datasketch is the median of the per-round ratios, so a
+machine that drifts during the run moves both sides. The contenders:
+
+- ``neardup``: the ``neardup dedup`` command when it exists (``-o`` unique, ``--clusters``),
+  else ``neardup.deduper.dedup_batch`` in ``bench/peers_dedup.py``;
+- ``datasketch``: MinHash(128) over 5-character shingles, MinHashLSH(0.5), union-find;
+- ``simhash``: the simhash package's Simhash and SimhashIndex(k=3), union-find.
+
+hkcnews has no ground truth, so each contender (the same commands) also runs once on the
+dev benchmarks ``../shared/bench/{zh,en}-news-dev.jsonl.gz``, scored by their ``score.py``.
+
+(b) ``--full``: neardup alone on the whole corpus (48,005 articles), one run: seconds,
+documents and MB of UTF-8 text per second, peak RSS and the duplicates found.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _data import ROOT, BenchDataMissing, die, header, shared_path
+from quality import load_scorer
+
+CORPUS = "corpus/hkcnews-zh-hans.jsonl.gz"
+DEV_SETS = {"zh-news-dev": "zh", "en-news-dev": "en"}
+PEERS_SCRIPT = ROOT / "bench" / "peers_dedup.py"
+MB = 1_000_000
+MIB = 1 << 20
+SUMMARY = "neardup-summary.json"
+
+
+@dataclass(frozen=True)
+class Contender:
+    """A named way to deduplicate a corpus, as one command."""
+
+    name: str
+    #: the command for (corpus, clusters output, scratch folder, language)
+    command: Callable[[Path, Path, Path, str], list[str]]
+    #: reads the clusters output: document id -> cluster label
+    read: Callable[[Path], dict[str, str]]
+    shown: str  # how the command reads in the table's notes
+
+
+@dataclass
+class Run:
+    """One timed process."""
+
+    seconds: float
+    peak_rss: int  # bytes
+
+
+@dataclass
+class Tally:
+    """What a contender did on the timed corpus."""
+
+    runs: list[Run] = field(default_factory=list)
+    clusters: dict[str, str] | None = None
+
+
+def read_pred_lines(path: Path) -> dict[str, str]:
+    """``{"id", "cluster", ...}`` lines, as ``bench/peers_dedup.py`` and ``neardup dedup
+    --clusters`` write them."""
+    out: dict[str, str] = {}
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            if line.strip():
+                row = json.loads(line)
+                out[str(row["id"])] = str(row["cluster"])
+    return out
+
+
+def peer(name: str) -> Contender:
+    """A contender run by ``bench/peers_dedup.py``."""
+
+    def command(corpus: Path, out: Path, scratch: Path, lang: str) -> list[str]:
+        return [
+            sys.executable,
+            str(PEERS_SCRIPT),
+            name,
+            str(corpus),
+            "--out",
+            str(out),
+            "--lang",
+            lang,
+        ]
+
+    return Contender(
+        name,
+        command,
+        read_pred_lines,
+        f"python bench/peers_dedup.py {name} INPUT --out CLUSTERS --lang zh|en",
+    )
+
+
+def neardup_cli_available() -> bool:
+    """Whether the installed neardup has the ``dedup`` command."""
+    probe = subprocess.run(
+        [sys.executable, "-m", "neardup", "dedup", "--help"], capture_output=True, text=True
+    )
+    return probe.returncode == 0
+
+
+def neardup_contender() -> Contender:
+    """The real ``neardup dedup`` command when it exists, else the library call."""
+    if not neardup_cli_available():
+        c = peer("neardup")
+        return Contender(
+            "neardup", c.command, c.read, c.shown + "  (library dedup_batch; no dedup command yet)"
+        )
+
+    def command(corpus: Path, out: Path, scratch: Path, lang: str) -> list[str]:
+        unique, summary = scratch / "unique.jsonl", scratch / SUMMARY
+        dedup = ["dedup", str(corpus), "-o", str(unique), "--clusters", str(out)]
+        return [sys.executable, "-m", "neardup", *dedup, "-q", "--json-summary", str(summary)]
+
+    shown = "python -m neardup dedup INPUT -o UNIQUE --clusters CLUSTERS -q --json-summary SUMMARY"
+    return Contender("neardup", command, read_pred_lines, shown)
+
+
+def stages(scratch: Path) -> str:
+    """neardup's own stage times from its last summary (empty without the dedup command)."""
+    path = scratch / SUMMARY
+    if not path.is_file():
+        return ""
+    summary = json.loads(path.read_text(encoding="utf-8"))
+    path.unlink()  # so a later run cannot show a stale one
+    times = " · ".join(f"{k} {v:.2f} s" for k, v in summary.get("stages", {}).items())
+    return f"{times} ({summary.get('candidate_pairs', 0):,} candidate pairs)"
+
+
+def timed(cmd: list[str], log: Path) -> Run:
+    """Run ``cmd`` to its end; its wall seconds and its own peak RSS."""
+    with open(log, "ab") as f:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        _, status, usage = os.wait4(proc.pid, 0)  # reaped here, so the usage is this child's
+        seconds = time.perf_counter() - t0
+    proc.returncode = code = os.waitstatus_to_exitcode(status)
+    if code != 0:
+        tail = log.read_text(encoding="utf-8", errors="replace")[-2000:]
+        raise RuntimeError(f"{shlex.join(cmd)} exited with {code}:\n{tail}")
+    return Run(seconds, usage.ru_maxrss * 1024)  # Linux reports kilobytes
+
+
+def slice_corpus(limit: int, folder: Path) -> tuple[Path, int, int]:
+    """The first ``limit`` articles of the corpus as a gzipped file of their own, so every
+    contender (and a command without a limit option) reads the same input; with its
+    documents and UTF-8 text bytes."""
+    src = shared_path(CORPUS)
+    dst = folder / f"hkcnews-first{limit}.jsonl.gz"
+    docs = nbytes = 0
+    with gzip.open(src, "rb") as fin, gzip.open(dst, "wb") as fout:
+        for line in fin:
+            if not line.strip():
+                continue
+            if docs >= limit:
+                break
+            fout.write(line)
+            docs += 1
+            nbytes += len((json.loads(line).get("text") or "").encode("utf-8"))
+    return dst, docs, nbytes
+
+
+def corpus_size(path: Path) -> tuple[int, int]:
+    """Documents and UTF-8 text bytes of a gzipped JSONL corpus."""
+    docs = nbytes = 0
+    with gzip.open(path, "rb") as f:
+        for line in f:
+            if line.strip():
+                docs += 1
+                nbytes += len((json.loads(line).get("text") or "").encode("utf-8"))
+    return docs, nbytes
+
+
+def duplicates(clusters: dict[str, str]) -> int:
+    """Documents beyond the first of their cluster (a missing document is its own cluster)."""
+    return len(clusters) - len(set(clusters.values()))
+
+
+def speed(contenders: list[Contender], corpus: Path, runs: int, scratch: Path) -> dict[str, Tally]:
+    """Time every contender ``runs`` times on ``corpus``, one at a time, in rotated order."""
+    tallies = {c.name: Tally() for c in contenders}
+    for r in range(runs):
+        order = contenders[r % len(contenders) :] + contenders[: r % len(contenders)]
+        for c in order:
+            out = scratch / f"{c.name}-clusters.jsonl"
+            run = timed(c.command(corpus, out, scratch, "zh"), scratch / f"{c.name}.log")
+            tallies[c.name].runs.append(run)
+            print(
+                f"  round {r + 1}/{runs}: {c.name:<10} {run.seconds:7.2f} s  {run.peak_rss / MIB:6.0f} MiB",
+                file=sys.stderr,
+            )
+            if r == 0:
+                tallies[c.name].clusters = c.read(out)
+    return tallies
+
+
+def quality(contenders: list[Contender], scratch: Path) -> dict[str, dict[str, dict[str, float]]]:
+    """Each contender's score on each dev set (one run)."""
+    scorer = load_scorer()
+    scores: dict[str, dict[str, dict[str, float]]] = {c.name: {} for c in contenders}
+    for bench, lang in DEV_SETS.items():
+        path = shared_path(f"bench/{bench}.jsonl.gz")
+        truth = scorer.read_jsonl(str(path))
+        for c in contenders:
+            out = scratch / f"{c.name}-{bench}.jsonl"
+            run = timed(c.command(path, out, scratch, lang), scratch / f"{c.name}-{bench}.log")
+            s = scorer.score(truth, c.read(out))
+            scores[c.name][bench] = {
+                "f1": s["f1"],
+                "precision": s["precision"],
+                "recall": s["recall"],
+                "seconds": run.seconds,
+            }
+            print(
+                f"  {bench}: {c.name:<10} F1 {s['f1']:.3f}  {run.seconds:6.2f} s", file=sys.stderr
+            )
+    return scores
+
+
+def spread(values: list[float]) -> str:
+    return f"{statistics.median(values):.2f} ({min(values):.2f}–{max(values):.2f})"
+
+
+def print_speed_table(
+    contenders: list[Contender],
+    tallies: dict[str, Tally],
+    scores: dict[str, dict[str, dict[str, float]]],
+    docs: int,
+    nbytes: int,
+) -> None:
+    base = tallies.get("datasketch")
+    print(
+        f"| contender | hkcnews-{docs:,} seconds, median (min–max) | docs/s | MB/s | peak RSS MiB "
+        "| × faster than datasketch | duplicates found | zh-news-dev F1 | en-news-dev F1 |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    for c in contenders:
+        t = tallies[c.name]
+        secs = [r.seconds for r in t.runs]
+        med = statistics.median(secs)
+        rss = statistics.median(r.peak_rss for r in t.runs) / MIB
+        if base is not None:
+            ratio = statistics.median(
+                b.seconds / r.seconds for b, r in zip(base.runs, t.runs, strict=True)
+            )
+            ratio_s = f"{ratio:.2f}×"
+        else:
+            ratio_s = "–"
+        dups = duplicates(t.clusters or {})
+        f1 = [
+            f"{scores[c.name][b]['f1']:.3f}" if b in scores.get(c.name, {}) else "–"
+            for b in DEV_SETS
+        ]
+        print(
+            f"| {c.name} | {spread(secs)} | {docs / med:,.0f} | {nbytes / MB / med:.2f} | {rss:,.0f} "
+            f"| {ratio_s} | {dups:,} | {f1[0]} | {f1[1]} |"
+        )
+
+
+def print_quality_detail(
+    contenders: list[Contender], scores: dict[str, dict[str, dict[str, float]]]
+) -> None:
+    print("| dev set | contender | precision | recall | F1 | seconds (1 run) |")
+    print("|---|---|---|---|---|---|")
+    for b in DEV_SETS:
+        for c in contenders:
+            s = scores[c.name][b]
+            print(
+                f"| {b} | {c.name} | {s['precision']:.3f} | {s['recall']:.3f} | **{s['f1']:.3f}** | {s['seconds']:.2f} |"
+            )
+
+
+def full_corpus(nd: Contender, scratch: Path) -> None:
+    """(b): neardup alone on the whole corpus, once."""
+    path = shared_path(CORPUS)
+    docs, nbytes = corpus_size(path)
+    out = scratch / "neardup-full-clusters.jsonl"
+    print(f"  full corpus: neardup on {docs:,} articles ...", file=sys.stderr)
+    run = timed(nd.command(path, out, scratch, "zh"), scratch / "neardup-full.log")
+    dups = duplicates(nd.read(out))
+    nd_stages = stages(scratch)
+    print(f"\n### (b) The whole corpus: neardup alone, 1 run\n\n{nd.shown}\n")
+    print(
+        "| corpus | articles | text MB (UTF-8) | seconds | docs/s | MB/s | peak RSS MiB | duplicates found |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    print(
+        f"| hkcnews-zh-hans | {docs:,} | {nbytes / MB:,.1f} | {run.seconds:.1f} | {docs / run.seconds:,.0f} "
+        f"| {nbytes / MB / run.seconds:.2f} | {run.peak_rss / MIB:,.0f} | {dups:,} ({dups / docs:.1%}) |"
+    )
+    if nd_stages:
+        print(f"\nneardup's own stage times: {nd_stages}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--limit", type=int, default=10_000, help="articles of hkcnews to time (default 10,000)"
+    )
+    ap.add_argument(
+        "--runs",
+        type=int,
+        default=3,
+        help="timed runs of each contender (default 3; median quoted)",
+    )
+    ap.add_argument("--full", action="store_true", help="also run neardup once on the whole corpus")
+    ap.add_argument("--skip-peers", action="store_true", help="time neardup alone")
+    args = ap.parse_args()
+    sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]  # keep tables and progress in order
+    if args.runs < 1 or args.limit < 1:
+        ap.error("--runs and --limit must be at least 1")
+
+    nd = neardup_contender()
+    contenders = [nd] if args.skip_peers else [nd, peer("datasketch"), peer("simhash")]
+    extra = {"runs": str(args.runs), "load": " ".join(f"{x:.2f}" for x in os.getloadavg())}
+    print(header("Batch dedup speed against the peers", extra))
+    try:
+        with tempfile.TemporaryDirectory(prefix="neardup-speed-") as tmp:
+            scratch = Path(tmp)
+            corpus, docs, nbytes = slice_corpus(args.limit, scratch)
+            print(
+                f"  timing {len(contenders)} contenders x {args.runs} runs on {docs:,} articles",
+                file=sys.stderr,
+            )
+            tallies = speed(contenders, corpus, args.runs, scratch)
+            nd_stages = stages(scratch)
+            scores = quality(contenders, scratch)
+            print(
+                f"### (a) hkcnews-zh-hans, first {docs:,} articles ({nbytes / MB:.1f} MB of text): "
+                f"whole processes, {args.runs} run{'s' if args.runs > 1 else ''} each, interleaved\n"
+            )
+            print_speed_table(contenders, tallies, scores, docs, nbytes)
+            if nd_stages:
+                print(f"\nneardup's own stage times, last timed run: {nd_stages}")
+            print("\ncommands (INPUT a gzipped JSONL file; each writes its clusters):\n")
+            for c in contenders:
+                print(f"- {c.name}: `{c.shown}`")
+            print(
+                "\nSeconds are wall time of the whole process (start-up, reading the gzipped file, writing);"
+                " peak RSS the process's own; × faster is the median of the per-round ratios."
+                " F1: pairwise, by ../shared/bench/score.py, one run of the same command.\n"
+            )
+            print_quality_detail(contenders, scores)
+            if args.full:
+                full_corpus(nd, scratch)
+    except BenchDataMissing as e:
+        die(e)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,172 @@
+"""One dedup contender, end to end, as its own process: read a gzipped JSONL corpus, find the
+near-duplicates, write one ``{"id", "cluster"}`` line per document.
+
+    python bench/peers_dedup.py datasketch CORPUS.jsonl.gz --out pred.jsonl [--lang zh|en]
+    python bench/peers_dedup.py simhash    CORPUS.jsonl.gz --out pred.jsonl
+    python bench/peers_dedup.py neardup    CORPUS.jsonl.gz --out pred.jsonl
+
+``bench/dedup_speed.py`` times these commands from outside (wall seconds, peak RSS). The
+peers are written as a user would write them, the way ``../shared/bench/peers.md`` ran them:
+
+- ``datasketch``: ``MinHash(num_perm=128)`` over 5-character shingles of the text with its
+  whitespace removed (zh) or lower-cased word 3-grams (en), ``MinHashLSH(threshold=0.5)``, query then
+  insert each document, union-find over the reported pairs.
+- ``simhash``: the ``simhash`` package's ``Simhash(text)`` (its default character 4-gram
+  features) and ``SimhashIndex(k=3)``, built incrementally (``get_near_dups`` then ``add``),
+  union-find over the reported pairs. A text it cannot hash (an ``OverflowError`` in its numpy
+  weighting, on some long English posts) stays a cluster of its own and is counted.
+- ``neardup``: ``neardup.deduper.dedup_batch(ids, texts)`` with its defaults.
+
+A summary (documents, duplicates, failures) is printed as one JSON line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import re
+import sys
+from collections.abc import Callable, Iterable
+
+Clusters = dict[str, str]
+_WORD = re.compile(r"\w+")
+
+
+def read_corpus(path: str, limit: int | None = None) -> tuple[list[str], list[str]]:
+    """The ids and texts of a gzipped (or plain) JSONL corpus, at most ``limit`` documents."""
+    ids: list[str] = []
+    texts: list[str] = []
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        for line in f:
+            if limit is not None and len(ids) >= limit:
+                break
+            if not line.strip():
+                continue
+            row = json.loads(line)
+            ids.append(str(row["id"]))
+            texts.append(row.get("text") or "")
+    return ids, texts
+
+
+class UnionFind:
+    """Disjoint sets of document ids; a set's label is its first-seen member."""
+
+    def __init__(self, ids: Iterable[str]) -> None:
+        self.parent = {i: i for i in ids}
+        self.order = {i: n for n, i in enumerate(self.parent)}
+
+    def find(self, x: str) -> str:
+        root = x
+        while self.parent[root] != root:
+            root = self.parent[root]
+        while self.parent[x] != root:  # path compression
+            self.parent[x], x = root, self.parent[x]
+        return root
+
+    def union(self, a: str, b: str) -> None:
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            if self.order[rb] < self.order[ra]:
+                ra, rb = rb, ra
+            self.parent[rb] = ra
+
+    def clusters(self) -> Clusters:
+        return {i: self.find(i) for i in self.parent}
+
+
+def shingles(text: str, lang: str) -> set[str]:
+    """5-character shingles of the text without whitespace (zh), lower-cased word 3-grams (en)."""
+    if lang == "zh":
+        s = "".join(text.split())
+        return {s[i : i + 5] for i in range(max(1, len(s) - 4))} if s else set()
+    words = _WORD.findall(text.lower())
+    return {" ".join(words[i : i + 3]) for i in range(max(1, len(words) - 2))} if words else set()
+
+
+def run_datasketch(ids: list[str], texts: list[str], lang: str) -> tuple[Clusters, int]:
+    from datasketch import MinHash, MinHashLSH
+
+    lsh = MinHashLSH(threshold=0.5, num_perm=128)
+    uf = UnionFind(ids)
+    for doc_id, text in zip(ids, texts, strict=True):
+        grams = shingles(text, lang)
+        if not grams:
+            continue
+        m = MinHash(num_perm=128)
+        m.update_batch([g.encode("utf-8") for g in grams])
+        for other in lsh.query(m):
+            uf.union(other, doc_id)
+        lsh.insert(doc_id, m)
+    return uf.clusters(), 0
+
+
+def run_simhash(ids: list[str], texts: list[str], lang: str) -> tuple[Clusters, int]:
+    import logging
+
+    from simhash import Simhash, SimhashIndex
+
+    logging.getLogger("simhash").setLevel(logging.ERROR)  # it warns on every big bucket
+    index = SimhashIndex([], k=3)
+    uf = UnionFind(ids)
+    failed = 0
+    for doc_id, text in zip(ids, texts, strict=True):
+        try:
+            sh = Simhash(text)
+        except OverflowError:
+            failed += 1
+            continue
+        for other in index.get_near_dups(sh):
+            uf.union(other, doc_id)
+        index.add(doc_id, sh)
+    return uf.clusters(), failed
+
+
+def run_neardup(ids: list[str], texts: list[str], lang: str) -> tuple[Clusters, int]:
+    from neardup.deduper import dedup_batch
+
+    result = dedup_batch(ids, texts)
+    return {d.id: d.cluster for d in result.decisions}, 0
+
+
+CONTENDERS: dict[str, Callable[[list[str], list[str], str], tuple[Clusters, int]]] = {
+    "datasketch": run_datasketch,
+    "simhash": run_simhash,
+    "neardup": run_neardup,
+}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("contender", choices=sorted(CONTENDERS))
+    ap.add_argument("corpus", help="a JSONL file (.gz or plain) with id and text fields")
+    ap.add_argument(
+        "--out", required=True, help="where to write one {id, cluster} line per document"
+    )
+    ap.add_argument(
+        "--lang", choices=("zh", "en"), default="zh", help="datasketch's shingles (default zh)"
+    )
+    ap.add_argument("--limit", type=int, help="only the first LIMIT documents")
+    args = ap.parse_args()
+    ids, texts = read_corpus(args.corpus, args.limit)
+    clusters, failed = CONTENDERS[args.contender](ids, texts, args.lang)
+    with open(args.out, "w", encoding="utf-8") as f:
+        for doc_id in ids:
+            f.write(
+                json.dumps({"id": doc_id, "cluster": clusters[doc_id]}, ensure_ascii=False) + "\n"
+            )
+    summary = {
+        "contender": args.contender,
+        "docs": len(ids),
+        "duplicates": sum(1 for i in ids if clusters[i] != i),
+        "failed": failed,
+    }
+    print(json.dumps(summary))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
