@@ -218,8 +218,8 @@ def dedup_batch(
 
     ``keep`` chooses which document of each cluster is kept and names the cluster: the
     first seen (the streaming rule), the longest text, or the earliest timestamp.
-    ``workers`` processes sketch the documents (default: one per CPU, up to 4, for corpora of
-    10,000 documents or more); the decisions do not depend on it.
+    ``workers`` processes sketch the documents (default: one per CPU, up to 4, once the texts
+    hold two million characters or more); the decisions do not depend on it.
     """
     import time
 
@@ -312,13 +312,14 @@ def _sketch_all(
     """Sketch every text, in chunks, on several processes when it pays."""
     import os
 
-    n = (
-        workers
-        if workers is not None
-        else (min(4, os.cpu_count() or 1) if len(texts) >= 10_000 else 1)
-    )
+    if workers is None:  # processes pay off from a few million characters on
+        big = sum(map(len, texts)) >= 2_000_000
+        workers = min(4, os.cpu_count() or 1) if big else 1
+    n = workers
     if n < 1:
         raise ConfigError(f"workers must be at least 1, got {n}")
+    if n > 1:  # smaller chunks keep every process busy to the end
+        chunk = max(100, min(chunk, len(texts) // (n * 8) + 1))
     chunks = [texts[i : i + chunk] for i in range(0, len(texts), chunk)]
     if n == 1 or len(chunks) < 2:
         return [sk for part in chunks for sk in make_sketches(part, cfg)]
