@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from neardup.errors import ConfigError, InputError, NeardupError
+from neardup.errors import ConfigError, InputError, NeardupError, OutputError
 from neardup.records import (
     BadRecord,
     Document,
@@ -968,6 +968,6 @@ def test_writer_config_errors(tmp_path: Path, args: tuple[str, None], message: s
 
 
 def test_writer_unwritable_path(tmp_path: Path) -> None:
-    """A path that cannot be written is a ConfigError naming it."""
-    with pytest.raises(ConfigError, match="cannot write"):
+    """A path that cannot be written is an OutputError (an OSError) naming it."""
+    with pytest.raises(OutputError, match="cannot write"):
         UniqueWriter(str(tmp_path / "no" / "such" / "dir.jsonl"), "jsonl")

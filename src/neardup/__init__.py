@@ -11,7 +11,14 @@ from __future__ import annotations
 from .compare import Comparison, compare
 from .deduper import BatchResult, Decision, Deduper, dedup_batch
 from .engine import DedupConfig
-from .errors import ConfigError, InputError, MissingDependencyError, NeardupError, TextTooLongError
+from .errors import (
+    ConfigError,
+    InputError,
+    MissingDependencyError,
+    NeardupError,
+    OutputError,
+    TextTooLongError,
+)
 from .measures import METHODS, similarity
 from .normalize import Normalizer, normalize
 from .passages import Passage, shared_passages
@@ -34,6 +41,7 @@ __all__ = [
     "MissingDependencyError",
     "NeardupError",
     "Normalizer",
+    "OutputError",
     "Passage",
     "TextTooLongError",
     "Tokenizer",

@@ -13,24 +13,21 @@ as a :class:`RunSummary`. It also formats the summary and the ``--sample`` repor
 
 from __future__ import annotations
 
-import gzip
-import io
 import json
 import sys
 import time
 import unicodedata
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass, field
-from typing import IO, Literal, TextIO, cast
+from typing import Literal, TextIO
 
 from .deduper import Decision, Deduper, KeepPolicy, dedup_batch
 from .engine import DedupConfig
-from .errors import ConfigError, NeardupError
-from .records import BadRecord, Document, Fields, UniqueWriter, read_records
+from .errors import ConfigError
+from .records import BadRecord, Document, Fields, LineWriter, UniqueWriter, read_records
 
 __all__ = [
-    "OutputError",
     "Progress",
     "RunResult",
     "RunSummary",
@@ -40,10 +37,6 @@ __all__ = [
 ]
 
 Mode = Literal["batch", "stream"]
-
-
-class OutputError(NeardupError, OSError):
-    """An output of the run cannot be opened or written."""
 
 
 # -- small pieces ------------------------------------------------------------------------------
@@ -73,99 +66,6 @@ def cluster_line(decision: Decision) -> str:
             "score": round(decision.score, 4),
         }
     )
-
-
-class _Lines:
-    """A UTF-8 output of lines: a file (``.gz`` compressed), ``-`` standard output, or a stream.
-
-    Write failures become :class:`OutputError` naming the output (a broken pipe stays a
-    BrokenPipeError, for the command line to end quietly).
-    """
-
-    def __init__(self, path: str | None, *, stream: TextIO | None = None, name: str = "") -> None:
-        self.name = name or (path or "")
-        self._detach = False
-        self._close = True
-        self._closed = False
-        self.before_write: Callable[[], None] | None = None
-        out: IO[str]
-        if stream is not None:
-            out, self._close = stream, False
-        elif path == "-":
-            sys.stdout.flush()
-            buffer = getattr(sys.stdout, "buffer", None)
-            if buffer is None:
-                out, self._close = sys.stdout, False
-            else:
-                out = io.TextIOWrapper(buffer, encoding="utf-8", newline="")
-                self._detach = True
-        else:
-            assert path is not None
-            try:
-                if path.endswith(".gz"):
-                    out = gzip.open(path, "wt", encoding="utf-8", newline="")  # noqa: SIM115
-                else:
-                    out = open(path, "w", encoding="utf-8", newline="")  # noqa: SIM115
-            except OSError as e:
-                raise OutputError(f"cannot write {path}: {e.strerror or e}") from None
-        self._out = out
-
-    def write(self, line: str) -> None:
-        """Write one line (its newline added)."""
-        if self.before_write is not None:
-            self.before_write()
-        try:
-            self._out.write(line)
-            self._out.write("\n")
-        except BrokenPipeError:
-            raise
-        except OSError as e:
-            raise OutputError(f"cannot write {self.name}: {e.strerror or e}") from None
-
-    def close(self) -> None:
-        """Flush, and close the file (standard output and error stay open); again: nothing."""
-        if self._closed:
-            return
-        self._closed = True
-        try:
-            if self._detach:
-                self._out.flush()
-                cast(io.TextIOWrapper, self._out).detach()
-            elif self._close:
-                self._out.close()
-            else:
-                self._out.flush()
-        except BrokenPipeError:
-            raise
-        except OSError as e:
-            raise OutputError(f"cannot write {self.name}: {e.strerror or e}") from None
-
-
-class _Unique:
-    """A :class:`UniqueWriter` closed once, whose write failures are :class:`OutputError`."""
-
-    def __init__(self, writer: UniqueWriter) -> None:
-        self._writer = writer
-        self._closed = False
-
-    def write(self, doc: Document) -> None:
-        try:
-            self._writer.write(doc)
-        except BrokenPipeError:
-            raise
-        except OSError as e:
-            raise OutputError(f"cannot write {self._writer.path}: {e.strerror or e}") from None
-
-    def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        try:
-            self._writer.close()
-        except BrokenPipeError:
-            raise
-        except OSError as e:
-            raise OutputError(f"cannot write {self._writer.path}: {e.strerror or e}") from None
 
 
 class Progress:
@@ -386,17 +286,19 @@ def run_dedup(
     stages = _Stages()
     with ExitStack() as stack:
         reader = stack.enter_context(read_records(source, fields=fields, fmt=fmt))
-        unique_out: _Unique | None = None
+        unique_out: UniqueWriter | None = None
         if unique is not None:
             header = reader.csv_header
             out_fmt = reader.format if reader.format != "csv" or header is not None else "jsonl"
-            unique_out = _Unique(UniqueWriter(unique, out_fmt, header, fields=fields))
+            unique_out = UniqueWriter(unique, out_fmt, header, fields=fields)
             stack.callback(unique_out.close)
         clusters_out = None
         if clusters is not None:
-            clusters_out = _Lines(clusters)
+            clusters_out = LineWriter(clusters)
             stack.callback(clusters_out.close)
-        errors_out = _Lines(errors) if errors is not None else _Lines(None, stream=sys.stderr)
+        errors_out = (
+            LineWriter(errors) if errors is not None else LineWriter(None, stream=sys.stderr)
+        )
         stack.callback(errors_out.close)
         if errors is None:
             errors_out.before_write = progress.clear
@@ -456,9 +358,9 @@ def _batch(
     stages: _Stages,
     progress: Progress,
     tally: _Tally,
-    unique_out: _Unique | None,
-    clusters_out: _Lines | None,
-    errors_out: _Lines,
+    unique_out: UniqueWriter | None,
+    clusters_out: LineWriter | None,
+    errors_out: LineWriter,
 ) -> int:
     """Read everything (errors written as they come), decide at once, write in input order.
 
@@ -505,9 +407,9 @@ def _stream(
     stages: _Stages,
     progress: Progress,
     tally: _Tally,
-    unique_out: _Unique | None,
-    clusters_out: _Lines | None,
-    errors_out: _Lines,
+    unique_out: UniqueWriter | None,
+    clusters_out: LineWriter | None,
+    errors_out: LineWriter,
 ) -> None:
     """Decide and write each record as it is read, with a streaming Deduper."""
     deduper = Deduper(cfg, explain=False)
@@ -538,7 +440,10 @@ def _stream(
 
 
 def _write(
-    doc: Document, decision: Decision, unique_out: _Unique | None, clusters_out: _Lines | None
+    doc: Document,
+    decision: Decision,
+    unique_out: UniqueWriter | None,
+    clusters_out: LineWriter | None,
 ) -> None:
     if clusters_out is not None:
         clusters_out.write(cluster_line(decision))
@@ -546,7 +451,7 @@ def _write(
         unique_out.write(doc)
 
 
-def _finish(unique_out: _Unique | None, clusters_out: _Lines | None) -> None:
+def _finish(unique_out: UniqueWriter | None, clusters_out: LineWriter | None) -> None:
     """Close the outputs now, so the write stage's time includes flushing them."""
     if unique_out is not None:
         unique_out.close()

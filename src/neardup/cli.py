@@ -12,13 +12,13 @@ from collections.abc import Sequence
 from importlib.resources import as_file, files
 
 from . import __version__
-from ._dedup_cli import Progress, RunResult, _Lines, format_sample_report, run_dedup
+from ._dedup_cli import Progress, RunResult, format_sample_report, run_dedup
 from .compare import Comparison, compare
 from .engine import DedupConfig
 from .errors import NeardupError
 from .measures._base import DEFAULT_PROCESSOR
 from .passages import Passage
-from .records import FORMATS, Fields
+from .records import FORMATS, Fields, LineWriter
 
 __all__ = ["main"]
 
@@ -272,7 +272,7 @@ def _cmd_dedup(args: argparse.Namespace) -> int:
         if not args.quiet:
             print(result.summary.format(), file=sys.stderr)
     if args.json_summary is not None:
-        out = _Lines(args.json_summary)
+        out = LineWriter(args.json_summary)
         out.write(json.dumps(result.summary.to_dict(), ensure_ascii=False))
         out.close()
     return 0

@@ -19,5 +19,9 @@ class TextTooLongError(InputError):
     """A quadratic measure was asked to compare texts whose product of lengths is too large."""
 
 
+class OutputError(NeardupError, OSError):
+    """An output cannot be opened or written."""
+
+
 class MissingDependencyError(NeardupError, ImportError):
     """An optional dependency is not installed."""

@@ -36,9 +36,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from types import TracebackType
-from typing import IO, Literal, Self, TypeAlias, cast
+from typing import IO, Literal, Self, TextIO, TypeAlias, cast
 
-from .errors import ConfigError, InputError
+from .errors import ConfigError, InputError, OutputError
 
 __all__ = [
     "FORMATS",
@@ -120,6 +120,13 @@ class Fields:
     text: str = "text"
     title: str = "title"
     timestamp: str = "timestamp"
+
+
+def _csv_line(row: list[str]) -> str:
+    """One CSV record without its line end."""
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="").writerow(row)
+    return buf.getvalue()
 
 
 def _json_line(obj: object) -> str:
@@ -693,6 +700,72 @@ def _decode_file(data: bytes, *, html: bool) -> str:
         ) from None
 
 
+class LineWriter:
+    """A UTF-8 output of lines: a file (``.gz`` compressed), ``-`` standard output, or a stream.
+
+    Write failures become :class:`OutputError` naming the output (a broken pipe stays a
+    BrokenPipeError, for the command line to end quietly).
+    """
+
+    def __init__(self, path: str | None, *, stream: TextIO | None = None, name: str = "") -> None:
+        self.name = name or (path or "")
+        self._detach = False
+        self._close = True
+        self._closed = False
+        self.before_write: Callable[[], None] | None = None
+        out: IO[str]
+        if stream is not None:
+            out, self._close = stream, False
+        elif path == "-":
+            sys.stdout.flush()
+            buffer = getattr(sys.stdout, "buffer", None)
+            if buffer is None:
+                out, self._close = sys.stdout, False
+            else:
+                out = io.TextIOWrapper(buffer, encoding="utf-8", newline="")
+                self._detach = True
+        else:
+            assert path is not None
+            try:
+                if path.endswith(".gz"):
+                    out = gzip.open(path, "wt", encoding="utf-8", newline="")  # noqa: SIM115
+                else:
+                    out = open(path, "w", encoding="utf-8", newline="")  # noqa: SIM115
+            except OSError as e:
+                raise OutputError(f"cannot write {path}: {e.strerror or e}") from None
+        self._out = out
+
+    def write(self, line: str) -> None:
+        """Write one line (its newline added)."""
+        if self.before_write is not None:
+            self.before_write()
+        try:
+            self._out.write(line)
+            self._out.write("\n")
+        except BrokenPipeError:
+            raise
+        except OSError as e:
+            raise OutputError(f"cannot write {self.name}: {e.strerror or e}") from None
+
+    def close(self) -> None:
+        """Flush, and close the file (standard output and error stay open); again: nothing."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if self._detach:
+                self._out.flush()
+                cast(io.TextIOWrapper, self._out).detach()
+            elif self._close:
+                self._out.close()
+            else:
+                self._out.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as e:
+            raise OutputError(f"cannot write {self.name}: {e.strerror or e}") from None
+
+
 class UniqueWriter:
     """Write the kept documents the way they came in: the output half of ``neardup dedup``.
 
@@ -730,33 +803,10 @@ class UniqueWriter:
         self.format = fmt
         self.fields = fields
         self.written = 0
-        self._detach = False
-        self._closed = False
-        self._close = True
-        out: IO[str]
-        if path == "-":
-            sys.stdout.flush()
-            buffer = getattr(sys.stdout, "buffer", None)
-            if buffer is None:
-                out, self._close = sys.stdout, False
-            else:
-                # Our own UTF-8 wrapper, whatever the locale's encoding; detached on close.
-                out = io.TextIOWrapper(buffer, encoding="utf-8", newline="")
-                self._detach = True
-        else:
-            try:
-                # Open until close(): the writer is itself the context manager.
-                if path.endswith(".gz"):
-                    out = gzip.open(path, "wt", encoding="utf-8", newline="")  # noqa: SIM115
-                else:
-                    out = open(path, "w", encoding="utf-8", newline="")  # noqa: SIM115
-            except OSError as e:
-                raise ConfigError(f"cannot write {path}: {e.strerror or e}") from None
-        self._out = out
-        self._csv = csv.writer(out, lineterminator="\n")
+        self._out = LineWriter(path)
         if csv_header is not None and self.format == "csv":
             self.csv_header: list[str] | None = list(csv_header)
-            self._csv.writerow(self.csv_header)
+            self._out.write(_csv_line(self.csv_header))
         else:
             self.csv_header = None
 
@@ -764,9 +814,8 @@ class UniqueWriter:
         """Write one kept document."""
         if doc.raw is not None:
             self._out.write(doc.raw)
-            self._out.write("\n")
         elif self.csv_header is not None:
-            self._csv.writerow(self._row(doc))
+            self._out.write(_csv_line(self._row(doc)))
         else:
             obj: dict[str, object] = {"id": doc.id, "text": doc.text}
             if doc.title is not None:
@@ -774,7 +823,6 @@ class UniqueWriter:
             if doc.timestamp is not None:
                 obj["timestamp"] = doc.timestamp
             self._out.write(_json_line(obj))
-            self._out.write("\n")
         self.written += 1
 
     def _row(self, doc: Document) -> list[str]:
@@ -790,18 +838,7 @@ class UniqueWriter:
 
     def close(self) -> None:
         """Flush, and close the file (standard output stays open); a second call does nothing."""
-        if self._closed:
-            return
-        self._closed = True
-        if self._detach:
-            self._out.flush()
-            cast(io.TextIOWrapper, self._out).detach()
-            self._detach = self._close = False
-        elif self._close:
-            self._out.close()
-            self._close = False
-        else:
-            self._out.flush()
+        self._out.close()
 
     def __enter__(self) -> Self:
         return self
