@@ -100,7 +100,9 @@ class Deduper:
     """Near-duplicate detection over a stream of documents, in memory.
 
     Every document added is indexed, kept or not, so a later reprint can match any earlier
-    copy of its story; its cluster is the id of the first document of that story.
+    copy of its story; its cluster is the id of the first document of that story. A
+    byte-identical copy of an earlier text is a duplicate of its first copy at once (score
+    1.0, measure "identical") and is not indexed again.
     """
 
     def __init__(self, config: DedupConfig | None = None, *, explain: bool = True) -> None:
