@@ -25,7 +25,15 @@ from typing import Literal, TextIO
 from .deduper import Decision, Deduper, KeepPolicy, dedup_batch
 from .engine import DedupConfig
 from .errors import ConfigError
-from .records import BadRecord, Document, Fields, LineWriter, UniqueWriter, read_records
+from .records import (
+    BadRecord,
+    Document,
+    Fields,
+    LineWriter,
+    UniqueWriter,
+    json_line,
+    read_records,
+)
 
 __all__ = [
     "Progress",
@@ -42,23 +50,13 @@ Mode = Literal["batch", "stream"]
 # -- small pieces ------------------------------------------------------------------------------
 
 
-def _json_line(obj: object) -> str:
-    """``obj`` as one line of JSON; escaped if it holds lone surrogates UTF-8 cannot carry."""
-    line = json.dumps(obj, ensure_ascii=False)
-    try:
-        line.encode("utf-8")
-    except UnicodeEncodeError:
-        line = json.dumps(obj)
-    return line
-
-
 def cluster_line(decision: Decision) -> str:
     """One line of CLUSTERS: ``{"id", "cluster", "duplicate_of", "score"}`` (score to 4 places).
 
     >>> print(cluster_line(Decision("b", True, "a", "a", 0.987654, "coverage")))
     {"id": "b", "cluster": "a", "duplicate_of": "a", "score": 0.9877}
     """
-    return _json_line(
+    return json_line(
         {
             "id": decision.id,
             "cluster": decision.cluster,

@@ -105,7 +105,7 @@ class BadRecord:
 
     def to_json(self) -> str:
         """This record as one line of JSON (no newline), non-ASCII text kept as is."""
-        return _json_line({"line": self.line, "id": self.id, "reason": self.reason})
+        return json_line({"line": self.line, "id": self.id, "reason": self.reason})
 
 
 @dataclass(frozen=True)
@@ -129,7 +129,7 @@ def _csv_line(row: list[str]) -> str:
     return buf.getvalue()
 
 
-def _json_line(obj: object) -> str:
+def json_line(obj: object) -> str:
     """``obj`` as one line of JSON; escaped if it holds lone surrogates UTF-8 cannot carry."""
     line = json.dumps(obj, ensure_ascii=False)
     try:
@@ -822,7 +822,7 @@ class UniqueWriter:
                 obj["title"] = doc.title
             if doc.timestamp is not None:
                 obj["timestamp"] = doc.timestamp
-            self._out.write(_json_line(obj))
+            self._out.write(json_line(obj))
         self.written += 1
 
     def _row(self, doc: Document) -> list[str]:
