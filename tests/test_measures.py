@@ -477,3 +477,12 @@ def test_megabyte_text_too_long_for_diagonal_measures(
     assert method in str(info.value)
     # The limit is on the product of the lengths: a title against the big text is fine.
     assert neardup.similarity(big, "北京今天天气晴朗", method=method, processor=None) == 1.0
+
+
+def test_megabyte_unrelated_texts_too_long_for_levenshtein(megabyte: tuple[str, str]) -> None:
+    """levenshtein refuses two unrelated 1 MB texts at once; a light edit stays fast (above)."""
+    big, _ = megabyte
+    other = "".join(reversed(big))
+    with pytest.raises(neardup.TextTooLongError, match="levenshtein") as info:
+        neardup.similarity(big, other, method="levenshtein", processor=None)
+    assert "containment" in str(info.value)
