@@ -308,6 +308,24 @@ def test_batch_chunks_do_not_matter() -> None:
     assert [fields(d) for d in whole] == [fields(d) for d in chunked]
 
 
+def test_batch_worker_processes_do_not_matter() -> None:
+    """Sketching on two processes gives the same decisions as one process."""
+    ids: list[str] = []
+    texts: list[str] = []
+    for seed in range(8):  # enough documents for several chunks of at least 100
+        more_ids, more_texts = corpus(seed, "all")
+        ids += more_ids
+        texts += more_texts
+    while len(ids) < 250:
+        ids.append(f"pad-{len(ids)}")
+        texts.append(texts[len(ids) % 40] + f" 附注{len(ids)}")
+    one = dedup_batch(ids, texts, workers=1).decisions
+    two = dedup_batch(ids, texts, workers=2).decisions
+    assert [fields(d) for d in one] == [fields(d) for d in two]
+    with pytest.raises(ConfigError, match="workers"):
+        dedup_batch(ids, texts, workers=0)
+
+
 def test_batch_evidence_equals_stream_evidence() -> None:
     """With explain on, batch and streaming show the same evidence passages."""
     ids, texts = corpus(3, "all")
