@@ -16,9 +16,13 @@ False
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import dataclasses
+import random
+import time
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal, Union, cast
 
 import numpy as np
 import xxhash
@@ -26,8 +30,13 @@ import xxhash
 from .engine import CommonShingles, DedupConfig, Sketch, make_sketches, verify
 from .errors import ConfigError, InputError
 from .hashing import SEED
-from .index.lsh import MinHashLSH, lsh_join
+from .index.lsh import lsh_join
 from .passages import Passage, shared_passages
+from .store import BandKey, Entry, NewEntry, Store, open_store, parse_window
+from .store.memory import MemoryStore
+
+if TYPE_CHECKING:
+    from .records import Document
 
 __all__ = ["BatchResult", "Decision", "Deduper", "dedup_batch"]
 
@@ -90,38 +99,142 @@ def _text_key(text: str) -> int:
     return xxhash.xxh3_64_intdigest(text.encode("utf-8", "surrogatepass"), SEED)
 
 
-def _identical(doc_id: str, first: str, cluster: str, sketch: Sketch, explain: bool) -> Decision:
-    """The decision for an exact copy of an earlier document: a duplicate of the first copy."""
-    evidence = _evidence(sketch, sketch) if explain else ()
-    return Decision(doc_id, True, first, cluster, 1.0, "identical", evidence)
+_SNAPSHOT_EVERY = 20_000  # kept documents between saved common-shingle tables
+_LOG_PAGE = 1_000  # log entries read at a time when catching up
+
+
+@dataclass(frozen=True, slots=True)
+class _Item:
+    """One document of a batch, validated."""
+
+    id: str
+    text: str
+    title: str | None
+    timestamp: float | None
+    key: int
+
+
+def _item(doc_id: object, text: object, title: object, timestamp: object) -> _Item:
+    if not isinstance(doc_id, str) or not doc_id:
+        raise InputError(f"document id must be a non-empty str, got {doc_id!r}")
+    if not isinstance(text, str):
+        raise InputError(f"document {doc_id!r}: text must be a str, not {type(text).__name__}")
+    if title is not None and not isinstance(title, str):
+        raise InputError(f"document {doc_id!r}: title must be a str, not {type(title).__name__}")
+    ts: float | None = None
+    if timestamp is not None:
+        if isinstance(timestamp, bool) or not isinstance(timestamp, int | float):
+            raise InputError(
+                f"document {doc_id!r}: timestamp must be seconds since the epoch, got {timestamp!r}"
+            )
+        ts = float(timestamp)
+        if ts != ts:
+            raise InputError(f"document {doc_id!r}: timestamp is NaN")
+    return _Item(doc_id, text, title, ts, _text_key(text))
+
+
+DocLike = Union["Document", tuple[str, str], Mapping[str, object]]
+
+
+def _items(docs: Iterable[DocLike]) -> list[_Item]:
+    out = []
+    for doc in docs:
+        if isinstance(doc, tuple):
+            out.append(_item(doc[0], doc[1], None, None))
+        elif isinstance(doc, Mapping):
+            out.append(
+                _item(doc.get("id"), doc.get("text"), doc.get("title"), doc.get("timestamp"))
+            )
+        else:
+            out.append(_item(doc.id, doc.text, doc.title, doc.timestamp))
+    return out
+
+
+def _from_entry(e: Entry) -> Decision:
+    return Decision(e.id, not e.kept, e.duplicate_of, e.cluster, e.score, e.measure)
+
+
+def _fingerprint(cfg: DedupConfig) -> dict[str, object]:
+    """The settings a store's sketches depend on."""
+    n = cfg.normalizer
+    return {
+        "format": 1,
+        "num_perm": cfg.num_perm,
+        "bands_rows": list(cfg.bands_rows),
+        "cjk_width": cfg.cjk_width,
+        "word_width": cfg.word_width,
+        "normalize": [cfg.normalize, n.html, n.width, n.case, n.whitespace, n.script],
+        "strip_boilerplate": cfg.strip_boilerplate,
+    }
+
+
+def _bucket_keys(sketch: Sketch) -> list[BandKey]:
+    """The LSH buckets of a sketch: (band, key as a signed 64-bit integer)."""
+    if sketch.is_empty:
+        return []
+    signed = sketch.bands.view(np.int64).tolist()
+    return list(enumerate(signed))
 
 
 class Deduper:
-    """Near-duplicate detection over a stream of documents, in memory.
+    """Near-duplicate detection over a stream of documents, remembered in a store.
 
-    Every document added is indexed, kept or not, so a later reprint can match any earlier
-    copy of its story; its cluster is the id of the first document of that story. A
-    byte-identical copy of an earlier text is a duplicate of its first copy at once (score
-    1.0, measure "identical") and is not indexed again.
+    ``store`` is a URL (``memory://`` by default, ``sqlite:///crawl.db``,
+    ``redis://localhost:6379/0``; see :mod:`neardup.store`) or a store object. Every document
+    added is remembered, kept or not, so a later reprint can match any earlier copy of its
+    story; its cluster is the id of the first document of that story. A byte-identical copy
+    of an earlier text is a duplicate of its first copy at once (score 1.0, measure
+    "identical"). An id the store already has returns its earlier decision and changes
+    nothing. ``window`` (``"90d"``, seconds) compares a document only with those whose
+    timestamp (the time it was added, when it has none) is within that much of its own.
+
+    Several Dedupers, in several processes or machines, can share one SQLite file or one
+    Redis: each batch is decided and added atomically, so two copies of one story added at
+    the same moment are never both kept.
     """
 
-    def __init__(self, config: DedupConfig | None = None, *, explain: bool = True) -> None:
+    def __init__(
+        self,
+        config: DedupConfig | None = None,
+        *,
+        store: str | Store = "memory://",
+        window: str | float | None = None,
+        explain: bool = True,
+        namespace: str | None = None,
+        cache_size: int = 50_000,
+    ) -> None:
         self.config = config if config is not None else DedupConfig()
         self.explain = explain
-        b, r = self.config.bands_rows
-        self._lsh = MinHashLSH(
-            num_perm=self.config.num_perm, params=(b, r), bucket_cap=self.config.bucket_cap
-        )
-        self._sketches: dict[str, Sketch] = {}
-        self._decisions: dict[str, Decision] = {}
+        self.window = parse_window(window)
+        self.store = open_store(store, namespace=namespace) if isinstance(store, str) else store
+        self.store.check_config(_fingerprint(self.config))
+        self.store.expire_after(self.window)
         self._common = CommonShingles(limit=self.config.common_after)
-        self._exact: dict[int, str] = {}  # hash of a text as given -> the first id with it
+        self._log_pos = 0
+        self._saved_pos = 0
+        self._loaded = False
+        self._own: set[str] = set()  # kept ids this process counted, not yet seen in the log
+        self._cache: OrderedDict[tuple[str, int], Sketch] = OrderedDict()
+        self._cache_size = 0 if isinstance(self.store, MemoryStore) else cache_size
+        self.retries = 0  # atomic sections started again because another writer interfered
+
+    # -- the public API -------------------------------------------------------------------
 
     def __len__(self) -> int:
-        return len(self._sketches)
+        return int(cast(int, self.store.stats()["documents"]))
 
     def __contains__(self, doc_id: object) -> bool:
-        return doc_id in self._sketches
+        return isinstance(doc_id, str) and bool(self.store.entries([doc_id]))
+
+    def __enter__(self) -> Deduper:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the store (connections, files)."""
+        self.store.close()
 
     def sketch(self, text: str) -> Sketch:
         """The sketch of one text under this Deduper's configuration."""
@@ -129,70 +242,314 @@ class Deduper:
             raise InputError(f"text must be a str, not {type(text).__name__}")
         return make_sketches([text], self.config)[0]
 
-    def _decide(self, doc_id: str, sketch: Sketch, copy_of: str | None = None) -> Decision:
-        if doc_id in self._decisions:
-            return self._decisions[doc_id]
-        if copy_of is not None:
-            return _identical(
-                doc_id, copy_of, self._decisions[copy_of].cluster, sketch, self.explain
-            )
-        cands = [] if sketch.is_empty else self._lsh.query_keys([int(k) for k in sketch.bands])
-        best = _best(sketch, ((k, self._sketches[k]) for k in cands), self.config, self._common)
-        if best is None:
-            return Decision(doc_id, False, None, doc_id, 0.0, None)
-        key, score, measure = best
-        cluster = self._decisions[key].cluster
-        evidence = _evidence(sketch, self._sketches[key]) if self.explain else ()
-        return Decision(doc_id, True, key, cluster, score, measure, evidence)
-
-    def check(self, doc_id: str, text: str) -> Decision:
+    def check(
+        self,
+        doc_id: str,
+        text: str,
+        *,
+        title: str | None = None,
+        timestamp: float | None = None,
+    ) -> Decision:
         """Decide whether ``text`` duplicates a document already added, without adding it.
 
         An id already added returns its earlier decision.
         """
-        if doc_id in self._decisions:
-            return self._decisions[doc_id]
-        copy_of = self._exact.get(_text_key(text)) if isinstance(text, str) else None
-        if copy_of is not None:
-            return self._decide(doc_id, self._sketches[copy_of], copy_of)
-        return self._decide(doc_id, self.sketch(text))
+        return self._run([_item(doc_id, text, title, timestamp)], add=False)[0]
 
-    def add(self, doc_id: str, text: str) -> Decision:
+    def check_and_add(
+        self,
+        doc_id: str,
+        text: str,
+        *,
+        title: str | None = None,
+        timestamp: float | None = None,
+    ) -> Decision:
+        """Decide, then remember the document so later ones are compared with it (atomic)."""
+        return self._run([_item(doc_id, text, title, timestamp)], add=True)[0]
+
+    def add(
+        self,
+        doc_id: str,
+        text: str,
+        *,
+        title: str | None = None,
+        timestamp: float | None = None,
+    ) -> Decision:
         """Remember a document (deciding it first); an id already added changes nothing."""
-        return self.check_and_add(doc_id, text)
+        return self.check_and_add(doc_id, text, title=title, timestamp=timestamp)
 
-    def check_and_add(self, doc_id: str, text: str) -> Decision:
-        """Decide, then remember the document so later ones are compared with it."""
-        if doc_id in self._decisions:
-            return self._decisions[doc_id]
-        if not isinstance(text, str):
-            raise InputError(f"text must be a str, not {type(text).__name__}")
-        key = _text_key(text)
-        copy_of = self._exact.get(key)
-        if copy_of is not None:
-            # an exact copy: same sketch, nothing new for the index to learn
-            sketch = self._sketches[copy_of]
-            decision = self._decide(doc_id, sketch, copy_of)
-            self._decisions[doc_id] = decision
-            self._sketches[doc_id] = sketch
-            return decision
-        sketch = self.sketch(text)
-        decision = self._decide(doc_id, sketch)
-        self._exact[key] = doc_id
-        self._decisions[doc_id] = decision
-        self._sketches[doc_id] = sketch
-        if not sketch.is_empty:
-            self._lsh.add(doc_id, sketch.signature)
-        if not decision.is_duplicate:
-            self._common.add(sketch.vocab)
-        return decision
+    def check_many(self, docs: Iterable[DocLike]) -> list[Decision]:
+        """:meth:`check` for each document, each against the store only."""
+        return self._run(_items(docs), add=False)
+
+    def check_and_add_many(self, docs: Iterable[DocLike]) -> list[Decision]:
+        """:meth:`check_and_add` for many documents in one atomic section (one round trip
+        to the store for the lot): the same decisions as adding them one by one, in order.
+
+        A document is a :class:`~neardup.records.Document`, an ``(id, text)`` pair, or a
+        mapping with ``id``, ``text`` and optional ``title`` and ``timestamp``.
+        """
+        return self._run(_items(docs), add=True)
 
     def decision(self, doc_id: str) -> Decision:
-        """The decision made for ``doc_id`` when it was added."""
-        try:
-            return self._decisions[doc_id]
-        except KeyError:
-            raise KeyError(f"document {doc_id!r} has not been added") from None
+        """The decision made for ``doc_id`` when it was added (with its evidence when this
+        Deduper explains and both documents are still stored)."""
+        entry = self.store.entries([doc_id]).get(doc_id)
+        if entry is None:
+            raise KeyError(f"document {doc_id!r} has not been added")
+        return self._explained(entry)
+
+    def _explained(self, entry: Entry) -> Decision:
+        """The decision an entry records, its evidence recomputed from the stored sketches."""
+        d = _from_entry(entry)
+        if not self.explain or d.duplicate_of is None:
+            return d
+        mine = entry.copy_of or entry.id
+        other = self.store.entries([d.duplicate_of]).get(d.duplicate_of)
+        theirs = (other.copy_of or other.id) if other is not None else d.duplicate_of
+        found = self._sketches([(mine, -1), (theirs, -1)])
+        if mine not in found or theirs not in found:
+            return d
+        return dataclasses.replace(d, evidence=_evidence(found[mine], found[theirs]))
+
+    def entry(self, doc_id: str) -> Entry | None:
+        """What the store keeps of ``doc_id`` (None if it has not been added)."""
+        return self.store.entries([doc_id]).get(doc_id)
+
+    def stored_text(self, doc_id: str) -> str | None:
+        """The prepared text (normalized, boilerplate stripped) stored for ``doc_id``."""
+        entry = self.entry(doc_id)
+        if entry is None:
+            return None
+        sk = self._sketches([(entry.copy_of or doc_id, -1)]).get(entry.copy_of or doc_id)
+        return None if sk is None else sk.text
+
+    def remove(self, doc_id: str) -> bool:
+        """Forget one document (False if it was not there)."""
+        for key in [k for k in self._cache if k[0] == doc_id]:
+            del self._cache[key]
+        return self.store.delete(doc_id)
+
+    def prune(self, before: float | None = None) -> int:
+        """Forget documents older than ``before`` (default: now minus the window)."""
+        if before is None:
+            if self.window is None:
+                raise ConfigError("prune needs a window or a time to prune before")
+            before = time.time() - self.window
+        return self.store.prune(before)
+
+    def clusters(self, limit: int = 100, offset: int = 0) -> list[tuple[str, int]]:
+        """(cluster label, size), largest first."""
+        return self.store.clusters(limit, offset)
+
+    def cluster(self, label: str) -> list[Decision]:
+        """The decisions of one cluster's members, earliest first (empty if unknown)."""
+        return [_from_entry(e) for e in self.store.members(label)]
+
+    def stats(self) -> dict[str, object]:
+        """What the store holds."""
+        return self.store.stats()
+
+    # -- the work -------------------------------------------------------------------------
+
+    def _sketches(self, wanted: Iterable[tuple[str, int]]) -> dict[str, Sketch]:
+        """Sketches by id, from the cache or the store; ``wanted`` pairs (id, seq)."""
+        found: dict[str, Sketch] = {}
+        missing: dict[str, int] = {}
+        for doc_id, seq in wanted:
+            sk = self._cache.get((doc_id, seq)) if seq >= 0 else None
+            if sk is not None:
+                self._cache.move_to_end((doc_id, seq))
+                found[doc_id] = sk
+            else:
+                missing[doc_id] = seq
+        if missing:
+            loaded = self.store.sketches(missing)
+            found.update(loaded)
+            if self._cache_size:
+                for doc_id, sk in loaded.items():
+                    if missing[doc_id] >= 0:
+                        self._cache[(doc_id, missing[doc_id])] = sk
+                while len(self._cache) > self._cache_size:
+                    self._cache.popitem(last=False)
+        return found
+
+    def _sync(self) -> None:
+        """Bring the common-shingle counts up to date with what every process has kept."""
+        if not self._loaded:
+            saved = self.store.load_common()
+            if saved is not None:
+                self._log_pos = self._saved_pos = saved[0]
+                self._common.load(saved[1])
+            self._loaded = True
+        while True:
+            pos, kept, done = self.store.log(self._log_pos, _LOG_PAGE)
+            for doc_id, sk in kept:
+                if doc_id in self._own:
+                    self._own.discard(doc_id)
+                else:
+                    self._common.add(sk.vocab)
+            self._log_pos = pos
+            if done:
+                break
+        self._own.clear()  # anything left was deleted before it reached the log
+        if self.config.common_after > 0 and self._log_pos - self._saved_pos >= _SNAPSHOT_EVERY:
+            self.store.save_common(self._log_pos, self._common.to_bytes())
+            self._saved_pos = self._log_pos
+
+    def _run(self, items: list[_Item], *, add: bool) -> list[Decision]:
+        if not items:
+            return []
+        now = time.time()
+        times = [it.timestamp if it.timestamp is not None else now for it in items]
+        ids = [it.id for it in items]
+        keys = [it.key for it in items]
+        # sketch, outside the atomic section, what is neither known nor an exact copy
+        known = self.store.entries(ids)
+        exact = self.store.exact(keys)
+        first_of_key: dict[int, int] = {}
+        first_of_id: set[str] = set()
+        need: list[int] = []
+        for i, it in enumerate(items):
+            fresh = it.id not in known and it.id not in first_of_id
+            first_of_id.add(it.id)
+            if fresh and it.key not in exact and first_of_key.setdefault(it.key, i) == i:
+                need.append(i)
+        sketches = dict(
+            zip(need, make_sketches([items[i].text for i in need], self.config), strict=True)
+        )
+        watch = sorted({bk for sk in sketches.values() for bk in _bucket_keys(sk)})
+        attempt = 0
+        while True:
+            self.store.begin(ids, keys, watch if add else (), write=add)
+            counted: list[Sketch] = []
+            try:
+                self._sync()
+                decisions, news = self._decide(items, times, sketches, add, counted)
+                if add:
+                    self.store.put(news)
+                    ok = self.store.commit()
+                else:
+                    self.store.rollback()
+                    ok = True
+            except BaseException:
+                self.store.rollback()
+                for sk in counted:
+                    self._common.remove(sk.vocab)
+                raise
+            if ok and add:
+                self._own.update(n.entry.id for n in news if n.entry.kept and n.sketch is not None)
+                return decisions
+            for sk in counted:  # a check counts nothing; a failed section is undone
+                self._common.remove(sk.vocab)
+            if ok:
+                return decisions
+            attempt += 1
+            self.retries += 1
+            time.sleep(min(0.05, 0.001 * attempt) * random.random())
+
+    def _in_window(self, a: float, b: float) -> bool:
+        return self.window is None or abs(a - b) <= self.window
+
+    def _decide(
+        self,
+        items: list[_Item],
+        times: list[float],
+        sketches: dict[int, Sketch],
+        add: bool,
+        counted: list[Sketch],
+    ) -> tuple[list[Decision], list[NewEntry]]:
+        """Decide a batch in order inside the atomic section; what to add."""
+        cfg, store, cap = self.config, self.store, self.config.bucket_cap
+        known = store.entries({it.id for it in items})
+        exact = store.exact({it.key for it in items})
+        buckets_of = {i: _bucket_keys(sk) for i, sk in sketches.items()}
+        stored = store.buckets({bk for keys in buckets_of.values() for bk in keys})
+        for members in stored.values():
+            del members[cap:]
+        # entries and sketches of everything a document of this batch may be compared with
+        wanted = {(doc_id, seq) for members in stored.values() for seq, doc_id, _ in members}
+        entries = store.entries({m[0] for m in wanted} | set(exact.values()))
+        pool = self._sketches(wanted)
+        local: dict[BandKey, list[tuple[int, str, float]]] = {}
+        decided: dict[str, Decision] = {}
+        local_exact: dict[int, str] = {}
+        decisions: list[Decision] = []
+        news: list[NewEntry] = []
+        for i, it in enumerate(items):
+            t = times[i]
+            if it.id in decided:
+                decisions.append(decided[it.id])
+                continue
+            if it.id in known:
+                decided[it.id] = self._explained(known[it.id])
+                decisions.append(decided[it.id])
+                continue
+            # an exact copy of an earlier text (within the window)
+            first = exact.get(it.key)
+            if (
+                first is None
+                or first not in entries
+                or not self._in_window(entries[first].timestamp, t)
+            ):
+                first = local_exact.get(it.key) if add else None
+            if first is not None:
+                fe = entries[first]
+                sk = pool.get(fe.copy_of or first) if self.explain else None
+                if sk is None and self.explain:
+                    sk = self._sketches([(fe.copy_of or first, -1)]).get(fe.copy_of or first)
+                ev = _evidence(sk, sk) if sk is not None else ()
+                d = Decision(it.id, True, first, fe.cluster, 1.0, "identical", ev)
+                entry = Entry(it.id, 0, t, first, fe.cluster, 1.0, "identical", it.title, first)
+                if add:
+                    news.append(NewEntry(entry, it.key, None, ()))
+                    entries[it.id] = entry
+                    decided[it.id] = d
+                decisions.append(d)
+                continue
+            sk = sketches.get(i)
+            if sk is None:  # its exact twin went away since the first look
+                sk = sketches[i] = make_sketches([it.text], cfg)[0]
+                buckets_of[i] = _bucket_keys(sk)
+                more = store.buckets(buckets_of[i])
+                for bk, members in more.items():
+                    stored[bk] = members[:cap]
+                extra = {(doc_id, seq) for members in more.values() for seq, doc_id, _ in members}
+                entries.update(store.entries({m[0] for m in extra}))
+                pool.update(self._sketches(extra))
+            cands: dict[str, int] = {}
+            for bk in buckets_of[i]:
+                for seq, doc_id, ts in (*stored.get(bk, ()), *local.get(bk, ())):
+                    if doc_id not in cands and self._in_window(ts, t) and doc_id in pool:
+                        cands[doc_id] = seq
+            order = sorted(cands, key=cands.__getitem__)
+            best = _best(sk, ((k, pool[k]) for k in order), cfg, self._common)
+            if best is None:
+                d = Decision(it.id, False, None, it.id, 0.0, None)
+                if add:
+                    self._common.add(sk.vocab)
+                    counted.append(sk)
+            else:
+                key, score, measure = best
+                cluster = entries[key].cluster
+                ev = _evidence(sk, pool[key]) if self.explain else ()
+                d = Decision(it.id, True, key, cluster, score, measure, ev)
+            decisions.append(d)
+            if not add:
+                continue
+            joined = [
+                bk for bk in buckets_of[i] if len(stored.get(bk, ())) + len(local.get(bk, ())) < cap
+            ]
+            entry = Entry(it.id, 0, t, d.duplicate_of, d.cluster, d.score, d.measure, it.title)
+            seq = (1 << 62) + i  # after everything stored
+            for bk in joined:
+                local.setdefault(bk, []).append((seq, it.id, t))
+            pool[it.id] = sk
+            entries[it.id] = entry
+            local_exact.setdefault(it.key, it.id)
+            decided[it.id] = d
+            news.append(NewEntry(entry, it.key, sk, joined))
+        return decisions, news
 
 
 @dataclass(frozen=True)
@@ -223,8 +580,6 @@ def dedup_batch(
     ``workers`` processes sketch the documents (default: one per CPU, up to 4, once the texts
     hold two million characters or more); the decisions do not depend on it.
     """
-    import time
-
     cfg = config if config is not None else DedupConfig()
     if len(ids) != len(texts):
         raise ConfigError(f"{len(ids)} ids for {len(texts)} texts")

@@ -46,6 +46,7 @@ __all__ = [
     "Verdict",
     "make_sketch",
     "make_sketches",
+    "distinct",
     "required",
     "verify",
 ]
@@ -158,7 +159,7 @@ def _pack(hashes: U64, cjk_width: int, widths: npt.NDArray[np.uint8]) -> U32:
     return packed
 
 
-def _distinct(codes: U32) -> U32:
+def distinct(codes: U32) -> U32:
     """The sorted distinct values (np.sort and a neighbour mask; faster than np.unique here)."""
     out = np.sort(codes)
     if len(out) > 1:
@@ -187,7 +188,7 @@ def make_sketches(texts: Sequence[str], cfg: DedupConfig) -> list[Sketch]:
         Sketch(
             text=p[:MAX_VERIFY_CHARS],
             shingles=packed[i],
-            vocab=_distinct(packed[i]),
+            vocab=distinct(packed[i]),
             n_units=f.n_units,
             signature=signatures[i],
             bands=keys[i],
@@ -243,6 +244,28 @@ class CommonShingles:
         self.counts[slots] = np.minimum(self.counts[slots].astype(np.int16) + 1, 255).astype(
             np.uint8
         )
+
+    def remove(self, vocab: U32) -> None:
+        """Undo one :meth:`add` of ``vocab`` (a saturated count stays at or above the limit)."""
+        if self.limit <= 0 or len(vocab) == 0:
+            return
+        slots = self._slots(vocab)
+        self.counts[slots] = np.maximum(self.counts[slots].astype(np.int16) - 1, 0).astype(np.uint8)
+
+    def to_bytes(self) -> bytes:
+        """The count table, compressed, for a store to keep (see :meth:`load`)."""
+        import zlib
+
+        return zlib.compress(self.counts.tobytes(), 1)
+
+    def load(self, blob: bytes) -> None:
+        """Replace the counts with those :meth:`to_bytes` saved (a table of the same size)."""
+        import zlib
+
+        counts = np.frombuffer(zlib.decompress(blob), dtype=np.uint8)
+        if len(counts) != len(self.counts):
+            raise ValueError(f"saved table has {len(counts)} slots, expected {len(self.counts)}")
+        self.counts = counts.copy()
 
     def is_common(self, codes: U32) -> npt.NDArray[np.bool_]:
         """Which of ``codes`` have been seen in ``limit`` stories or more."""

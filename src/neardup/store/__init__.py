@@ -1,0 +1,258 @@
+"""Where a Deduper keeps what later documents are compared with: memory, SQLite or Redis.
+
+A store is chosen by URL (:func:`open_store`):
+
+- ``memory://`` — a dict in this process, gone when it ends (the default);
+- ``sqlite:///path/to/file.db`` — one file, shared by every process on the machine (WAL,
+  immediate transactions), crash-safe;
+- ``redis://host:port/db?namespace=crawl`` — shared by a fleet of processes and machines
+  (optimistic transactions on the band keys a batch touches); keys live under the namespace.
+
+Every backend keeps the same things for each document added: an :class:`Entry` (its id, an
+increasing sequence number, timestamp, decision, title), its sketch (the shingle codes,
+MinHash signature, band keys and prepared text, for verification and evidence), its LSH
+buckets, the hash of its exact text, and, for kept documents, a log entry from which every
+process replays the common-shingle counts. Not the user's full records.
+
+The :class:`~neardup.deduper.Deduper` drives a store through one atomic section per batch:
+:meth:`Store.begin`, reads, :meth:`Store.put`, :meth:`Store.commit` (which returns False when
+another process changed what the batch read, and the Deduper tries again).
+"""
+
+from __future__ import annotations
+
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from urllib.parse import parse_qs, urlsplit
+
+from ..engine import Sketch
+from ..errors import ConfigError
+
+__all__ = [
+    "BandKey",
+    "Entry",
+    "NewEntry",
+    "Store",
+    "open_store",
+    "parse_window",
+]
+
+#: (band number, band key as a signed 64-bit integer): one LSH bucket.
+BandKey = tuple[int, int]
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """What a store keeps of one document besides its sketch.
+
+    ``seq`` orders documents by when they were added (earliest first); ``copy_of`` names the
+    document whose exact text this one repeats (it then has no sketch of its own).
+    """
+
+    id: str
+    seq: int
+    timestamp: float
+    duplicate_of: str | None
+    cluster: str
+    score: float
+    measure: str | None
+    title: str | None = None
+    copy_of: str | None = None
+
+    @property
+    def kept(self) -> bool:
+        return self.duplicate_of is None
+
+
+@dataclass(frozen=True, slots=True)
+class NewEntry:
+    """A document to add: its entry (``seq`` is assigned by the store), the hash of its exact
+    text, its sketch (None for an exact copy) and the buckets it joins."""
+
+    entry: Entry
+    text_key: int
+    sketch: Sketch | None
+    buckets: Sequence[BandKey] = field(default_factory=tuple)
+
+
+class Store(ABC):
+    """The interface every backend implements (see the module's documentation)."""
+
+    url: str
+
+    # -- configuration ---------------------------------------------------------------------
+
+    @abstractmethod
+    def check_config(self, fingerprint: Mapping[str, object]) -> None:
+        """Remember the sketch settings of the first Deduper; refuse different ones later
+        (a store's band keys and shingles only mean something under the same settings)."""
+
+    def expire_after(self, seconds: float | None) -> None:
+        """Let documents expire ``seconds`` after they were added, for backends that expire
+        keys by themselves (Redis); the others forget old documents on :meth:`prune`."""
+        return None
+
+    # -- the atomic section ---------------------------------------------------------------
+
+    @abstractmethod
+    def begin(
+        self,
+        ids: Sequence[str],
+        text_keys: Sequence[int],
+        buckets: Iterable[BandKey],
+        *,
+        write: bool = True,
+    ) -> None:
+        """Start an atomic section covering these documents, exact texts and buckets
+        (``write=False``: a consistent read only, ended by :meth:`rollback`)."""
+
+    @abstractmethod
+    def commit(self) -> bool:
+        """Apply what :meth:`put` buffered; False (nothing applied) when another writer
+        changed what this section read, so the caller must start again."""
+
+    @abstractmethod
+    def rollback(self) -> None:
+        """Leave the section without changing anything."""
+
+    @abstractmethod
+    def put(self, entries: Sequence[NewEntry]) -> None:
+        """Buffer new documents, in order; they get increasing sequence numbers."""
+
+    # -- reads (inside or outside a section) ---------------------------------------------
+
+    @abstractmethod
+    def entries(self, ids: Iterable[str]) -> dict[str, Entry]:
+        """The entries of those ids the store has."""
+
+    @abstractmethod
+    def exact(self, text_keys: Iterable[int]) -> dict[int, str]:
+        """For each exact-text hash the store has, the first document with that text."""
+
+    @abstractmethod
+    def buckets(self, keys: Iterable[BandKey]) -> dict[BandKey, list[tuple[int, str, float]]]:
+        """The members of each non-empty bucket: (seq, id, timestamp), earliest first."""
+
+    @abstractmethod
+    def sketches(self, ids: Iterable[str]) -> dict[str, Sketch]:
+        """The sketches of those ids that have one."""
+
+    @abstractmethod
+    def log(self, after: int, limit: int) -> tuple[int, list[tuple[str, Sketch]], bool]:
+        """Up to ``limit`` log records after position ``after``: the new position, the kept
+        documents among them that are still stored (id, sketch), and whether the end of the
+        log was reached."""
+
+    @abstractmethod
+    def load_common(self) -> tuple[int, bytes] | None:
+        """The last saved common-shingle table and the log position it covers."""
+
+    @abstractmethod
+    def save_common(self, position: int, table: bytes) -> None:
+        """Save a common-shingle table covering the log up to ``position``."""
+
+    # -- management -----------------------------------------------------------------------
+
+    @abstractmethod
+    def delete(self, doc_id: str) -> bool:
+        """Forget one document (False if it was not there). Documents that matched it keep
+        their decisions."""
+
+    @abstractmethod
+    def prune(self, before: float) -> int:
+        """Forget every document whose timestamp is before ``before``; how many went."""
+
+    @abstractmethod
+    def clusters(self, limit: int = 100, offset: int = 0) -> list[tuple[str, int]]:
+        """(cluster label, number of members), largest first, then by label."""
+
+    @abstractmethod
+    def members(self, cluster: str) -> list[Entry]:
+        """The entries of one cluster, earliest first."""
+
+    @abstractmethod
+    def stats(self) -> dict[str, object]:
+        """Counts and sizes, for ``neardup store stats``."""
+
+    def close(self) -> None:
+        """Release connections and files."""
+        return None
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def open_store(url: str, *, namespace: str | None = None) -> Store:
+    """The store a URL names (see the module's documentation).
+
+    >>> open_store("memory://").url
+    'memory://'
+    >>> open_store("ftp://x")
+    Traceback (most recent call last):
+    ...
+    neardup.errors.ConfigError: unknown store URL 'ftp://x': use memory://, sqlite:///path/to/file.db or redis://host:port/db
+    """
+    if not isinstance(url, str):
+        raise ConfigError(f"store URL must be a str, not {type(url).__name__}")
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme == "memory":
+        from .memory import MemoryStore
+
+        return MemoryStore()
+    if scheme == "sqlite":
+        from .sqlite import SQLiteStore
+
+        path = url.split("://", 1)[1]
+        path = path[1:] if path.startswith("/") else path  # sqlite:///rel.db, sqlite:////abs.db
+        if not path:
+            raise ConfigError(f"store URL {url!r} names no file: use sqlite:///path/to/file.db")
+        return SQLiteStore(path)
+    if scheme in ("redis", "rediss", "unix"):
+        from .redis import RedisStore
+
+        query = parse_qs(parts.query)
+        ns = namespace or (query.get("namespace") or ["neardup"])[0]
+        return RedisStore(url, namespace=ns)
+    raise ConfigError(
+        f"unknown store URL {url!r}: use memory://, sqlite:///path/to/file.db or "
+        "redis://host:port/db"
+    )
+
+
+_WINDOW = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
+_UNIT = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
+
+
+def parse_window(window: str | float | int | None) -> float | None:
+    """A time window in seconds: ``"90d"``, ``"12h"``, ``"30m"``, ``"2w"`` or a number of
+    seconds; None for no window.
+
+    >>> parse_window("90d"), parse_window(3600), parse_window(None)
+    (7776000.0, 3600.0, None)
+    >>> parse_window("soon")
+    Traceback (most recent call last):
+    ...
+    neardup.errors.ConfigError: window must be a number of seconds or like 90d, 12h, 30m, 2w; got 'soon'
+    """
+    if window is None:
+        return None
+    if isinstance(window, bool):
+        raise ConfigError(f"window must be a number of seconds or like 90d, got {window!r}")
+    if isinstance(window, int | float):
+        seconds = float(window)
+    else:
+        m = _WINDOW.match(str(window))
+        if not m:
+            raise ConfigError(
+                f"window must be a number of seconds or like 90d, 12h, 30m, 2w; got {window!r}"
+            )
+        seconds = float(m.group(1)) * _UNIT[m.group(2)]
+    if not seconds > 0:
+        raise ConfigError(f"window must be positive, got {window!r}")
+    return seconds

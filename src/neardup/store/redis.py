@@ -1,0 +1,395 @@
+"""The Redis store: shared by a fleet of crawler processes on many machines.
+
+Every key lives under a namespace (``redis://host:6379/0?namespace=crawl``, default
+``neardup``), so several crawls can share one Redis. A batch is decided under optimistic
+locking: the Deduper reads the batch's LSH buckets, exact-text keys and ids under ``WATCH``,
+decides, and writes everything in one ``MULTI``/``EXEC``. If another process added a document
+to one of those buckets meanwhile (which it must have, to be a candidate), ``EXEC`` fails and
+the batch is decided again, so two copies of one story are never both kept. Reads are
+pipelined: a batch costs a handful of round trips, whatever its size.
+
+With ``ttl`` (``?ttl=90d``, or the Deduper's window) every key of a document expires that long
+after it was added, and buckets forget members whose document expired.
+
+Keys: ``NS:d:ID`` (entry, JSON), ``NS:s:ID`` (sketch), ``NS:b:BAND:KEY`` (bucket: a sorted set
+of ``seq|ts|id`` by seq), ``NS:x:HASH`` (first id with that exact text), ``NS:log`` (ids of kept
+documents, in order), ``NS:c:LABEL`` (a cluster's members by seq), ``NS:clusters`` (sizes),
+``NS:ts`` (ids by timestamp), ``NS:added`` (ids by the time they were added), ``NS:seq``,
+``NS:config``, ``NS:common``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from ..engine import Sketch
+from ..errors import ConfigError, MissingDependencyError, NeardupError
+from . import BandKey, Entry, NewEntry, Store, parse_window
+from ._codec import decode, encode
+
+__all__ = ["RedisStore"]
+
+
+def _entry_json(e: Entry, text_key: int) -> str:
+    return json.dumps(
+        [
+            e.seq, e.timestamp, e.duplicate_of, e.cluster, e.score, e.measure, e.title,
+            e.copy_of, text_key,
+        ],
+        ensure_ascii=False,
+    )  # fmt: skip
+
+
+def _entry(doc_id: str, raw: bytes | str) -> tuple[Entry, int]:
+    seq, ts, dup, cluster, score, measure, title, copy_of, key = json.loads(raw)
+    return Entry(doc_id, seq, ts, dup, cluster, score, measure, title, copy_of), key
+
+
+def _member(seq: int, ts: float, doc_id: str) -> str:
+    return f"{seq}|{ts!r}|{doc_id}"
+
+
+def _parse_member(raw: bytes) -> tuple[int, str, float]:
+    seq, ts, doc_id = raw.decode("utf-8", "surrogatepass").split("|", 2)
+    return int(seq), doc_id, float(ts)
+
+
+def _text(raw: bytes) -> str:
+    return raw.decode("utf-8", "surrogatepass")
+
+
+class RedisStore(Store):
+    """A :class:`~neardup.store.Store` on a Redis server (``redis://host:port/db``)."""
+
+    def __init__(
+        self, url: str, *, namespace: str = "neardup", ttl: str | float | None = None
+    ) -> None:
+        try:
+            import redis
+        except ImportError as exc:
+            raise MissingDependencyError(
+                "a redis:// store needs the redis package: pip install 'neardup[redis]'"
+            ) from exc
+        from urllib.parse import parse_qs, urlsplit, urlunsplit
+
+        parts = urlsplit(url)
+        query = parse_qs(parts.query)
+        if ttl is None and query.get("ttl"):
+            ttl = query["ttl"][0]
+        self.ttl = parse_window(ttl)
+        bare = urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
+        if not namespace or any(c in namespace for c in " \n{}"):
+            raise ConfigError(f"invalid Redis namespace {namespace!r}")
+        self.url = f"{bare}?namespace={namespace}"
+        self.ns = namespace
+        self._redis = redis
+        try:
+            self._r = redis.Redis.from_url(bare, socket_timeout=60, socket_connect_timeout=10)
+            self._r.ping()
+        except (redis.RedisError, ValueError) as exc:
+            raise ConfigError(f"cannot reach Redis at {bare}: {exc}") from exc
+        self._pipe: Any = None  # the WATCHing pipeline of the current section
+        self._pending: list[NewEntry] = []
+        self._stale: list[tuple[str, bytes]] = []  # bucket members whose document expired
+        self._lock = threading.RLock()
+
+    def expire_after(self, seconds: float | None) -> None:
+        if seconds is not None and self.ttl is None:
+            self.ttl = seconds
+
+    def _k(self, *parts: object) -> str:
+        return ":".join((self.ns, *map(str, parts)))
+
+    def _call(self, fn: Any, *args: Any) -> Any:
+        try:
+            return fn(*args)
+        except self._redis.RedisError as exc:
+            raise NeardupError(f"Redis store {self.url}: {exc}") from exc
+
+    # -- configuration --------------------------------------------------------------------
+
+    def check_config(self, fingerprint: Mapping[str, object]) -> None:
+        wanted = json.dumps(fingerprint, sort_keys=True)
+        key = self._k("config")
+        self._call(self._r.set, key, wanted, None, None, True)  # SET NX
+        found = self._call(self._r.get, key)
+        if found is not None and _text(found) != wanted:
+            raise ConfigError(
+                f"store {self.url} was filled with other sketch settings ({_text(found)}); "
+                f"this Deduper uses {wanted}: use another namespace or the same settings"
+            )
+
+    # -- the atomic section ---------------------------------------------------------------
+
+    def begin(
+        self,
+        ids: Sequence[str],
+        text_keys: Sequence[int],
+        buckets: Iterable[BandKey],
+        *,
+        write: bool = True,
+    ) -> None:
+        self._lock.acquire()
+        self._pending, self._stale = [], []
+        if not write:
+            return
+        try:
+            pipe = self._r.pipeline(transaction=True)
+            keys = [self._k("d", i) for i in ids]
+            keys += [self._k("x", k) for k in text_keys]
+            keys += [self._k("b", b, k) for b, k in buckets]
+            pipe.watch(*keys)  # type: ignore[no-untyped-call]
+        except self._redis.RedisError as exc:
+            self._lock.release()
+            raise NeardupError(f"Redis store {self.url}: {exc}") from exc
+        self._pipe = pipe
+
+    def _end(self) -> None:
+        if self._pipe is not None:
+            try:
+                self._pipe.reset()
+            finally:
+                self._pipe = None
+        self._pending, self._stale = [], []
+        self._lock.release()
+
+    def rollback(self) -> None:
+        self._end()
+
+    def put(self, entries: Sequence[NewEntry]) -> None:
+        self._pending.extend(entries)
+
+    def commit(self) -> bool:
+        pipe = self._pipe
+        try:
+            if pipe is None:
+                raise NeardupError("commit outside an atomic section")
+            first = 0
+            if self._pending:
+                first = int(self._call(self._r.incrby, self._k("seq"), len(self._pending)))
+                first -= len(self._pending) - 1
+            now = time.time()
+            ttl = None if self.ttl is None else max(1, int(self.ttl))
+            pipe.multi()
+            for key, member in self._stale:
+                pipe.zrem(key, member)
+            for n, new in enumerate(self._pending):
+                self._queue(pipe, new, first + n, now, ttl)
+            pipe.execute()
+            return True
+        except self._redis.WatchError:
+            return False
+        except self._redis.RedisError as exc:
+            raise NeardupError(f"Redis store {self.url}: {exc}") from exc
+        finally:
+            self._end()
+
+    def _queue(self, pipe: Any, new: NewEntry, seq: int, now: float, ttl: int | None) -> None:
+        e = new.entry
+        entry = Entry(
+            e.id, seq, e.timestamp, e.duplicate_of, e.cluster, e.score, e.measure, e.title,
+            e.copy_of,
+        )  # fmt: skip
+        dk = self._k("d", e.id)
+        pipe.set(dk, _entry_json(entry, new.text_key), ex=ttl)
+        if new.sketch is not None:
+            pipe.set(self._k("s", e.id), encode(new.sketch), ex=ttl)
+        if e.copy_of is None:
+            pipe.set(self._k("x", new.text_key), e.id, ex=ttl, nx=True)
+        member = _member(seq, e.timestamp, e.id)
+        for band, key in new.buckets:
+            bk = self._k("b", band, key)
+            pipe.zadd(bk, {member: seq})
+            if ttl is not None:
+                pipe.expire(bk, ttl)
+        ck = self._k("c", e.cluster)
+        pipe.zadd(ck, {e.id: seq})
+        if ttl is not None:
+            pipe.expire(ck, ttl)
+        pipe.zincrby(self._k("clusters"), 1, e.cluster)
+        pipe.hset(self._k("cof"), e.id, e.cluster)
+        pipe.zadd(self._k("ts"), {e.id: e.timestamp})
+        pipe.zadd(self._k("added"), {e.id: now})
+        if entry.kept and new.sketch is not None:
+            pipe.rpush(self._k("log"), e.id)
+
+    # -- reads ----------------------------------------------------------------------------
+
+    def _mget(self, keys: list[str]) -> list[Any]:
+        if not keys:
+            return []
+        return list(self._call(self._r.mget, keys))
+
+    def entries(self, ids: Iterable[str]) -> dict[str, Entry]:
+        wanted = list(dict.fromkeys(ids))
+        raws = self._mget([self._k("d", i) for i in wanted])
+        return {i: _entry(i, raw)[0] for i, raw in zip(wanted, raws, strict=True) if raw}
+
+    def _entries_and_keys(self, ids: list[str]) -> dict[str, tuple[Entry, int]]:
+        raws = self._mget([self._k("d", i) for i in ids])
+        return {i: _entry(i, raw) for i, raw in zip(ids, raws, strict=True) if raw}
+
+    def exact(self, text_keys: Iterable[int]) -> dict[int, str]:
+        wanted = list(dict.fromkeys(text_keys))
+        raws = self._mget([self._k("x", k) for k in wanted])
+        return {k: _text(raw) for k, raw in zip(wanted, raws, strict=True) if raw}
+
+    def buckets(self, keys: Iterable[BandKey]) -> dict[BandKey, list[tuple[int, str, float]]]:
+        wanted = list(dict.fromkeys(keys))
+        if not wanted:
+            return {}
+        pipe = self._r.pipeline(transaction=False)
+        for band, key in wanted:
+            pipe.zrange(self._k("b", band, key), 0, -1)
+        found = self._call(pipe.execute)
+        out: dict[BandKey, list[tuple[int, str, float]]] = {}
+        raw_of: dict[tuple[BandKey, str], bytes] = {}
+        for bk, members in zip(wanted, found, strict=True):
+            if members:
+                parsed = []
+                for raw in members:
+                    m = _parse_member(raw)
+                    parsed.append(m)
+                    raw_of[(bk, m[1])] = raw
+                out[bk] = parsed
+        if self.ttl is not None and out:  # members whose document expired leave their buckets
+            ids = list({m[1] for ms in out.values() for m in ms})
+            alive = self._call(self._r.mget, [self._k("d", i) for i in ids])
+            gone = {i for i, raw in zip(ids, alive, strict=True) if raw is None}
+            if gone:
+                for bk in list(out):
+                    keep = [m for m in out[bk] if m[1] not in gone]
+                    for m in out[bk]:
+                        if m[1] in gone:
+                            self._stale.append((self._k("b", *bk), raw_of[(bk, m[1])]))
+                    if keep:
+                        out[bk] = keep
+                    else:
+                        del out[bk]
+        return out
+
+    def sketches(self, ids: Iterable[str]) -> dict[str, Sketch]:
+        wanted = list(dict.fromkeys(ids))
+        raws = self._mget([self._k("s", i) for i in wanted])
+        return {i: decode(raw) for i, raw in zip(wanted, raws, strict=True) if raw}
+
+    def log(self, after: int, limit: int) -> tuple[int, list[tuple[str, Sketch]], bool]:
+        raw_ids = self._call(self._r.lrange, self._k("log"), after, after + limit - 1)
+        ids = [_text(r) for r in raw_ids]
+        found = self.sketches(ids)
+        return after + len(ids), [(i, found[i]) for i in ids if i in found], len(ids) < limit
+
+    def load_common(self) -> tuple[int, bytes] | None:
+        blob = self._call(self._r.get, self._k("common"))
+        if blob is None:
+            return None
+        return int.from_bytes(blob[:8], "little"), bytes(blob[8:])
+
+    def save_common(self, position: int, table: bytes) -> None:
+        self._call(self._r.set, self._k("common"), position.to_bytes(8, "little") + table)
+
+    # -- management -----------------------------------------------------------------------
+
+    def _forget(self, ids: list[str]) -> int:
+        found = self._entries_and_keys(ids)
+        blobs = self.sketches(list(found))
+        pipe = self._r.pipeline(transaction=True)
+        for doc_id, (e, _) in found.items():
+            pipe.delete(self._k("d", doc_id), self._k("s", doc_id))
+            sk = blobs.get(doc_id)
+            if sk is not None:
+                member = _member(e.seq, e.timestamp, doc_id)
+                for band, key in enumerate(sk.bands.view("<i8").tolist()):
+                    pipe.zrem(self._k("b", band, key), member)
+            pipe.zrem(self._k("c", e.cluster), doc_id)
+            pipe.zincrby(self._k("clusters"), -1, e.cluster)
+        pipe.zremrangebyscore(self._k("clusters"), "-inf", 0)
+        pipe.zrem(self._k("ts"), *ids)
+        pipe.zrem(self._k("added"), *ids)
+        pipe.hdel(self._k("cof"), *ids)
+        self._call(pipe.execute)
+        for doc_id, (_, text_key) in found.items():  # only if it still names this document
+            key = self._k("x", text_key)
+            if self._call(self._r.get, key) == doc_id.encode("utf-8", "surrogatepass"):
+                self._call(self._r.delete, key)
+        return len(found)
+
+    def _expired(self) -> list[str]:
+        """Ids whose keys expired by TTL but are still listed in the indexes."""
+        if self.ttl is None:
+            return []
+        raw = self._call(self._r.zrangebyscore, self._k("added"), "-inf", time.time() - self.ttl)
+        return [_text(r) for r in raw]
+
+    def _drop_listed(self, ids: list[str]) -> None:
+        """Take expired ids out of the cluster and time indexes (their keys are gone)."""
+        if not ids:
+            return
+        labels = self._call(self._r.hmget, self._k("cof"), ids)
+        clusters: dict[str, int] = {}
+        pipe = self._r.pipeline(transaction=True)
+        for i, label in zip(ids, labels, strict=True):
+            if label is not None:
+                pipe.zrem(self._k("c", _text(label)), i)
+                clusters[_text(label)] = clusters.get(_text(label), 0) + 1
+        for label, n in clusters.items():
+            pipe.zincrby(self._k("clusters"), -n, label)
+        pipe.zremrangebyscore(self._k("clusters"), "-inf", 0)
+        pipe.zrem(self._k("ts"), *ids)
+        pipe.zrem(self._k("added"), *ids)
+        pipe.hdel(self._k("cof"), *ids)
+        self._call(pipe.execute)
+
+    def _tidy(self) -> None:
+        expired = self._expired()
+        if expired:
+            alive = self.entries(expired)
+            self._drop_listed([i for i in expired if i not in alive])
+
+    def delete(self, doc_id: str) -> bool:
+        with self._lock:
+            return self._forget([doc_id]) > 0
+
+    def prune(self, before: float) -> int:
+        with self._lock:
+            self._tidy()
+            raw = self._call(self._r.zrangebyscore, self._k("ts"), "-inf", f"({before!r}")
+            ids = [_text(r) for r in raw]
+            n = 0
+            for i in range(0, len(ids), 500):
+                n += self._forget(ids[i : i + 500])
+            return n
+
+    def clusters(self, limit: int = 100, offset: int = 0) -> list[tuple[str, int]]:
+        self._tidy()
+        rows = self._call(self._r.zrevrange, self._k("clusters"), offset, offset + limit - 1, True)
+        return [(_text(label), int(n)) for label, n in rows]
+
+    def members(self, cluster: str) -> list[Entry]:
+        ids = [_text(r) for r in self._call(self._r.zrange, self._k("c", cluster), 0, -1)]
+        found = self.entries(ids)
+        return sorted(found.values(), key=lambda e: e.seq)
+
+    def stats(self) -> dict[str, object]:
+        self._tidy()
+        n = int(self._call(self._r.zcard, self._k("ts")))
+        kept = int(self._call(self._r.zcard, self._k("clusters")))
+        oldest = self._call(self._r.zrange, self._k("ts"), 0, 0, False, True)
+        newest = self._call(self._r.zrange, self._k("ts"), -1, -1, False, True)
+        info = self._call(self._r.info, "memory")
+        return {
+            "store": self.url,
+            "documents": n,
+            "kept": kept,
+            "duplicates": n - kept,
+            "oldest": oldest[0][1] if oldest else None,
+            "newest": newest[0][1] if newest else None,
+            "redis_used_memory": info.get("used_memory"),
+        }
+
+    def close(self) -> None:
+        self._r.close()

@@ -1,0 +1,337 @@
+"""The SQLite store: one file, shared by every process on a machine, crash-safe.
+
+The database runs in WAL mode with ``synchronous=FULL``: a batch is committed, or not at all,
+whatever happens to the process (``kill -9``) or the machine. Each atomic section is an
+immediate transaction, so processes sharing the file decide one batch at a time; readers are
+never blocked. Sketches are stored as compact blobs (:mod:`neardup.store._codec`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+from ..engine import Sketch
+from ..errors import ConfigError, NeardupError
+from . import BandKey, Entry, NewEntry, Store
+from ._codec import decode, encode
+
+__all__ = ["SQLiteStore"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value BLOB);
+CREATE TABLE IF NOT EXISTS docs (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL UNIQUE,
+    ts REAL NOT NULL,
+    duplicate_of TEXT,
+    cluster TEXT NOT NULL,
+    score REAL NOT NULL,
+    measure TEXT,
+    title TEXT,
+    copy_of TEXT,
+    text_key INTEGER NOT NULL,
+    kept INTEGER NOT NULL,
+    sketch BLOB
+);
+CREATE INDEX IF NOT EXISTS docs_cluster ON docs (cluster);
+CREATE INDEX IF NOT EXISTS docs_ts ON docs (ts);
+CREATE TABLE IF NOT EXISTS buckets (
+    band INTEGER NOT NULL,
+    key INTEGER NOT NULL,
+    seq INTEGER NOT NULL,
+    id TEXT NOT NULL,
+    ts REAL NOT NULL,
+    PRIMARY KEY (band, key, seq)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS exact (text_key INTEGER PRIMARY KEY, id TEXT NOT NULL);
+"""
+
+_ENTRY = "id, seq, ts, duplicate_of, cluster, score, measure, title, copy_of"
+_CHUNK = 400  # parameters per IN list, well under SQLite's limit
+
+
+def _entry(row: Sequence[Any]) -> Entry:
+    return Entry(row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7], row[8])
+
+
+def _signed(key: int) -> int:
+    """A text hash (unsigned 64-bit) as SQLite's signed INTEGER."""
+    return key - (1 << 64) if key >= 1 << 63 else key
+
+
+def _chunks(values: Sequence[Any], size: int = _CHUNK) -> Iterator[Sequence[Any]]:
+    for i in range(0, len(values), size):
+        yield values[i : i + size]
+
+
+class SQLiteStore(Store):
+    """A :class:`~neardup.store.Store` in one SQLite file (``sqlite:///path/to/file.db``)."""
+
+    def __init__(self, path: str, *, timeout: float = 600.0) -> None:
+        self.path = path
+        self.url = f"sqlite:///{path}"
+        folder = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(folder):
+            raise ConfigError(f"cannot open store {self.url}: folder {folder} does not exist")
+        try:
+            self._db = sqlite3.connect(
+                path, timeout=timeout, isolation_level=None, check_same_thread=False
+            )
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")
+            self._db.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
+            self._db.executescript(f"BEGIN IMMEDIATE;{_SCHEMA}COMMIT;")
+        except sqlite3.DatabaseError as exc:
+            raise ConfigError(f"cannot open store {self.url}: {exc}") from exc
+        self._lock = threading.RLock()
+        self._pending: list[NewEntry] = []
+        self._in_section = False
+
+    # -- transactions ---------------------------------------------------------------------
+
+    def _write(self) -> _Immediate:
+        return _Immediate(self._db)
+
+    def check_config(self, fingerprint: Mapping[str, object]) -> None:
+        wanted = json.dumps(fingerprint, sort_keys=True)
+        with self._write():
+            row = self._db.execute("SELECT value FROM meta WHERE key = 'config'").fetchone()
+            if row is None:
+                self._db.execute("INSERT INTO meta VALUES ('config', ?)", (wanted,))
+                return
+        if row[0] != wanted:
+            raise ConfigError(
+                f"store {self.url} was filled with other sketch settings ({row[0]}); "
+                f"this Deduper uses {wanted}: use another store or the same settings"
+            )
+
+    def begin(
+        self,
+        ids: Sequence[str],
+        text_keys: Sequence[int],
+        buckets: Iterable[BandKey],
+        *,
+        write: bool = True,
+    ) -> None:
+        self._lock.acquire()
+        try:
+            self._db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+        except BaseException:
+            self._lock.release()
+            raise
+        self._in_section = True
+        self._pending = []
+
+    def _end(self, sql: str) -> None:
+        if not self._in_section:
+            return
+        self._in_section = False
+        self._pending = []
+        try:
+            self._db.execute(sql)
+        finally:
+            self._lock.release()
+
+    def commit(self) -> bool:
+        try:
+            for new in self._pending:
+                self._insert(new)
+        except BaseException:
+            self._end("ROLLBACK")
+            raise
+        self._end("COMMIT")
+        return True
+
+    def rollback(self) -> None:
+        if self._in_section and self._db.in_transaction:
+            self._end("ROLLBACK")
+        else:
+            self._end("SELECT 1")
+
+    def put(self, entries: Sequence[NewEntry]) -> None:
+        self._pending.extend(entries)
+
+    def _insert(self, new: NewEntry) -> None:
+        e = new.entry
+        blob = encode(new.sketch) if new.sketch is not None else None
+        cur = self._db.execute(
+            "INSERT INTO docs (id, ts, duplicate_of, cluster, score, measure, title, copy_of,"
+            " text_key, kept, sketch) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                e.id, e.timestamp, e.duplicate_of, e.cluster, e.score, e.measure, e.title,
+                e.copy_of, _signed(new.text_key), int(e.kept), blob,
+            ),
+        )  # fmt: skip
+        seq = cur.lastrowid
+        if e.copy_of is None:
+            self._db.execute(
+                "INSERT OR IGNORE INTO exact VALUES (?, ?)", (_signed(new.text_key), e.id)
+            )
+        if new.buckets:
+            self._db.executemany(
+                "INSERT OR IGNORE INTO buckets VALUES (?, ?, ?, ?, ?)",
+                [(band, key, seq, e.id, e.timestamp) for band, key in new.buckets],
+            )
+
+    # -- reads ----------------------------------------------------------------------------
+
+    def _select(self, sql: str, values: Sequence[Any]) -> list[Any]:
+        """Run ``sql`` (with one ``{}`` for a list of placeholders) over chunks of values."""
+        rows: list[Any] = []
+        with self._lock:
+            for part in _chunks(values):
+                marks = ",".join("?" * len(part))
+                rows.extend(self._db.execute(sql.format(marks), tuple(part)).fetchall())
+        return rows
+
+    def entries(self, ids: Iterable[str]) -> dict[str, Entry]:
+        rows = self._select(f"SELECT {_ENTRY} FROM docs WHERE id IN ({{}})", list(set(ids)))
+        return {r[0]: _entry(r) for r in rows}
+
+    def exact(self, text_keys: Iterable[int]) -> dict[int, str]:
+        keys = {_signed(k): k for k in text_keys}
+        rows = self._select("SELECT text_key, id FROM exact WHERE text_key IN ({})", list(keys))
+        return {keys[k]: i for k, i in rows}
+
+    def buckets(self, keys: Iterable[BandKey]) -> dict[BandKey, list[tuple[int, str, float]]]:
+        wanted = sorted(set(keys))
+        out: dict[BandKey, list[tuple[int, str, float]]] = {}
+        with self._lock:
+            for part in _chunks(wanted, _CHUNK // 2):
+                values = ",".join("(?,?)" for _ in part)
+                flat = [v for pair in part for v in pair]
+                rows = self._db.execute(
+                    "SELECT band, key, seq, id, ts FROM buckets"
+                    f" WHERE (band, key) IN (VALUES {values}) ORDER BY band, key, seq",
+                    flat,
+                ).fetchall()
+                for band, key, seq, doc_id, ts in rows:
+                    out.setdefault((band, key), []).append((seq, doc_id, ts))
+        return out
+
+    def sketches(self, ids: Iterable[str]) -> dict[str, Sketch]:
+        rows = self._select(
+            "SELECT id, sketch FROM docs WHERE sketch IS NOT NULL AND id IN ({})", list(set(ids))
+        )
+        return {i: decode(blob) for i, blob in rows}
+
+    def log(self, after: int, limit: int) -> tuple[int, list[tuple[str, Sketch]], bool]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT seq, id, sketch FROM docs WHERE seq > ? AND kept = 1"
+                " AND sketch IS NOT NULL ORDER BY seq LIMIT ?",
+                (after, limit),
+            ).fetchall()
+        if not rows:
+            return after, [], True
+        return rows[-1][0], [(i, decode(blob)) for _, i, blob in rows], len(rows) < limit
+
+    def load_common(self) -> tuple[int, bytes] | None:
+        with self._lock:
+            row = self._db.execute("SELECT value FROM meta WHERE key = 'common'").fetchone()
+        if row is None:
+            return None
+        blob = bytes(row[0])
+        return int.from_bytes(blob[:8], "little"), blob[8:]
+
+    def save_common(self, position: int, table: bytes) -> None:
+        blob = position.to_bytes(8, "little") + table
+        with self._lock:
+            if self._in_section:
+                self._db.execute("INSERT OR REPLACE INTO meta VALUES ('common', ?)", (blob,))
+            else:
+                with self._write():
+                    self._db.execute("INSERT OR REPLACE INTO meta VALUES ('common', ?)", (blob,))
+
+    # -- management -----------------------------------------------------------------------
+
+    def _forget(self, rows: list[Any]) -> None:
+        """Delete documents given (seq, id, text_key, sketch) rows, inside a transaction."""
+        for seq, doc_id, text_key, blob in rows:
+            if blob is not None:
+                bands = decode(blob).bands.view("<i8").tolist()
+                self._db.executemany(
+                    "DELETE FROM buckets WHERE band = ? AND key = ? AND seq = ?",
+                    [(b, k, seq) for b, k in enumerate(bands)],
+                )
+            self._db.execute("DELETE FROM exact WHERE text_key = ? AND id = ?", (text_key, doc_id))
+            self._db.execute("DELETE FROM docs WHERE seq = ?", (seq,))
+
+    def delete(self, doc_id: str) -> bool:
+        with self._lock, self._write():
+            rows = self._db.execute(
+                "SELECT seq, id, text_key, sketch FROM docs WHERE id = ?", (doc_id,)
+            ).fetchall()
+            self._forget(rows)
+        return bool(rows)
+
+    def prune(self, before: float) -> int:
+        with self._lock, self._write():
+            rows = self._db.execute(
+                "SELECT seq, id, text_key, sketch FROM docs WHERE ts < ?", (before,)
+            ).fetchall()
+            self._forget(rows)
+        return len(rows)
+
+    def clusters(self, limit: int = 100, offset: int = 0) -> list[tuple[str, int]]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT cluster, count(*) AS n FROM docs GROUP BY cluster"
+                " ORDER BY n DESC, cluster LIMIT ? OFFSET ?",
+                (limit, offset),
+            ).fetchall()
+        return [(c, int(n)) for c, n in rows]
+
+    def members(self, cluster: str) -> list[Entry]:
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT {_ENTRY} FROM docs WHERE cluster = ? ORDER BY seq", (cluster,)
+            ).fetchall()
+        return [_entry(r) for r in rows]
+
+    def stats(self) -> dict[str, object]:
+        with self._lock:
+            n, kept, oldest, newest = self._db.execute(
+                "SELECT count(*), coalesce(sum(kept), 0), min(ts), max(ts) FROM docs"
+            ).fetchone()
+            (buckets,) = self._db.execute("SELECT count(*) FROM buckets").fetchone()
+        size = sum(os.path.getsize(p) for p in (self.path, self.path + "-wal") if os.path.exists(p))
+        return {
+            "store": self.url,
+            "documents": n,
+            "kept": kept,
+            "duplicates": n - kept,
+            "bucket_entries": buckets,
+            "oldest": oldest,
+            "newest": newest,
+            "bytes": size,
+        }
+
+    def integrity(self) -> str:
+        """What ``PRAGMA integrity_check`` says ("ok" when the file is sound)."""
+        with self._lock:
+            return str(self._db.execute("PRAGMA integrity_check").fetchone()[0])
+
+    def close(self) -> None:
+        try:
+            self._db.close()
+        except sqlite3.Error as exc:  # pragma: no cover - closing twice is fine
+            raise NeardupError(f"cannot close {self.url}: {exc}") from exc
+
+
+class _Immediate:
+    """``with`` an immediate write transaction (committed on success, rolled back on error)."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self._db = db
+
+    def __enter__(self) -> None:
+        self._db.execute("BEGIN IMMEDIATE")
+
+    def __exit__(self, kind: object, *rest: object) -> None:
+        self._db.execute("ROLLBACK" if kind is not None else "COMMIT")
