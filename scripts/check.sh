@@ -1,7 +1,20 @@
 #!/usr/bin/env bash
-# Install what the tests need, then run lint, types and the tests: the README's test command.
+# Install what the tests need (Python packages and the services: redis-server from Debian),
+# then run lint, types and the tests: the README's test command.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# services and programs the tests start themselves
+need=()
+command -v redis-server >/dev/null || need+=(redis-server)
+if ((${#need[@]})); then
+    SUDO=""
+    [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    export DEBIAN_FRONTEND=noninteractive
+    $SUDO apt-get update -qq
+    $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+
 python3 -m pip install --quiet --disable-pip-version-check -e '.[test]'
 python3 -m ruff check src tests bench
 python3 -m ruff format --check src tests bench

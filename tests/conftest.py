@@ -1,8 +1,67 @@
-"""Test-wide settings: Hypothesis never fails a test for being slow (timing is for bench/)."""
+"""Test-wide settings and services.
+
+Hypothesis never fails a test for being slow (timing is for bench/). ``redis_server`` starts
+a real redis-server (Debian's package, which ``scripts/check.sh`` installs) on a free
+loopback port for the whole session; ``redis_url`` gives each test its own namespace on it.
+"""
 
 from __future__ import annotations
 
+import shutil
+import socket
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
 from hypothesis import settings
 
 settings.register_profile("neardup", deadline=None)
 settings.load_profile("neardup")
+
+
+def free_port() -> int:
+    """A TCP port nothing listens on now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real redis-server on loopback for the session; yields its base URL."""
+    exe = shutil.which("redis-server")
+    if exe is None:
+        pytest.fail("redis-server is not installed: run scripts/check.sh, which installs it")
+    pytest.importorskip("redis")
+    folder: Path = tmp_path_factory.mktemp("redis")
+    port = free_port()
+    proc = subprocess.Popen(
+        [exe, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(folder),
+         "--save", "", "--appendonly", "no"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    import redis
+
+    client = redis.Redis(port=port)
+    for _ in range(200):
+        try:
+            client.ping()
+            break
+        except redis.ConnectionError:
+            time.sleep(0.05)
+    else:
+        proc.kill()
+        pytest.fail("redis-server did not start")
+    yield f"redis://127.0.0.1:{port}/0"
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+@pytest.fixture
+def redis_url(redis_server: str) -> str:
+    """A store URL with a namespace of its own on the session's redis-server."""
+    return f"{redis_server}?namespace=t{uuid.uuid4().hex[:12]}"
