@@ -266,6 +266,9 @@ def run_dedup(
     progress: Progress | None = None,
     collect: bool = False,
     label: str | None = None,
+    store: str | None = None,
+    window: str | None = None,
+    batch_size: int = 256,
 ) -> RunResult:
     """Deduplicate ``source`` into the UNIQUE, CLUSTERS and ERRORS outputs.
 
@@ -273,12 +276,20 @@ def run_dedup(
     error. Every record read ends in CLUSTERS (documents) or ERRORS (bad records). The input
     is opened, and then every output, before anything is read, so a missing input or an
     unwritable output fails at once. ``collect`` keeps each document with its decision in
-    the result (for a report; it holds the whole corpus in memory).
+    the result (for a report; it holds the whole corpus in memory). ``store`` (a store URL)
+    or ``window`` decide in streaming mode against that store, ``batch_size`` records per
+    atomic section.
     """
     cfg = config if config is not None else DedupConfig()
     fields = fields if fields is not None else Fields()
+    if store is not None or window is not None:
+        mode = "stream"
     if mode == "stream" and keep != "first":
-        raise ConfigError(f"streaming keeps the first copy of each story, not keep={keep!r}")
+        raise ConfigError(
+            f"streaming and stores keep the first copy of each story, not keep={keep!r}"
+        )
+    if batch_size < 1:
+        raise ConfigError(f"batch_size must be at least 1, got {batch_size}")
     progress = progress if progress is not None else Progress(sys.stderr, enabled=False)
     started = time.perf_counter()
     stages = _Stages()
@@ -303,11 +314,15 @@ def run_dedup(
         stack.callback(progress.clear)
 
         tally = _Tally(collect)
-        run = _batch if mode == "batch" else _stream
-        candidate_pairs = run(
-            reader, cfg, keep, stages, progress, tally, unique_out, clusters_out, errors_out
-        )
+        args = (reader, cfg, keep, stages, progress, tally, unique_out, clusters_out, errors_out)
+        candidate_pairs: int | None = None
+        if mode == "batch":
+            candidate_pairs = _batch(*args)
+        else:
+            _stream(*args, store=store, window=window, batch_size=batch_size)
     notes = []
+    if store is not None:
+        notes.append(f"compared with, and added to, the store {store}")
     if keep == "earliest" and tally.kept and not tally.timestamped:
         notes.append(f"no document has a {fields.timestamp!r}, so each story kept its first copy")
     outputs = {}
@@ -408,26 +423,49 @@ def _stream(
     unique_out: UniqueWriter | None,
     clusters_out: LineWriter | None,
     errors_out: LineWriter,
+    *,
+    store: str | None = None,
+    window: str | None = None,
+    batch_size: int = 256,
 ) -> None:
-    """Decide and write each record as it is read, with a streaming Deduper."""
-    deduper = Deduper(cfg, explain=False)
+    """Decide records as they are read, ``batch_size`` at a time, with a Deduper on ``store``
+    (memory by default); write each batch once the store has committed it."""
+    deduper = Deduper(cfg, store=store or "memory://", window=window, explain=False)
     read_clock = [0.0]
     dedup_seconds = write_seconds = 0.0
     progress.start("dedup")
-    for record in _timed(reader, read_clock):
-        progress.advance()
+    batch: list[Document] = []
+
+    def flush() -> None:
+        nonlocal dedup_seconds, write_seconds
+        if not batch:
+            return
         t0 = time.perf_counter()
-        if isinstance(record, BadRecord):
-            errors_out.write(record.to_json())
-            tally.errors += 1
-            write_seconds += time.perf_counter() - t0
-            continue
-        decision = deduper.check_and_add(record.id, record.text)
+        decisions = deduper.check_and_add_many(batch)
         t1 = time.perf_counter()
-        _write(record, decision, unique_out, clusters_out)
-        tally.add(record, decision)
+        for doc, decision in zip(batch, decisions, strict=True):
+            _write(doc, decision, unique_out, clusters_out)
+            tally.add(doc, decision)
+        progress.advance(len(batch))
+        batch.clear()
         dedup_seconds += t1 - t0
         write_seconds += time.perf_counter() - t1
+
+    try:
+        for record in _timed(reader, read_clock):
+            if isinstance(record, BadRecord):
+                t0 = time.perf_counter()
+                errors_out.write(record.to_json())
+                tally.errors += 1
+                progress.advance()
+                write_seconds += time.perf_counter() - t0
+                continue
+            batch.append(record)
+            if len(batch) >= batch_size:
+                flush()
+        flush()
+    finally:
+        deduper.close()
     t0 = time.perf_counter()
     _finish(unique_out, clusters_out)
     write_seconds += time.perf_counter() - t0

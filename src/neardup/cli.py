@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import datetime
 import functools
 import json
 import os
 import sys
+import time
 from collections.abc import Sequence
 from importlib.resources import as_file, files
+from typing import cast
 
 from . import __version__
 from ._dedup_cli import Progress, RunResult, format_sample_report, run_dedup
@@ -18,7 +21,8 @@ from .engine import DedupConfig
 from .errors import NeardupError
 from .measures._base import DEFAULT_PROCESSOR
 from .passages import Passage
-from .records import FORMATS, Fields, LineWriter
+from .records import FORMATS, Fields, LineWriter, parse_timestamp
+from .store import Store, open_store, parse_window
 
 __all__ = ["main"]
 
@@ -200,6 +204,13 @@ def _check_dedup_args(args: argparse.Namespace) -> None:
         ]
         if missing:
             raise CliError(f"dedup {args.input} needs {' and '.join(missing)}")
+    if (args.store or args.db or args.window) and args.keep != "first":
+        raise CliError(
+            f"a store or a window keeps the first copy of each story; --keep {args.keep} needs "
+            "the whole corpus at once"
+        )
+    if args.window is not None:
+        parse_window(args.window)
     if args.stream and args.keep != "first":
         raise CliError(
             f"--stream keeps the first copy of each story; --keep {args.keep} needs the whole "
@@ -255,6 +266,9 @@ def _cmd_dedup(args: argparse.Namespace) -> int:
         keep=args.keep,
         mode="stream" if args.stream else "batch",
         progress=Progress(sys.stderr, enabled=show),
+        store=_store_url(args),
+        window=args.window,
+        batch_size=args.batch_size,
     )
     result: RunResult
     if args.sample:
@@ -275,6 +289,64 @@ def _cmd_dedup(args: argparse.Namespace) -> int:
         out = LineWriter(args.json_summary)
         out.write(json.dumps(result.summary.to_dict(), ensure_ascii=False))
         out.close()
+    return 0
+
+
+def _store_options(g: argparse._ActionsContainer) -> None:
+    where = g.add_mutually_exclusive_group()
+    where.add_argument(
+        "--store",
+        metavar="URL",
+        help="a store: sqlite:///path/to/file.db, redis://host:port/db?namespace=NAME, "
+        "or memory://",
+    )
+    where.add_argument("--db", metavar="PATH", help="a SQLite store file: --store sqlite:///PATH")
+
+
+def _store_url(args: argparse.Namespace) -> str | None:
+    if getattr(args, "db", None):
+        return f"sqlite:///{args.db}"
+    url: str | None = getattr(args, "store", None)
+    return url
+
+
+def _open_store(args: argparse.Namespace) -> Store:
+    url = _store_url(args)
+    if url is None:
+        raise CliError("give the store: --db PATH or --store URL")
+    if url.startswith("sqlite:///") and not os.path.exists(url[len("sqlite:///") :]):
+        raise CliError(f"no store at {url[len('sqlite:///') :]}")
+    return open_store(url)
+
+
+def _cmd_store(args: argparse.Namespace) -> int:
+    with _open_store(args) as store:
+        if args.action == "stats":
+            stats = store.stats()
+            if args.json:
+                print(json.dumps(stats, ensure_ascii=False))
+            else:
+                for key, value in stats.items():
+                    if key in ("oldest", "newest") and isinstance(value, float):
+                        when = datetime.datetime.fromtimestamp(value, datetime.UTC)
+                        value = when.isoformat(timespec="seconds")
+                    print(f"{key:<16} {value}")
+        elif args.action == "prune":
+            if (args.window is None) == (args.before is None):
+                raise CliError("prune needs --window SPAN or --before TIMESTAMP (one of them)")
+            if args.before is not None:
+                before = parse_timestamp(args.before)
+            else:
+                before = time.time() - cast(float, parse_window(args.window))
+            n = store.prune(before)
+            when = datetime.datetime.fromtimestamp(before, datetime.UTC)
+            print(f"pruned {n:,} documents older than {when.isoformat(timespec='seconds')}")
+        else:
+            missing = [doc_id for doc_id in args.ids if not store.delete(doc_id)]
+            print(f"deleted {len(args.ids) - len(missing):,} documents")
+            if missing:
+                print(f"not in the store: {', '.join(missing)}", file=sys.stderr)
+                return 1
     return 0
 
 
@@ -387,6 +459,26 @@ def build_parser() -> argparse.ArgumentParser:
         help="decide and write each record as it is read, instead of the whole corpus at once "
         "(the same decisions; keeps the first copy)",
     )
+    g = d.add_argument_group(
+        "store",
+        "Remember what was seen, across runs and processes: each record is compared with "
+        "everything stored by earlier runs (or by other processes at the same time), then "
+        "added. Decisions are the streaming ones (the first copy of each story is kept).",
+    )
+    _store_options(g)
+    g.add_argument(
+        "--window",
+        metavar="SPAN",
+        help="compare each record only with those whose timestamp is within SPAN of its own "
+        "(90d, 12h, 30m, 2w or seconds); records without a timestamp use the time they are read",
+    )
+    g.add_argument(
+        "--batch-size",
+        type=_positive_int,
+        default=256,
+        metavar="N",
+        help="records decided and committed to the store together (default: %(default)s)",
+    )
     g = d.add_argument_group("display")
     g.add_argument(
         "--progress",
@@ -396,6 +488,24 @@ def build_parser() -> argparse.ArgumentParser:
     )
     g.add_argument("-q", "--quiet", action="store_true", help="print no progress and no summary")
     d.set_defaults(func=_cmd_dedup)
+
+    st = sub.add_parser(
+        "store",
+        help="look after a store: stats, prune old documents, delete documents",
+        description="Look after a store that neardup dedup --db/--store fills.",
+    )
+    actions = st.add_subparsers(dest="action", required=True)
+    a = actions.add_parser("stats", help="how many documents, stories, buckets; oldest, newest")
+    _store_options(a)
+    a.add_argument("--json", action="store_true", help="print one JSON object")
+    a = actions.add_parser("prune", help="forget documents older than a window or a time")
+    _store_options(a)
+    a.add_argument("--window", metavar="SPAN", help="keep the last SPAN (90d, 12h, ...)")
+    a.add_argument("--before", metavar="TIMESTAMP", help="forget what is older than this")
+    a = actions.add_parser("delete", help="forget documents by id")
+    _store_options(a)
+    a.add_argument("ids", nargs="+", metavar="ID")
+    st.set_defaults(func=_cmd_store)
     return parser
 
 

@@ -123,11 +123,12 @@ def _item(doc_id: object, text: object, title: object, timestamp: object) -> _It
         raise InputError(f"document {doc_id!r}: title must be a str, not {type(title).__name__}")
     ts: float | None = None
     if timestamp is not None:
-        if isinstance(timestamp, bool) or not isinstance(timestamp, int | float):
-            raise InputError(
-                f"document {doc_id!r}: timestamp must be seconds since the epoch, got {timestamp!r}"
-            )
-        ts = float(timestamp)
+        from .records import parse_timestamp
+
+        try:
+            ts = parse_timestamp(timestamp)  # epoch seconds or ms, ISO 8601, HTTP dates
+        except InputError as exc:
+            raise InputError(f"document {doc_id!r}: {exc}") from None
         if ts != ts:
             raise InputError(f"document {doc_id!r}: timestamp is NaN")
     return _Item(doc_id, text, title, ts, _text_key(text))
@@ -248,7 +249,7 @@ class Deduper:
         text: str,
         *,
         title: str | None = None,
-        timestamp: float | None = None,
+        timestamp: float | str | None = None,
     ) -> Decision:
         """Decide whether ``text`` duplicates a document already added, without adding it.
 
@@ -262,7 +263,7 @@ class Deduper:
         text: str,
         *,
         title: str | None = None,
-        timestamp: float | None = None,
+        timestamp: float | str | None = None,
     ) -> Decision:
         """Decide, then remember the document so later ones are compared with it (atomic)."""
         return self._run([_item(doc_id, text, title, timestamp)], add=True)[0]
@@ -273,7 +274,7 @@ class Deduper:
         text: str,
         *,
         title: str | None = None,
-        timestamp: float | None = None,
+        timestamp: float | str | None = None,
     ) -> Decision:
         """Remember a document (deciding it first); an id already added changes nothing."""
         return self.check_and_add(doc_id, text, title=title, timestamp=timestamp)

@@ -142,7 +142,8 @@ class RedisStore(Store):
             keys = [self._k("d", i) for i in ids]
             keys += [self._k("x", k) for k in text_keys]
             keys += [self._k("b", b, k) for b, k in buckets]
-            pipe.watch(*keys)  # type: ignore[no-untyped-call]
+            if keys:
+                pipe.watch(*keys)  # type: ignore[no-untyped-call]
         except self._redis.RedisError as exc:
             self._lock.release()
             raise NeardupError(f"Redis store {self.url}: {exc}") from exc

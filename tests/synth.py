@@ -1,0 +1,46 @@
+"""Invented stories and their reprints, generated from a seed, for store and race tests.
+
+Texts are random CJK characters in sentences (no real text is copied), so two stories share
+nothing but what a reprint copies; a reprint adds a site header and footer, drops the last
+sentences and changes a few characters, as real reprints do.
+"""
+
+from __future__ import annotations
+
+import random
+
+SITES = ("新华网", "人民网", "澎湃新闻", "央视网", "环球网", "南方网", "北青网", "中新网")
+
+
+def story(rng: random.Random, sentences: int = 12) -> str:
+    """One invented Chinese news story."""
+    out = []
+    for _ in range(sentences):
+        n = rng.randint(18, 40)
+        out.append("".join(chr(rng.randint(0x4E00, 0x9FA5)) for _ in range(n)) + "。")
+    return "".join(out)
+
+
+def reprint(rng: random.Random, text: str) -> str:
+    """A reprint of ``text`` on another site: header, footer, cut short, a few typos."""
+    cut = text.split("。")
+    keep = max(4, int(len(cut) * rng.uniform(0.75, 1.0)))
+    body = list("。".join(cut[:keep]))
+    for _ in range(rng.randint(0, 3)):
+        body[rng.randrange(len(body))] = chr(rng.randint(0x4E00, 0x9FA5))
+    site = rng.choice(SITES)
+    return f"来源：{site}\n{''.join(body)}。\n责任编辑：{rng.choice('王李张刘陈')}某"
+
+
+def corpus(seed: int, stories: int, copies: int, prefix: str = "") -> list[tuple[str, str, int]]:
+    """(id, text, story number) for ``stories`` stories with ``copies`` reprints each,
+    shuffled."""
+    rng = random.Random(seed)
+    docs = []
+    for s in range(stories):
+        text = story(rng)
+        docs.append((f"{prefix}s{s}-0", text, s))
+        for c in range(1, copies + 1):
+            docs.append((f"{prefix}s{s}-{c}", reprint(rng, text), s))
+    rng.shuffle(docs)
+    return docs

@@ -1,0 +1,379 @@
+"""One contract for every store (memory, SQLite, a real Redis): the same decisions as a batch
+run, incremental runs, idempotence, atomic check-and-add under concurrent processes, crash
+safety, the time window, deletion and pruning."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from neardup import ConfigError, Deduper, dedup_batch
+from neardup import deduper as deduper_module
+from neardup.engine import DedupConfig
+from neardup.store import open_store, parse_window
+
+from .synth import corpus
+
+SAMPLE = Path(__file__).resolve().parents[1] / "src" / "neardup" / "data" / "sample.jsonl"
+
+
+def _sample() -> list[dict[str, object]]:
+    return [json.loads(line) for line in SAMPLE.read_text(encoding="utf-8").splitlines()]
+
+
+@pytest.fixture(params=["memory", "sqlite", "redis"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "memory":
+        return "memory://"
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'store.db'}"
+    url: str = request.getfixturevalue("redis_url")
+    return url
+
+
+def _persistent(url: str) -> bool:
+    return not url.startswith("memory")
+
+
+def _labels(decisions: list[deduper_module.Decision]) -> list[tuple[str, str | None, str]]:
+    return [(d.id, d.duplicate_of, d.cluster) for d in decisions]
+
+
+def _counts(dd: Deduper) -> dict[str, object]:
+    return {k: v for k, v in dd.stats().items() if k not in ("bytes", "redis_used_memory")}
+
+
+# -- the contract --------------------------------------------------------------------------
+
+
+def test_batches_in_a_store_decide_as_one_batch_run(store_url: str) -> None:
+    docs = _sample()
+    ref = dedup_batch([str(d["id"]) for d in docs], [str(d["text"]) for d in docs]).decisions
+    with Deduper(store=store_url, explain=False) as dd:
+        got = dd.check_and_add_many(docs[:9]) + [
+            dd.check_and_add(str(d["id"]), str(d["text"])) for d in docs[9:20]
+        ]
+        got += dd.check_and_add_many(docs[20:])
+        assert _labels(got) == _labels(ref)
+        assert [round(d.score, 6) for d in got] == [round(d.score, 6) for d in ref]
+        stats = dd.stats()
+        assert stats["documents"] == len(docs)
+        assert stats["kept"] == sum(not d.is_duplicate for d in ref)
+
+
+def test_incremental_runs_agree_with_one_run(store_url: str) -> None:
+    if not _persistent(store_url):
+        pytest.skip("memory:// is gone when its Deduper is")
+    docs = corpus(7, 30, 3)
+    ids, texts = [d[0] for d in docs], [d[1] for d in docs]
+    ref = dedup_batch(ids, texts).decisions
+    got = []
+    for part in (docs[:40], docs[40:41], docs[41:]):
+        with Deduper(store=store_url, explain=False) as dd:
+            got += dd.check_and_add_many([(i, t) for i, t, _ in part])
+    assert _labels(got) == _labels(ref)
+    kept = [d for d in got if not d.is_duplicate]
+    assert len(kept) == 30
+
+
+def test_an_id_already_stored_returns_its_decision_and_changes_nothing(store_url: str) -> None:
+    docs = _sample()
+    with Deduper(store=store_url) as dd:
+        first = dd.check_and_add_many(docs)
+        before = _counts(dd)
+        again = dd.check_and_add_many([(str(d["id"]), "something else entirely") for d in docs])
+        assert _labels(again) == _labels(first)
+        assert [d.score for d in again] == [d.score for d in first]
+        assert _counts(dd) == before
+        dup = next(d for d in first if d.is_duplicate and d.measure == "coverage")
+        assert dd.decision(dup.id).evidence  # the evidence is recomputed from the store
+    if _persistent(store_url):
+        with Deduper(store=store_url) as dd:
+            assert _labels(dd.check_and_add_many(docs)) == _labels(first)
+
+
+def test_check_does_not_add(store_url: str) -> None:
+    docs = corpus(3, 2, 1)
+    by_story = {s: (i, t) for i, t, s in docs if i.endswith("-0")}
+    with Deduper(store=store_url) as dd:
+        dd.check_and_add(*by_story[0])
+        copy = next((i, t) for i, t, s in docs if s == 0 and not i.endswith("-0"))
+        checked = dd.check(*copy)
+        assert checked.is_duplicate and checked.duplicate_of == by_story[0][0]
+        assert copy[0] not in dd and len(dd) == 1
+        assert dd.check(*by_story[1]).is_duplicate is False
+        assert len(dd) == 1
+
+
+def test_exact_copies_title_and_timestamp_are_kept(store_url: str) -> None:
+    text = corpus(4, 1, 0)[0][1]
+    with Deduper(store=store_url) as dd:
+        dd.check_and_add("a", text, title="标题", timestamp=1_700_000_000.0)
+        d = dd.check_and_add("b", text)
+        assert (d.duplicate_of, d.measure, d.score) == ("a", "identical", 1.0)
+        entry = dd.entry("a")
+        assert entry is not None and entry.title == "标题"
+        assert entry.timestamp == 1_700_000_000.0
+        assert dd.stored_text("b") == dd.stored_text("a") != ""
+        assert dd.clusters() == [("a", 2)]
+        assert [m.id for m in dd.cluster("a")] == ["a", "b"]
+
+
+def test_delete_forgets_a_document(store_url: str) -> None:
+    docs = corpus(5, 1, 2)
+    with Deduper(store=store_url, explain=False) as dd:
+        decisions = dd.check_and_add_many([(i, t) for i, t, _ in docs])
+        kept = next(d.id for d in decisions if not d.is_duplicate)
+        assert dd.remove(kept) and not dd.remove(kept)
+        assert kept not in dd
+        assert len(dd) == 2
+        for d in decisions:
+            if d.id != kept:
+                assert dd.remove(d.id)
+        assert len(dd) == 0
+        # nothing is left to match: the story is new again
+        assert dd.check_and_add("again", docs[0][1]).is_duplicate is False
+
+
+def test_the_window_compares_only_recent_documents(store_url: str) -> None:
+    docs = corpus(6, 1, 3)
+    day = 86_400.0
+    (i0, t0, _), (i1, t1, _), (i2, t2, _), (i3, t3, _) = docs
+    with Deduper(store=store_url, window="30d", explain=False) as dd:
+        assert not dd.check_and_add(i0, t0, timestamp=1_000 * day).is_duplicate
+        # 10 days later: inside the window
+        assert dd.check_and_add(i1, t1, timestamp=1_010 * day).duplicate_of == i0
+        # 100 days later: only compared with documents of the last 30 days: none
+        late = dd.check_and_add(i2, t2, timestamp=1_110 * day)
+        assert not late.is_duplicate
+        # an exact copy of an old text outside the window is not a copy either
+        assert not dd.check_and_add("copy", t0, timestamp=1_200 * day).is_duplicate
+        assert dd.check_and_add(i3, t3, timestamp=1_111 * day).duplicate_of == i2
+        assert dd.prune(before=1_100 * day) == 2
+        assert i0 not in dd and i1 not in dd and i2 in dd
+
+
+def test_a_store_refuses_other_sketch_settings(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'x.db'}"
+    Deduper(store=url).close()
+    Deduper(DedupConfig(threshold=0.8), store=url).close()  # thresholds may change
+    with pytest.raises(ConfigError, match="other sketch settings"):
+        Deduper(DedupConfig(num_perm=64), store=url)
+
+
+def test_the_common_shingle_table_is_saved_and_replayed(
+    store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new process loads the saved table and replays the rest of the log: it decides as
+    the process that built the table would."""
+    if not _persistent(store_url):
+        pytest.skip("memory:// is gone when its Deduper is")
+    monkeypatch.setattr(deduper_module, "_SNAPSHOT_EVERY", 7)
+    monkeypatch.setattr(deduper_module, "_LOG_PAGE", 3)
+    docs = _sample()
+    ref = dedup_batch([str(d["id"]) for d in docs], [str(d["text"]) for d in docs]).decisions
+    got = []
+    for lo, hi in ((0, 25), (25, 40), (40, len(docs))):
+        with Deduper(store=store_url, explain=False) as dd:
+            got += dd.check_and_add_many(docs[lo:hi])
+    assert _labels(got) == _labels(ref)
+    saved = open_store(store_url).load_common()
+    assert saved is not None and saved[0] > 0
+
+
+def test_bad_store_urls_are_clear_errors(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="unknown store URL"):
+        Deduper(store="postgres://x")
+    with pytest.raises(ConfigError, match="does not exist"):
+        Deduper(store=f"sqlite:///{tmp_path / 'no' / 'such' / 'x.db'}")
+    with pytest.raises(ConfigError, match="cannot reach Redis"):
+        Deduper(store="redis://127.0.0.1:1/0")
+    with pytest.raises(ConfigError, match="window"):
+        parse_window("-3d")
+
+
+# -- many processes at once ----------------------------------------------------------------
+
+
+def _feeder(url: str, docs: list[tuple[str, str]], start: object, batch: int) -> None:
+    with Deduper(store=url, explain=False) as dd:
+        start.wait()  # type: ignore[attr-defined]
+        for i in range(0, len(docs), batch):
+            dd.check_and_add_many(docs[i : i + batch])
+
+
+def _race(url: str, processes: int, batch: int) -> None:
+    """Each process gets different reprints of the same stories, at the same moment."""
+    docs = corpus(11, 12, processes * 3)
+    story_of = {i: s for i, _, s in docs}
+    shares: list[list[tuple[str, str]]] = [[] for _ in range(processes)]
+    for n, (i, t, _) in enumerate(docs):
+        shares[n % processes].append((i, t))
+    ctx = multiprocessing.get_context("spawn")
+    start = ctx.Barrier(processes)
+    workers = [ctx.Process(target=_feeder, args=(url, s, start, batch)) for s in shares]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(timeout=300)
+        assert w.exitcode == 0
+    with Deduper(store=url, explain=False) as dd:
+        assert len(dd) == len(docs)
+        every = [dd.decision(i) for i, _, _ in docs]
+    kept = Counter(story_of[d.id] for d in every if not d.is_duplicate)
+    assert kept == Counter(range(12)), "a story was kept twice"
+    for d in every:  # every copy points at its own story's kept document
+        assert story_of[d.cluster] == story_of[d.id]
+
+
+@pytest.mark.parametrize("batch", [1, 5])
+def test_concurrent_processes_on_sqlite_keep_each_story_once(tmp_path: Path, batch: int) -> None:
+    _race(f"sqlite:///{tmp_path / 'race.db'}", 4, batch)
+
+
+@pytest.mark.parametrize("batch", [1, 5])
+def test_concurrent_processes_on_redis_keep_each_story_once(redis_url: str, batch: int) -> None:
+    _race(redis_url, 4, batch)
+
+
+# -- crashes ---------------------------------------------------------------------------------
+
+
+def _write_corpus(path: Path, docs: list[tuple[str, str, int]]) -> None:
+    with path.open("w", encoding="utf-8") as f:
+        for i, t, _ in docs:
+            f.write(json.dumps({"id": i, "text": t}, ensure_ascii=False) + "\n")
+
+
+def _dedup(*args: str) -> list[str]:
+    return [sys.executable, "-m", "neardup", "dedup", *args, "-q"]
+
+
+def _count(db: Path) -> int:
+    try:
+        with sqlite3.connect(db, timeout=30) as con:
+            return int(con.execute("SELECT count(*) FROM docs").fetchone()[0])
+    except sqlite3.Error:
+        return 0
+
+
+def test_kill_9_then_the_same_command_gives_the_uninterrupted_output(tmp_path: Path) -> None:
+    docs = corpus(13, 150, 3)
+    src = tmp_path / "crawl.jsonl"
+    _write_corpus(src, docs)
+    # the uninterrupted run
+    ref = tmp_path / "ref"
+    ref.mkdir()
+    subprocess.run(
+        _dedup(str(src), "--db", str(ref / "s.db"), "-o", str(ref / "u.jsonl"),
+               "--clusters", str(ref / "c.jsonl"), "--batch-size", "8"),
+        check=True,
+    )  # fmt: skip
+    # killed in the middle, then run again
+    run = tmp_path / "run"
+    run.mkdir()
+    db = run / "s.db"
+    cmd = _dedup(str(src), "--db", str(db), "-o", str(run / "u.jsonl"),
+                 "--clusters", str(run / "c.jsonl"), "--batch-size", "8")  # fmt: skip
+    proc = subprocess.Popen(cmd)
+    deadline = time.monotonic() + 120
+    while _count(db) < 100 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    killed = proc.poll() is None
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert killed, "the run finished before it could be killed"
+    stored = _count(db)
+    assert 0 < stored < len(docs)
+    with sqlite3.connect(db) as con:
+        assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    subprocess.run(cmd, check=True)
+    with sqlite3.connect(db) as con:
+        assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    for name in ("u.jsonl", "c.jsonl"):
+        assert (run / name).read_text() == (ref / name).read_text()
+    story_of = {i: s for i, _, s in docs}
+    kept = [json.loads(line)["id"] for line in (run / "u.jsonl").read_text().splitlines()]
+    assert sorted(story_of[i] for i in kept) == list(range(150))
+
+
+# -- the command line ------------------------------------------------------------------------
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "neardup", *args], capture_output=True, text=True, check=False
+    )
+
+
+def test_cli_incremental_runs_on_a_db(tmp_path: Path) -> None:
+    docs = corpus(17, 20, 2)
+    whole, first, second = tmp_path / "all.jsonl", tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    _write_corpus(whole, docs)
+    _write_corpus(first, docs[:25])
+    _write_corpus(second, docs[25:])
+    db = tmp_path / "crawl.db"
+    out = []
+    for part in (first, second):
+        c = tmp_path / f"{part.stem}.clusters.jsonl"
+        r = _cli("dedup", str(part), "--db", str(db), "-o", str(tmp_path / "u"),
+                 "--clusters", str(c))  # fmt: skip
+        assert r.returncode == 0, r.stderr
+        assert "compared with, and added to, the store" in r.stderr
+        out.append(c.read_text())
+    r = _cli("dedup", str(whole), "-o", str(tmp_path / "u"), "--clusters", str(tmp_path / "c"))
+    assert r.returncode == 0
+    assert "".join(out) == (tmp_path / "c").read_text()
+
+    r = _cli("store", "stats", "--db", str(db), "--json")
+    assert r.returncode == 0
+    stats = json.loads(r.stdout)
+    assert (stats["documents"], stats["kept"]) == (60, 20)
+    r = _cli("store", "delete", "--db", str(db), docs[0][0], "nope")
+    assert r.returncode == 1 and "deleted 1 documents" in r.stdout and "nope" in r.stderr
+    r = _cli("store", "prune", "--db", str(db), "--window", "1d")
+    assert r.returncode == 0 and "pruned 0 documents" in r.stdout
+    r = _cli("store", "prune", "--db", str(db), "--before", "2999-01-01")
+    assert r.returncode == 0 and "pruned 59 documents" in r.stdout
+
+
+def test_cli_store_mistakes_are_clear(tmp_path: Path) -> None:
+    src = tmp_path / "a.jsonl"
+    _write_corpus(src, corpus(1, 1, 1))
+    out = ["-o", str(tmp_path / "u"), "--clusters", str(tmp_path / "c")]
+    r = _cli("dedup", str(src), *out, "--db", str(tmp_path / "x.db"), "--keep", "longest")
+    assert r.returncode == 2 and "keeps the first copy" in r.stderr
+    r = _cli("dedup", str(src), *out, "--store", "mysql://x")
+    assert r.returncode == 2 and "unknown store URL" in r.stderr
+    r = _cli("dedup", str(src), *out, "--window", "soon")
+    assert r.returncode == 2 and "window" in r.stderr
+    r = _cli("store", "stats", "--db", str(tmp_path / "none.db"))
+    assert r.returncode == 2 and "no store at" in r.stderr
+    r = _cli("store", "prune", "--db", str(tmp_path / "x.db"))
+    assert r.returncode == 2
+
+
+def test_cli_window_on_a_redis_store(redis_url: str, tmp_path: Path) -> None:
+    docs = corpus(19, 3, 1)
+    src = tmp_path / "a.jsonl"
+    with src.open("w", encoding="utf-8") as f:
+        for n, (i, t, _) in enumerate(docs):
+            day = 1 + 40 * n  # each record 40 days after the one before
+            f.write(json.dumps({"id": i, "text": t, "timestamp": "2024-01-01T00:00:00Z"})
+                    .replace("2024-01-01", f"2024-{1 + day // 28:02d}-{1 + day % 28:02d}") + "\n")  # fmt: skip
+    c = tmp_path / "c.jsonl"
+    r = _cli("dedup", str(src), "--store", redis_url, "--window", "30d",
+             "-o", str(tmp_path / "u"), "--clusters", str(c))  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    lines = [json.loads(line) for line in c.read_text().splitlines()]
+    assert all(line["duplicate_of"] is None for line in lines)  # all 40 days apart
