@@ -32,7 +32,7 @@ from .errors import ConfigError, InputError
 from .hashing import SEED
 from .index.lsh import lsh_join
 from .passages import Passage, shared_passages
-from .store import BandKey, Entry, NewEntry, Store, open_store, parse_window
+from .store import BandKey, Entry, NewEntry, Store, bucket_keys, open_store, parse_window
 from .store.memory import MemoryStore
 
 if TYPE_CHECKING:
@@ -167,14 +167,6 @@ def _fingerprint(cfg: DedupConfig) -> dict[str, object]:
         "normalize": [cfg.normalize, n.html, n.width, n.case, n.whitespace, n.script],
         "strip_boilerplate": cfg.strip_boilerplate,
     }
-
-
-def _bucket_keys(sketch: Sketch) -> list[BandKey]:
-    """The LSH buckets of a sketch: (band, key as a signed 64-bit integer)."""
-    if sketch.is_empty:
-        return []
-    signed = sketch.bands.view(np.int64).tolist()
-    return list(enumerate(signed))
 
 
 class Deduper:
@@ -385,11 +377,13 @@ class Deduper:
             self._loaded = True
         while True:
             pos, kept, done = self.store.log(self._log_pos, _LOG_PAGE)
-            for doc_id, sk in kept:
-                if doc_id in self._own:
-                    self._own.discard(doc_id)
-                else:
-                    self._common.add(sk.vocab)
+            others = [i for i in kept if i not in self._own]
+            self._own.difference_update(kept)
+            if others:
+                found = self.store.sketches(others)
+                for doc_id in others:  # in log order (deleted documents are skipped)
+                    if doc_id in found:
+                        self._common.add(found[doc_id].vocab)
             self._log_pos = pos
             if done:
                 break
@@ -419,7 +413,7 @@ class Deduper:
         sketches = dict(
             zip(need, make_sketches([items[i].text for i in need], self.config), strict=True)
         )
-        watch = sorted({bk for sk in sketches.values() for bk in _bucket_keys(sk)})
+        watch = sorted({bk for sk in sketches.values() for bk in bucket_keys(sk)})
         attempt = 0
         while True:
             self.store.begin(ids, keys, watch if add else (), write=add)
@@ -464,7 +458,7 @@ class Deduper:
         cfg, store, cap = self.config, self.store, self.config.bucket_cap
         known = store.entries({it.id for it in items})
         exact = store.exact({it.key for it in items})
-        buckets_of = {i: _bucket_keys(sk) for i, sk in sketches.items()}
+        buckets_of = {i: bucket_keys(sk) for i, sk in sketches.items()}
         stored = store.buckets({bk for keys in buckets_of.values() for bk in keys})
         for members in stored.values():
             del members[cap:]
@@ -511,7 +505,7 @@ class Deduper:
             sk = sketches.get(i)
             if sk is None:  # its exact twin went away since the first look
                 sk = sketches[i] = make_sketches([it.text], cfg)[0]
-                buckets_of[i] = _bucket_keys(sk)
+                buckets_of[i] = bucket_keys(sk)
                 more = store.buckets(buckets_of[i])
                 for bk, members in more.items():
                     stored[bk] = members[:cap]

@@ -25,22 +25,42 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import cast
 from urllib.parse import parse_qs, urlsplit
+
+import numpy as np
+import numpy.typing as npt
 
 from ..engine import Sketch
 from ..errors import ConfigError
+from ..hashing import mix
 
 __all__ = [
     "BandKey",
     "Entry",
     "NewEntry",
     "Store",
+    "bucket_keys",
     "open_store",
     "parse_window",
 ]
 
-#: (band number, band key as a signed 64-bit integer): one LSH bucket.
-BandKey = tuple[int, int]
+#: One LSH bucket: the band's key mixed with the band's number, as a signed 64-bit integer.
+BandKey = int
+
+
+def bucket_keys(sketch: Sketch) -> list[BandKey]:
+    """The LSH buckets of a sketch (none for a text with nothing to compare).
+
+    >>> from neardup.engine import DedupConfig, make_sketch
+    >>> len(bucket_keys(make_sketch("北京地铁十九号线今天开通运营，全长二十二公里。", DedupConfig())))
+    64
+    """
+    if sketch.is_empty:
+        return []
+    offsets = np.arange(len(sketch.bands), dtype=np.uint64)
+    keys = mix(cast(npt.NDArray[np.uint64], sketch.bands + offsets))
+    return cast(list[int], keys.view(np.int64).tolist())
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,10 +160,9 @@ class Store(ABC):
         """The sketches of those ids that have one."""
 
     @abstractmethod
-    def log(self, after: int, limit: int) -> tuple[int, list[tuple[str, Sketch]], bool]:
-        """Up to ``limit`` log records after position ``after``: the new position, the kept
-        documents among them that are still stored (id, sketch), and whether the end of the
-        log was reached."""
+    def log(self, after: int, limit: int) -> tuple[int, list[str], bool]:
+        """Up to ``limit`` log records after position ``after``: the new position, the ids of
+        the kept documents they name, and whether the end of the log was reached."""
 
     @abstractmethod
     def load_common(self) -> tuple[int, bytes] | None:

@@ -108,11 +108,10 @@ class MemoryStore(Store):
         with self._lock:
             return {i: self._sketches[i] for i in ids if i in self._sketches}
 
-    def log(self, after: int, limit: int) -> tuple[int, list[tuple[str, Sketch]], bool]:
+    def log(self, after: int, limit: int) -> tuple[int, list[str], bool]:
         with self._lock:
             page = self._log[after : after + limit]
-            new = [(i, self._sketches[i]) for i in page if i in self._sketches]
-            return after + len(page), new, len(page) < limit
+            return after + len(page), page, len(page) < limit
 
     def load_common(self) -> tuple[int, bytes] | None:
         return self._common

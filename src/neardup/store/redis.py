@@ -2,16 +2,17 @@
 
 Every key lives under a namespace (``redis://host:6379/0?namespace=crawl``, default
 ``neardup``), so several crawls can share one Redis. A batch is decided under optimistic
-locking: the Deduper reads the batch's LSH buckets, exact-text keys and ids under ``WATCH``,
-decides, and writes everything in one ``MULTI``/``EXEC``. If another process added a document
-to one of those buckets meanwhile (which it must have, to be a candidate), ``EXEC`` fails and
-the batch is decided again, so two copies of one story are never both kept. Reads are
-pipelined: a batch costs a handful of round trips, whatever its size.
+concurrency: the Deduper reads the batch's LSH buckets, exact-text keys and ids, decides, and
+one Lua script adds everything, atomically, only if none of that changed meanwhile (no new
+member in those buckets: another process adding a copy of the same story must have added it
+to a bucket the batch read, to be a candidate). Otherwise nothing is written and the batch is
+decided again, so two copies of one story are never both kept. A batch costs a handful of
+round trips, whatever its size.
 
 With ``ttl`` (``?ttl=90d``, or the Deduper's window) every key of a document expires that long
 after it was added, and buckets forget members whose document expired.
 
-Keys: ``NS:d:ID`` (entry, JSON), ``NS:s:ID`` (sketch), ``NS:b:BAND:KEY`` (bucket: a sorted set
+Keys: ``NS:d:ID`` (entry, JSON), ``NS:s:ID`` (sketch), ``NS:b:KEY`` (bucket: a sorted set
 of ``seq|ts|id`` by seq), ``NS:x:HASH`` (first id with that exact text), ``NS:log`` (ids of kept
 documents, in order), ``NS:c:LABEL`` (a cluster's members by seq), ``NS:clusters`` (sizes),
 ``NS:ts`` (ids by timestamp), ``NS:added`` (ids by the time they were added), ``NS:seq``,
@@ -28,7 +29,7 @@ from typing import Any
 
 from ..engine import Sketch
 from ..errors import ConfigError, MissingDependencyError, NeardupError
-from . import BandKey, Entry, NewEntry, Store, parse_window
+from . import BandKey, Entry, NewEntry, Store, bucket_keys, parse_window
 from ._codec import decode, encode
 
 __all__ = ["RedisStore"]
@@ -62,6 +63,75 @@ def _text(raw: bytes) -> str:
     return raw.decode("utf-8", "surrogatepass")
 
 
+#: Every non-empty bucket among ARGV[2..] (keys under the namespace ARGV[1]), flattened:
+#: its position in the list, its number of members, then the members, earliest first.
+_READ = """
+local prefix = ARGV[1] .. ':b:'
+local out = {}
+for i = 2, #ARGV do
+  local m = redis.call('ZRANGE', prefix .. ARGV[i], 0, -1)
+  if #m > 0 then
+    out[#out + 1] = i - 1
+    out[#out + 1] = #m
+    for j = 1, #m do out[#out + 1] = m[j] end
+  end
+end
+return out
+"""
+
+#: Add a batch of documents, atomically, if nothing the batch read has changed since (no new
+#: member in its buckets, the same first id for its exact texts, none of its ids added):
+#: else add nothing and return -1. ARGV = namespace, ttl ('' for none), now, the JSON payload
+#: {"docs", "stale", "buckets", "exact"}, then the sketches of the documents that have one.
+_WRITE = """
+local ns = ARGV[1]
+local ttl = tonumber(ARGV[2])
+local now = ARGV[3]
+local batch = cjson.decode(ARGV[4])
+local blob = 5
+local function put(key, value, nx)
+  if ttl and nx then return redis.call('SET', key, value, 'EX', ttl, 'NX') end
+  if ttl then return redis.call('SET', key, value, 'EX', ttl) end
+  if nx then return redis.call('SET', key, value, 'NX') end
+  return redis.call('SET', key, value)
+end
+for _, d in ipairs(batch.docs) do
+  if redis.call('EXISTS', ns .. ':d:' .. d[1]) == 1 then return -1 end
+end
+for _, b in ipairs(batch.buckets) do
+  local last = redis.call('ZRANGE', ns .. ':b:' .. b[1], -1, -1, 'WITHSCORES')
+  local seq = 0
+  if #last > 0 then seq = tonumber(last[2]) end
+  if seq > b[2] then return -1 end
+end
+for _, x in ipairs(batch.exact) do
+  local first = redis.call('GET', ns .. ':x:' .. x[1])
+  if (first or '') ~= x[2] then return -1 end
+end
+for _, s in ipairs(batch.stale) do redis.call('ZREM', ns .. ':b:' .. s[1], s[2]) end
+for _, d in ipairs(batch.docs) do
+  local id, seq, member = d[1], d[2], d[10]
+  put(ns .. ':d:' .. id, d[3], false)
+  if d[5] == 1 then put(ns .. ':s:' .. id, ARGV[blob], false); blob = blob + 1 end
+  if d[6] == 0 then put(ns .. ':x:' .. d[4], id, true) end
+  for _, b in ipairs(d[11]) do
+    local bk = ns .. ':b:' .. b
+    redis.call('ZADD', bk, seq, member)
+    if ttl then redis.call('EXPIRE', bk, ttl) end
+  end
+  local ck = ns .. ':c:' .. d[8]
+  redis.call('ZADD', ck, seq, id)
+  if ttl then redis.call('EXPIRE', ck, ttl) end
+  redis.call('ZINCRBY', ns .. ':clusters', 1, d[8])
+  redis.call('HSET', ns .. ':cof', id, d[8])
+  redis.call('ZADD', ns .. ':ts', d[9], id)
+  redis.call('ZADD', ns .. ':added', now, id)
+  if d[7] == 1 then redis.call('RPUSH', ns .. ':log', id) end
+end
+return #batch.docs
+"""
+
+
 class RedisStore(Store):
     """A :class:`~neardup.store.Store` on a Redis server (``redis://host:port/db``)."""
 
@@ -92,9 +162,14 @@ class RedisStore(Store):
             self._r.ping()
         except (redis.RedisError, ValueError) as exc:
             raise ConfigError(f"cannot reach Redis at {bare}: {exc}") from exc
-        self._pipe: Any = None  # the WATCHing pipeline of the current section
+        self._writing = False  # inside a section that may commit
+        # what the section read, which must be unchanged when it commits
+        self._seen_buckets: dict[BandKey, int] = {}  # the latest seq in each bucket (0: empty)
+        self._seen_exact: dict[int, str] = {}  # each exact-text key: its first id ('' none)
         self._pending: list[NewEntry] = []
-        self._stale: list[tuple[str, bytes]] = []  # bucket members whose document expired
+        self._stale: list[list[str]] = []  # [bucket, member] whose document expired
+        self._read_script = self._r.register_script(_READ)
+        self._write_script = self._r.register_script(_WRITE)
         self._lock = threading.RLock()
 
     def expire_after(self, seconds: float | None) -> None:
@@ -135,27 +210,13 @@ class RedisStore(Store):
     ) -> None:
         self._lock.acquire()
         self._pending, self._stale = [], []
-        if not write:
-            return
-        try:
-            pipe = self._r.pipeline(transaction=True)
-            keys = [self._k("d", i) for i in ids]
-            keys += [self._k("x", k) for k in text_keys]
-            keys += [self._k("b", b, k) for b, k in buckets]
-            if keys:
-                pipe.watch(*keys)  # type: ignore[no-untyped-call]
-        except self._redis.RedisError as exc:
-            self._lock.release()
-            raise NeardupError(f"Redis store {self.url}: {exc}") from exc
-        self._pipe = pipe
+        self._seen_buckets, self._seen_exact = {}, {}
+        self._writing = write
 
     def _end(self) -> None:
-        if self._pipe is not None:
-            try:
-                self._pipe.reset()
-            finally:
-                self._pipe = None
         self._pending, self._stale = [], []
+        self._seen_buckets, self._seen_exact = {}, {}
+        self._writing = False
         self._lock.release()
 
     def rollback(self) -> None:
@@ -165,58 +226,50 @@ class RedisStore(Store):
         self._pending.extend(entries)
 
     def commit(self) -> bool:
-        pipe = self._pipe
         try:
-            if pipe is None:
+            if not self._writing:
                 raise NeardupError("commit outside an atomic section")
             first = 0
             if self._pending:
                 first = int(self._call(self._r.incrby, self._k("seq"), len(self._pending)))
                 first -= len(self._pending) - 1
-            now = time.time()
-            ttl = None if self.ttl is None else max(1, int(self.ttl))
-            pipe.multi()
-            for key, member in self._stale:
-                pipe.zrem(key, member)
+            ttl = "" if self.ttl is None else str(max(1, int(self.ttl)))
+            docs, blobs = [], []
             for n, new in enumerate(self._pending):
-                self._queue(pipe, new, first + n, now, ttl)
-            pipe.execute()
-            return True
-        except self._redis.WatchError:
-            return False
-        except self._redis.RedisError as exc:
-            raise NeardupError(f"Redis store {self.url}: {exc}") from exc
+                docs.append(self._payload(new, first + n))
+                if new.sketch is not None:
+                    blobs.append(encode(new.sketch))
+            payload = {
+                "docs": docs,
+                "stale": self._stale,
+                "buckets": [[str(k), seq] for k, seq in self._seen_buckets.items()],
+                "exact": [[str(k), v] for k, v in self._seen_exact.items()],
+            }
+            args = [self.ns, ttl, repr(time.time()), json.dumps(payload), *blobs]
+            return int(self._call(self._write_script, [], args)) >= 0
         finally:
             self._end()
 
-    def _queue(self, pipe: Any, new: NewEntry, seq: int, now: float, ttl: int | None) -> None:
+    def _payload(self, new: NewEntry, seq: int) -> list[object]:
+        """What the write script needs to add one document."""
         e = new.entry
         entry = Entry(
             e.id, seq, e.timestamp, e.duplicate_of, e.cluster, e.score, e.measure, e.title,
             e.copy_of,
         )  # fmt: skip
-        dk = self._k("d", e.id)
-        pipe.set(dk, _entry_json(entry, new.text_key), ex=ttl)
-        if new.sketch is not None:
-            pipe.set(self._k("s", e.id), encode(new.sketch), ex=ttl)
-        if e.copy_of is None:
-            pipe.set(self._k("x", new.text_key), e.id, ex=ttl, nx=True)
-        member = _member(seq, e.timestamp, e.id)
-        for band, key in new.buckets:
-            bk = self._k("b", band, key)
-            pipe.zadd(bk, {member: seq})
-            if ttl is not None:
-                pipe.expire(bk, ttl)
-        ck = self._k("c", e.cluster)
-        pipe.zadd(ck, {e.id: seq})
-        if ttl is not None:
-            pipe.expire(ck, ttl)
-        pipe.zincrby(self._k("clusters"), 1, e.cluster)
-        pipe.hset(self._k("cof"), e.id, e.cluster)
-        pipe.zadd(self._k("ts"), {e.id: e.timestamp})
-        pipe.zadd(self._k("added"), {e.id: now})
-        if entry.kept and new.sketch is not None:
-            pipe.rpush(self._k("log"), e.id)
+        return [
+            e.id,
+            seq,
+            _entry_json(entry, new.text_key),
+            str(new.text_key),
+            int(new.sketch is not None),
+            int(e.copy_of is not None),
+            int(entry.kept and new.sketch is not None),
+            e.cluster,
+            repr(e.timestamp),
+            _member(seq, e.timestamp, e.id),
+            [str(k) for k in new.buckets],
+        ]
 
     # -- reads ----------------------------------------------------------------------------
 
@@ -237,26 +290,32 @@ class RedisStore(Store):
     def exact(self, text_keys: Iterable[int]) -> dict[int, str]:
         wanted = list(dict.fromkeys(text_keys))
         raws = self._mget([self._k("x", k) for k in wanted])
+        if self._writing:
+            for k, raw in zip(wanted, raws, strict=True):
+                self._seen_exact[k] = _text(raw) if raw else ""
         return {k: _text(raw) for k, raw in zip(wanted, raws, strict=True) if raw}
 
     def buckets(self, keys: Iterable[BandKey]) -> dict[BandKey, list[tuple[int, str, float]]]:
         wanted = list(dict.fromkeys(keys))
         if not wanted:
             return {}
-        pipe = self._r.pipeline(transaction=False)
-        for band, key in wanted:
-            pipe.zrange(self._k("b", band, key), 0, -1)
-        found = self._call(pipe.execute)
+        flat = self._call(self._read_script, [], [self.ns, *wanted])
         out: dict[BandKey, list[tuple[int, str, float]]] = {}
         raw_of: dict[tuple[BandKey, str], bytes] = {}
-        for bk, members in zip(wanted, found, strict=True):
-            if members:
-                parsed = []
-                for raw in members:
-                    m = _parse_member(raw)
-                    parsed.append(m)
-                    raw_of[(bk, m[1])] = raw
-                out[bk] = parsed
+        at = 0
+        while at < len(flat):
+            bk, n = wanted[int(flat[at]) - 1], int(flat[at + 1])
+            parsed = []
+            for raw in flat[at + 2 : at + 2 + n]:
+                m = _parse_member(raw)
+                parsed.append(m)
+                raw_of[(bk, m[1])] = raw
+            out[bk] = parsed
+            at += 2 + n
+        if self._writing:
+            for bk in wanted:
+                members = out.get(bk)
+                self._seen_buckets[bk] = members[-1][0] if members else 0
         if self.ttl is not None and out:  # members whose document expired leave their buckets
             ids = list({m[1] for ms in out.values() for m in ms})
             alive = self._call(self._r.mget, [self._k("d", i) for i in ids])
@@ -266,7 +325,7 @@ class RedisStore(Store):
                     keep = [m for m in out[bk] if m[1] not in gone]
                     for m in out[bk]:
                         if m[1] in gone:
-                            self._stale.append((self._k("b", *bk), raw_of[(bk, m[1])]))
+                            self._stale.append([str(bk), _text(raw_of[(bk, m[1])])])
                     if keep:
                         out[bk] = keep
                     else:
@@ -278,11 +337,9 @@ class RedisStore(Store):
         raws = self._mget([self._k("s", i) for i in wanted])
         return {i: decode(raw) for i, raw in zip(wanted, raws, strict=True) if raw}
 
-    def log(self, after: int, limit: int) -> tuple[int, list[tuple[str, Sketch]], bool]:
+    def log(self, after: int, limit: int) -> tuple[int, list[str], bool]:
         raw_ids = self._call(self._r.lrange, self._k("log"), after, after + limit - 1)
-        ids = [_text(r) for r in raw_ids]
-        found = self.sketches(ids)
-        return after + len(ids), [(i, found[i]) for i in ids if i in found], len(ids) < limit
+        return after + len(raw_ids), [_text(r) for r in raw_ids], len(raw_ids) < limit
 
     def load_common(self) -> tuple[int, bytes] | None:
         blob = self._call(self._r.get, self._k("common"))
@@ -304,8 +361,8 @@ class RedisStore(Store):
             sk = blobs.get(doc_id)
             if sk is not None:
                 member = _member(e.seq, e.timestamp, doc_id)
-                for band, key in enumerate(sk.bands.view("<i8").tolist()):
-                    pipe.zrem(self._k("b", band, key), member)
+                for key in bucket_keys(sk):
+                    pipe.zrem(self._k("b", key), member)
             pipe.zrem(self._k("c", e.cluster), doc_id)
             pipe.zincrby(self._k("clusters"), -1, e.cluster)
         pipe.zremrangebyscore(self._k("clusters"), "-inf", 0)
@@ -314,9 +371,9 @@ class RedisStore(Store):
         pipe.hdel(self._k("cof"), *ids)
         self._call(pipe.execute)
         for doc_id, (_, text_key) in found.items():  # only if it still names this document
-            key = self._k("x", text_key)
-            if self._call(self._r.get, key) == doc_id.encode("utf-8", "surrogatepass"):
-                self._call(self._r.delete, key)
+            xk = self._k("x", text_key)
+            if self._call(self._r.get, xk) == doc_id.encode("utf-8", "surrogatepass"):
+                self._call(self._r.delete, xk)
         return len(found)
 
     def _expired(self) -> list[str]:

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..engine import Sketch
 from ..errors import ConfigError, NeardupError
-from . import BandKey, Entry, NewEntry, Store
+from . import BandKey, Entry, NewEntry, Store, bucket_keys
 from ._codec import decode, encode
 
 __all__ = ["SQLiteStore"]
@@ -41,12 +41,11 @@ CREATE TABLE IF NOT EXISTS docs (
 CREATE INDEX IF NOT EXISTS docs_cluster ON docs (cluster);
 CREATE INDEX IF NOT EXISTS docs_ts ON docs (ts);
 CREATE TABLE IF NOT EXISTS buckets (
-    band INTEGER NOT NULL,
-    key INTEGER NOT NULL,
+    bucket INTEGER NOT NULL,
     seq INTEGER NOT NULL,
     id TEXT NOT NULL,
     ts REAL NOT NULL,
-    PRIMARY KEY (band, key, seq)
+    PRIMARY KEY (bucket, seq)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS exact (text_key INTEGER PRIMARY KEY, id TEXT NOT NULL);
 """
@@ -174,8 +173,8 @@ class SQLiteStore(Store):
             )
         if new.buckets:
             self._db.executemany(
-                "INSERT OR IGNORE INTO buckets VALUES (?, ?, ?, ?, ?)",
-                [(band, key, seq, e.id, e.timestamp) for band, key in new.buckets],
+                "INSERT OR IGNORE INTO buckets VALUES (?, ?, ?, ?)",
+                [(bucket, seq, e.id, e.timestamp) for bucket in new.buckets],
             )
 
     # -- reads ----------------------------------------------------------------------------
@@ -199,19 +198,13 @@ class SQLiteStore(Store):
         return {keys[k]: i for k, i in rows}
 
     def buckets(self, keys: Iterable[BandKey]) -> dict[BandKey, list[tuple[int, str, float]]]:
-        wanted = sorted(set(keys))
+        rows = self._select(
+            "SELECT bucket, seq, id, ts FROM buckets WHERE bucket IN ({}) ORDER BY bucket, seq",
+            list(set(keys)),
+        )
         out: dict[BandKey, list[tuple[int, str, float]]] = {}
-        with self._lock:
-            for part in _chunks(wanted, _CHUNK // 2):
-                values = ",".join("(?,?)" for _ in part)
-                flat = [v for pair in part for v in pair]
-                rows = self._db.execute(
-                    "SELECT band, key, seq, id, ts FROM buckets"
-                    f" WHERE (band, key) IN (VALUES {values}) ORDER BY band, key, seq",
-                    flat,
-                ).fetchall()
-                for band, key, seq, doc_id, ts in rows:
-                    out.setdefault((band, key), []).append((seq, doc_id, ts))
+        for bucket, seq, doc_id, ts in rows:
+            out.setdefault(bucket, []).append((seq, doc_id, ts))
         return out
 
     def sketches(self, ids: Iterable[str]) -> dict[str, Sketch]:
@@ -220,16 +213,16 @@ class SQLiteStore(Store):
         )
         return {i: decode(blob) for i, blob in rows}
 
-    def log(self, after: int, limit: int) -> tuple[int, list[tuple[str, Sketch]], bool]:
+    def log(self, after: int, limit: int) -> tuple[int, list[str], bool]:
         with self._lock:
             rows = self._db.execute(
-                "SELECT seq, id, sketch FROM docs WHERE seq > ? AND kept = 1"
+                "SELECT seq, id FROM docs WHERE seq > ? AND kept = 1"
                 " AND sketch IS NOT NULL ORDER BY seq LIMIT ?",
                 (after, limit),
             ).fetchall()
         if not rows:
             return after, [], True
-        return rows[-1][0], [(i, decode(blob)) for _, i, blob in rows], len(rows) < limit
+        return rows[-1][0], [i for _, i in rows], len(rows) < limit
 
     def load_common(self) -> tuple[int, bytes] | None:
         with self._lock:
@@ -254,10 +247,9 @@ class SQLiteStore(Store):
         """Delete documents given (seq, id, text_key, sketch) rows, inside a transaction."""
         for seq, doc_id, text_key, blob in rows:
             if blob is not None:
-                bands = decode(blob).bands.view("<i8").tolist()
                 self._db.executemany(
-                    "DELETE FROM buckets WHERE band = ? AND key = ? AND seq = ?",
-                    [(b, k, seq) for b, k in enumerate(bands)],
+                    "DELETE FROM buckets WHERE bucket = ? AND seq = ?",
+                    [(k, seq) for k in bucket_keys(decode(blob))],
                 )
             self._db.execute("DELETE FROM exact WHERE text_key = ? AND id = ?", (text_key, doc_id))
             self._db.execute("DELETE FROM docs WHERE seq = ?", (seq,))

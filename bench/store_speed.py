@@ -1,0 +1,192 @@
+"""Check-and-add throughput of each store, with 1, 2 and 4 processes sharing it, beside
+datasketch's own Redis-backed MinHash LSH, in the same run.
+
+    python bench/store_speed.py [--limit 10000] [--procs 1 2 4] [--rounds 3] [--batch 64]
+
+The first ``--limit`` articles of ../shared/corpus/hkcnews-zh-hans.jsonl.gz are dealt out to
+the processes in turn; every process opens its own Deduper on the shared store, waits at a
+barrier, then feeds its share through ``check_and_add_many`` in batches, end to end
+(normalization, sketches, candidates, verification, the store's round trips). The figure is
+the whole run's documents per second of wall time and its share per process, median of the
+rounds. A fresh store each round: a SQLite file in a temporary folder, a namespace on a
+redis-server this script starts on loopback (Debian's package). ``memory://`` is one
+process's own, so it runs with one process only.
+
+The peer is datasketch's ``MinHashLSH(threshold=0.5, num_perm=128)`` with its Redis storage:
+for each document a ``MinHash`` of its 5-character shingles, ``query`` then ``insert`` (its
+check-and-add; it has no atomicity across processes), on the same redis-server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from _data import die, header, read_jsonl
+
+CORPUS = "corpus/hkcnews-zh-hans.jsonl.gz"
+
+Docs = list[tuple[str, str]]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_redis(folder: Path) -> tuple[subprocess.Popen[bytes], int]:
+    exe = shutil.which("redis-server")
+    if exe is None:
+        raise SystemExit("redis-server is not installed (apt-get install redis-server)")
+    port = _free_port()
+    proc = subprocess.Popen(
+        [exe, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(folder),
+         "--save", "", "--appendonly", "no"],
+        stdout=subprocess.DEVNULL,
+    )  # fmt: skip
+    import redis
+
+    for _ in range(200):
+        try:
+            redis.Redis(port=port).ping()
+            return proc, port
+        except redis.ConnectionError:
+            time.sleep(0.05)
+    raise SystemExit("redis-server did not start")
+
+
+def neardup_worker(url: str, docs: Docs, batch: int, start: Any, out: Any) -> None:
+    from neardup import Deduper
+
+    with Deduper(store=url, explain=False) as dd:
+        start.wait()
+        t0 = time.perf_counter()
+        dups = 0
+        for i in range(0, len(docs), batch):
+            dups += sum(d.is_duplicate for d in dd.check_and_add_many(docs[i : i + batch]))
+        out.put((len(docs), time.perf_counter() - t0, dups, dd.retries))
+
+
+def datasketch_worker(
+    port: int, basename: str, docs: Docs, batch: int, start: Any, out: Any
+) -> None:
+    from datasketch import MinHash, MinHashLSH
+
+    lsh = MinHashLSH(
+        threshold=0.5,
+        num_perm=128,
+        storage_config={
+            "type": "redis",
+            "basename": basename.encode(),
+            "redis": {"host": "127.0.0.1", "port": port},
+        },
+    )
+    start.wait()
+    t0 = time.perf_counter()
+    dups = 0
+    for doc_id, text in docs:
+        s = "".join(text.split())
+        grams = {s[i : i + 5] for i in range(max(1, len(s) - 4))}
+        m = MinHash(num_perm=128)
+        m.update_batch([g.encode("utf-8") for g in grams])
+        dups += bool(lsh.query(m))
+        lsh.insert(doc_id, m, check_duplication=False)
+    out.put((len(docs), time.perf_counter() - t0, dups, 0))
+
+
+def run(
+    target: Callable[..., None], args: tuple[Any, ...], docs: Docs, procs: int, batch: int
+) -> tuple[float, float, int, int]:
+    """(docs/s of the whole run, docs/s per process, duplicates found, retries)."""
+    ctx = multiprocessing.get_context("fork")
+    start = ctx.Barrier(procs)
+    out = ctx.Queue()
+    shares = [docs[p::procs] for p in range(procs)]
+    workers = [ctx.Process(target=target, args=(*args, s, batch, start, out)) for s in shares]
+    for w in workers:
+        w.start()
+    results = [out.get() for _ in workers]
+    for w in workers:
+        w.join()
+        if w.exitcode != 0:
+            raise SystemExit(f"a worker failed ({w.exitcode})")
+    n = sum(r[0] for r in results)
+    wall = max(r[1] for r in results)
+    per = statistics.median(r[0] / r[1] for r in results)
+    return n / wall, per, sum(r[2] for r in results), sum(r[3] for r in results)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--limit", type=int, default=10_000)
+    parser.add_argument("--procs", type=int, nargs="+", default=[1, 2, 4])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument(
+        "--backends", nargs="+", default=["memory", "sqlite", "redis", "datasketch"]
+    )
+    args = parser.parse_args()
+    try:
+        docs = [(str(d["id"]), str(d.get("text") or "")) for d in read_jsonl(CORPUS, args.limit)]
+    except FileNotFoundError as e:
+        die(e)
+    docs = [(i, t) for i, t in docs if t.strip()]
+    scratch = Path(tempfile.mkdtemp(prefix="neardup-store-bench-"))
+    redis_proc, port = start_redis(scratch)
+    table: dict[tuple[str, int], list[tuple[float, float, int, int]]] = {}
+    try:
+        for r in range(args.rounds):
+            for procs in args.procs:
+                for backend in args.backends:
+                    if backend == "memory" and procs > 1:
+                        continue
+                    tag = uuid.uuid4().hex[:8]
+                    if backend == "datasketch":
+                        res = run(datasketch_worker, (port, f"ds{tag}"), docs, procs, args.batch)
+                    else:
+                        url = {
+                            "memory": "memory://",
+                            "sqlite": f"sqlite:///{scratch / f'{tag}.db'}",
+                            "redis": f"redis://127.0.0.1:{port}/0?namespace=b{tag}",
+                        }[backend]
+                        res = run(neardup_worker, (url,), docs, procs, args.batch)
+                    table.setdefault((backend, procs), []).append(res)
+                    print(
+                        f"round {r + 1} {backend:<10} {procs} proc: {res[0]:8.0f} docs/s, "
+                        f"{res[1]:6.0f} per process, {res[2]} duplicates, {res[3]} retries",
+                        file=sys.stderr,
+                    )
+    finally:
+        redis_proc.terminate()
+        redis_proc.wait()
+        shutil.rmtree(scratch, ignore_errors=True)
+
+    print(header(f"Check-and-add throughput, {len(docs):,} hkcnews articles, batch {args.batch}"))
+    print("| store | processes | docs/s (all) | docs/s per process | duplicates | retries |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for (backend, procs), runs in table.items():
+        name = "datasketch MinHashLSH (Redis)" if backend == "datasketch" else f"neardup {backend}"
+        print(
+            f"| {name} | {procs} | {statistics.median(x[0] for x in runs):,.0f} "
+            f"| {statistics.median(x[1] for x in runs):,.0f} "
+            f"| {statistics.median(x[2] for x in runs):,.0f} "
+            f"| {statistics.median(x[3] for x in runs):,.0f} |"
+        )
+    print(f"\nMedians of {args.rounds} rounds. Command: python bench/store_speed.py")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
