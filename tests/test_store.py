@@ -163,6 +163,18 @@ def test_the_window_compares_only_recent_documents(store_url: str) -> None:
         assert i0 not in dd and i1 not in dd and i2 in dd
 
 
+def test_redis_keys_expire_after_the_window(redis_url: str) -> None:
+    """On Redis a window is also a TTL: an old document's keys go by themselves."""
+    (i0, t0, _), (i1, t1, _) = corpus(23, 1, 1)
+    with Deduper(store=redis_url, window=1, explain=False) as dd:
+        assert not dd.check_and_add(i0, t0).is_duplicate
+        assert i0 in dd
+        time.sleep(2.5)
+        assert i0 not in dd
+        assert dd.stats()["documents"] == 0 and dd.clusters() == []
+        assert not dd.check_and_add(i1, t1).is_duplicate
+
+
 def test_a_store_refuses_other_sketch_settings(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'x.db'}"
     Deduper(store=url).close()
