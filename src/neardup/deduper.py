@@ -183,7 +183,11 @@ class Deduper:
 
     Several Dedupers, in several processes or machines, can share one SQLite file or one
     Redis: each batch is decided and added atomically, so two copies of one story added at
-    the same moment are never both kept.
+    the same moment are never both kept. ``cache_size`` sketches of recent candidates are
+    kept in this process, so a popular story is not fetched from the store again and again.
+
+    A Deduper is not meant to be called from several threads at once; give each thread its
+    own, or serialize the calls.
     """
 
     def __init__(
@@ -194,7 +198,7 @@ class Deduper:
         window: str | float | None = None,
         explain: bool = True,
         namespace: str | None = None,
-        cache_size: int = 50_000,
+        cache_size: int = 2_048,
     ) -> None:
         self.config = config if config is not None else DedupConfig()
         self.explain = explain
