@@ -17,6 +17,7 @@ from .errors import (
     MissingDependencyError,
     NeardupError,
     OutputError,
+    StoreError,
     TextTooLongError,
 )
 from .measures import METHODS, similarity
@@ -43,6 +44,7 @@ __all__ = [
     "Normalizer",
     "OutputError",
     "Passage",
+    "StoreError",
     "TextTooLongError",
     "Tokenizer",
     "char_ngrams",

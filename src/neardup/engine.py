@@ -44,9 +44,9 @@ __all__ = [
     "DedupConfig",
     "Sketch",
     "Verdict",
+    "distinct",
     "make_sketch",
     "make_sketches",
-    "distinct",
     "required",
     "verify",
 ]

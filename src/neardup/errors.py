@@ -25,3 +25,7 @@ class OutputError(NeardupError, OSError):
 
 class MissingDependencyError(NeardupError, ImportError):
     """An optional dependency is not installed."""
+
+
+class StoreError(NeardupError, OSError):
+    """A store (SQLite file, Redis server) cannot be reached or fails while in use."""

@@ -28,7 +28,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ..engine import Sketch
-from ..errors import ConfigError, MissingDependencyError, NeardupError
+from ..errors import ConfigError, MissingDependencyError, NeardupError, StoreError
 from . import BandKey, Entry, NewEntry, Store, bucket_keys, parse_window
 from ._codec import decode, encode
 
@@ -183,7 +183,7 @@ class RedisStore(Store):
         try:
             return fn(*args)
         except self._redis.RedisError as exc:
-            raise NeardupError(f"Redis store {self.url}: {exc}") from exc
+            raise StoreError(f"Redis store {self.url}: {exc}") from exc
 
     # -- configuration --------------------------------------------------------------------
 

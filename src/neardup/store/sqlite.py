@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from ..engine import Sketch
-from ..errors import ConfigError, NeardupError
+from ..errors import ConfigError, NeardupError, StoreError
 from . import BandKey, Entry, NewEntry, Store, bucket_keys
 from ._codec import decode, encode
 
@@ -120,6 +120,9 @@ class SQLiteStore(Store):
         self._lock.acquire()
         try:
             self._db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+        except sqlite3.Error as exc:
+            self._lock.release()
+            raise StoreError(f"store {self.url}: {exc}") from exc
         except BaseException:
             self._lock.release()
             raise
@@ -140,10 +143,15 @@ class SQLiteStore(Store):
         try:
             for new in self._pending:
                 self._insert(new)
-        except BaseException:
+        except BaseException as exc:
             self._end("ROLLBACK")
+            if isinstance(exc, sqlite3.Error):
+                raise StoreError(f"store {self.url}: {exc}") from exc
             raise
-        self._end("COMMIT")
+        try:
+            self._end("COMMIT")
+        except sqlite3.Error as exc:
+            raise StoreError(f"store {self.url}: {exc}") from exc
         return True
 
     def rollback(self) -> None:
