@@ -22,6 +22,7 @@ from .errors import NeardupError
 from .measures._base import DEFAULT_PROCESSOR
 from .passages import Passage
 from .records import FORMATS, Fields, LineWriter, parse_timestamp
+from .service import cli as service_cli
 from .store import Store, open_store, parse_window
 
 __all__ = ["main"]
@@ -506,6 +507,7 @@ def build_parser() -> argparse.ArgumentParser:
     _store_options(a)
     a.add_argument("ids", nargs="+", metavar="ID")
     st.set_defaults(func=_cmd_store)
+    service_cli.add_parser(sub)
     return parser
 
 

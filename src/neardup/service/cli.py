@@ -1,0 +1,217 @@
+"""``neardup serve``: the HTTP service and its page on one port.
+
+Only the standard library is imported here, so ``neardup --help`` works without the
+``service`` extra; :func:`run` imports FastAPI and uvicorn when the service starts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import os
+import re
+import socket
+import sys
+from typing import Any
+from urllib.parse import urlsplit
+
+from ..errors import ConfigError, MissingDependencyError
+
+__all__ = ["add_parser", "is_loopback", "parse_size", "run"]
+
+_DESCRIPTION = """\
+Serve the Deduper over HTTP: JSON endpoints under /v1 for crawlers in any language (check,
+add, batch add, look up, delete, clusters, compare), /healthz, /metrics, the OpenAPI document
+at /openapi.json (browsable at /docs), and a page at / to compare two texts and browse the
+clusters of the store."""
+
+_EPILOG = """\
+security:
+  With a key (--api-key, or the NEARDUP_API_KEY environment variable, which keeps it out of
+  the process list), adding and deleting need the header Authorization: Bearer KEY. Reading
+  and comparing need none. Without a key the service listens only on a loopback address.
+
+examples:
+  neardup serve --db crawl.db
+  NEARDUP_API_KEY=s3cret neardup serve --db crawl.db --host 0.0.0.0 --port 8000
+  neardup serve --store 'redis://127.0.0.1:6379/0?namespace=crawl' --window 90d"""
+
+_SIZE = re.compile(r"^\s*(\d+)\s*([kmg]?)i?b?\s*$", re.IGNORECASE)
+
+
+def parse_size(value: str) -> int:
+    """A size in bytes: ``10000000``, ``512K``, ``10M``, ``1G`` (powers of 1024).
+
+    >>> parse_size("10M"), parse_size("512k"), parse_size("1000")
+    (10485760, 524288, 1000)
+    """
+    found = _SIZE.match(value)
+    if not found:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a size such as 10M, 512K or 1000000")
+    power = " kmg".index(found.group(2).lower() or " ")
+    size = int(found.group(1)) << (10 * power)
+    if size < 1:
+        raise argparse.ArgumentTypeError("the size must be at least 1 byte")
+    return size
+
+
+def _port(value: str) -> int:
+    try:
+        port = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a port number") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is between 0 and 65535, not {port}")
+    return port
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Add ``serve`` to the command line's subcommands."""
+    p: argparse.ArgumentParser = subparsers.add_parser(
+        "serve",
+        help="the HTTP API and a page to compare texts and browse clusters",
+        description=_DESCRIPTION,
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    where = p.add_mutually_exclusive_group()
+    where.add_argument(
+        "--store",
+        metavar="URL",
+        help="the store: sqlite:///path/to/file.db, redis://host:port/db?namespace=NAME, or "
+        "memory:// (the default: forgotten when the service stops)",
+    )
+    where.add_argument("--db", metavar="PATH", help="a SQLite store file (--store sqlite:///PATH)")
+    p.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="the address to listen on (default: %(default)s; any other than a loopback "
+        "address needs an API key)",
+    )
+    p.add_argument(
+        "--port", type=_port, default=8000, help="the port (default: %(default)s; 0 picks one)"
+    )
+    p.add_argument(
+        "--api-key",
+        metavar="KEY",
+        help="the key that adding and deleting need (default: $NEARDUP_API_KEY)",
+    )
+    p.add_argument(
+        "--window",
+        metavar="TIME",
+        help="compare a document only with those published within this time of it (90d, 12h)",
+    )
+    p.add_argument(
+        "--max-body",
+        type=parse_size,
+        metavar="SIZE",
+        default=10 * 1024 * 1024,
+        help="refuse request bodies larger than this with 413 (default: 10M)",
+    )
+    p.add_argument(
+        "--access-log",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="log every request on standard error (default: on)",
+    )
+    p.set_defaults(func=run)
+    return p
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` names only loopback addresses (127.0.0.0/8, ::1, localhost).
+
+    >>> is_loopback("127.0.0.1"), is_loopback("::1"), is_loopback("0.0.0.0")
+    (True, True, False)
+    """
+    name = host.strip("[]")
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        pass
+    try:
+        found = socket.getaddrinfo(name, None, type=socket.SOCK_STREAM)
+    except OSError:
+        return False
+    return bool(found) and all(ipaddress.ip_address(f[4][0]).is_loopback for f in found)
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A socket bound to host:port (the port the system picks for 0)."""
+    try:
+        infos = socket.getaddrinfo(
+            host.strip("[]"), port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )
+    except OSError as e:
+        raise ConfigError(f"cannot listen on {host}: {e.strerror or e}") from None
+    family, kind, proto, _, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(address)
+    except OSError as e:
+        sock.close()
+        raise ConfigError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
+    return sock
+
+
+def _redacted(url: str) -> str:
+    """A store URL without its password.
+
+    >>> _redacted("redis://:s3cret@10.0.0.5:6379/0")
+    'redis://:***@10.0.0.5:6379/0'
+    """
+    parts = urlsplit(url)
+    if not parts.password:
+        return url
+    return parts._replace(netloc=parts.netloc.replace(f":{parts.password}@", ":***@", 1)).geturl()
+
+
+def run(args: argparse.Namespace) -> int:
+    """Start the service; returns when it is stopped (Ctrl-C or SIGTERM)."""
+    api_key = args.api_key if args.api_key is not None else os.environ.get("NEARDUP_API_KEY")
+    api_key = api_key or None
+    if api_key is None and not is_loopback(args.host):
+        raise ConfigError(
+            f"refusing to listen on {args.host} without an API key: anyone who can reach it "
+            "could add and delete documents. Set NEARDUP_API_KEY (or --api-key), or listen "
+            "on 127.0.0.1"
+        )
+    url = f"sqlite:///{args.db}" if args.db else (args.store or "memory://")
+    try:
+        import uvicorn
+
+        from .app import create_app
+    except ImportError as e:
+        raise MissingDependencyError(
+            f"neardup serve needs {e.name or 'fastapi and uvicorn'}: pip install 'neardup[service]'"
+        ) from e
+    sock = _listen(args.host, args.port)
+    try:
+        try:
+            app = create_app(store=url, window=args.window, api_key=api_key, max_body=args.max_body)
+        except ConfigError:
+            raise
+        except Exception as e:  # a store that cannot be reached: one line, not a traceback
+            raise ConfigError(f"cannot open the store {_redacted(url)}: {e}") from None
+        host, port = sock.getsockname()[:2]
+        shown = f"[{host}]" if ":" in host else host
+        keyed = "writes need the API key" if api_key else "no API key"
+        where = "memory (forgotten when it stops)" if url == "memory://" else _redacted(url)
+        print(
+            f"neardup serve: http://{shown}:{port}/ (store: {where}; {keyed}; Ctrl-C stops)",
+            file=sys.stderr,
+            flush=True,
+        )
+        # the application's lifespan closes the store when the server stops
+        config = uvicorn.Config(
+            app,
+            log_level="info",
+            access_log=args.access_log,
+            lifespan="on",
+            timeout_graceful_shutdown=10,
+        )
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        sock.close()
+    return 0
