@@ -138,6 +138,25 @@ def test_common_matches_reference(pair: tuple[str, str]) -> None:
     assert common.normalized_similarity(a, b, processor=None) == naive.common(a, b)
 
 
+@FAST
+@given(PAIRS)
+def test_lcsubstr_short_and_hashed_paths_agree(pair: tuple[str, str]) -> None:
+    """The plain-string path for short pairs and the rolling-hash path give the same
+    (length, start in a, start in b)."""
+    from neardup.measures import lcsubstr as module
+
+    a, b = pair
+    short = module._find_short(a, b) if a and b else (0, 0, 0)
+    saved = module._SHORT_CELLS
+    module._SHORT_CELLS = -1
+    try:
+        hashed = module._find(a, b)
+    finally:
+        module._SHORT_CELLS = saved
+    assert short == hashed
+    assert short[0] == naive.lcsubstr_length(a, b)
+
+
 def _thue_morse(n: int) -> str:
     s = "a"
     for _ in range(n):

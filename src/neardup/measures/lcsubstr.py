@@ -3,6 +3,7 @@
 The source documents' measure for titles. Found by binary search on the length with
 rolling hashes of every substring of that length (numpy, O((n + m) log n)), each hit
 verified by comparing the strings themselves, so the answer is exact and long texts are fine.
+Short pairs (titles) skip numpy: the same binary search with ``str.find``.
 
 >>> normalized_similarity("abcdefgh", "xxcdefyy", processor=None)
 0.5
@@ -37,11 +38,34 @@ def _powers(base: np.uint64, size: int) -> U64:
         return np.cumprod(p, dtype=np.uint64)
 
 
+#: Pairs with at most this many character pairs (n * m) take the plain-string path.
+_SHORT_CELLS = 10_000
+
+
+def _find_short(a: str, b: str) -> tuple[int, int, int]:
+    """:func:`_find` for short strings: binary search on the length, ``str.find`` for hits."""
+    n = len(a)
+    lo, hi, best = 0, min(n, len(b)), (0, 0, 0)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        for i in range(n - mid + 1):
+            j = b.find(a[i : i + mid])
+            if j >= 0:
+                lo, best = mid, (mid, i, j)
+                break
+        else:
+            hi = mid - 1
+    return best
+
+
 def _find(a: str, b: str) -> tuple[int, int, int]:
-    """(length, start in a, start in b) of a longest common substring (first in a on ties)."""
+    """(length, start in a, start in b) of a longest common substring: the first in a on
+    ties, and its first occurrence in b."""
     n, m = len(a), len(b)
     if n == 0 or m == 0:
         return 0, 0, 0
+    if n * m <= _SHORT_CELLS:
+        return _find_short(a, b)
     size = max(n, m)
     powers = _powers(_BASE, size)
     # _BASE is odd, so invertible mod 2^64: B^-i moves a window's hash to position 0.
