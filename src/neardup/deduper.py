@@ -492,6 +492,8 @@ class Deduper:
                 or not self._in_window(entries[first].timestamp, t)
             ):
                 first = local_exact.get(it.key) if add else None
+                if first is not None and not self._in_window(entries[first].timestamp, t):
+                    first = None
             if first is not None:
                 fe = entries[first]
                 sk = pool.get(fe.copy_of or first) if self.explain else None
