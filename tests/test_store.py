@@ -208,8 +208,9 @@ def test_bad_store_urls_are_clear_errors(tmp_path: Path) -> None:
         Deduper(store="postgres://x")
     with pytest.raises(ConfigError, match="does not exist"):
         Deduper(store=f"sqlite:///{tmp_path / 'no' / 'such' / 'x.db'}")
-    with pytest.raises(ConfigError, match="cannot reach Redis"):
-        Deduper(store="redis://127.0.0.1:1/0")
+    with pytest.raises(ConfigError, match="cannot reach Redis") as failed:
+        Deduper(store="redis://user:s3cret@127.0.0.1:1/0")
+    assert "s3cret" not in str(failed.value) and "user:***@" in str(failed.value)
     with pytest.raises(ConfigError, match="window"):
         parse_window("-3d")
 

@@ -152,16 +152,20 @@ class RedisStore(Store):
             ttl = query["ttl"][0]
         self.ttl = parse_window(ttl)
         bare = urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
+        shown = parts.netloc
+        if parts.password:  # never show a password in messages, logs or stats
+            shown = shown.replace(f":{parts.password}@", ":***@")
+        safe = urlunsplit((parts.scheme, shown, parts.path, "", ""))
         if not namespace or any(c in namespace for c in " \n{}"):
             raise ConfigError(f"invalid Redis namespace {namespace!r}")
-        self.url = f"{bare}?namespace={namespace}"
+        self.url = f"{safe}?namespace={namespace}"
         self.ns = namespace
         self._redis = redis
         try:
             self._r = redis.Redis.from_url(bare, socket_timeout=60, socket_connect_timeout=10)
             self._r.ping()
         except (redis.RedisError, ValueError) as exc:
-            raise ConfigError(f"cannot reach Redis at {bare}: {exc}") from exc
+            raise ConfigError(f"cannot reach Redis at {safe}: {exc}") from exc
         self._writing = False  # inside a section that may commit
         # what the section read, which must be unchanged when it commits
         self._seen_buckets: dict[BandKey, int] = {}  # the latest seq in each bucket (0: empty)
