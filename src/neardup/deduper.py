@@ -418,31 +418,42 @@ class Deduper:
             zip(need, make_sketches([items[i].text for i in need], self.config), strict=True)
         )
         watch = sorted({bk for sk in sketches.values() for bk in bucket_keys(sk)})
-        attempt = 0
+        done: list[Decision] = []
+        start = attempt = 0
         while True:
-            self.store.begin(ids, keys, watch if add else (), write=add)
-            counted: list[Sketch] = []
+            self.store.begin(ids[start:], keys[start:], watch if add else (), write=add)
+            counted: list[tuple[int, Sketch]] = []  # (entry number, sketch) of kept documents
             try:
                 self._sync()
-                decisions, news = self._decide(items, times, sketches, add, counted)
+                decisions, news, origin = self._decide(items, times, sketches, add, counted, start)
                 if add:
                     self.store.put(news)
-                    ok = self.store.commit()
+                    applied = self.store.commit()
                 else:
                     self.store.rollback()
-                    ok = True
+                    applied = len(news)
             except BaseException:
                 self.store.rollback()
-                for sk in counted:
+                for _, sk in counted:
                     self._common.remove(sk.vocab)
                 raise
-            if ok and add:
-                self._own.update(n.entry.id for n in news if n.entry.kept and n.sketch is not None)
+            if not add:
+                for _, sk in counted:  # a check counts nothing
+                    self._common.remove(sk.vocab)
                 return decisions
-            for sk in counted:  # a check counts nothing; a failed section is undone
-                self._common.remove(sk.vocab)
-            if ok:
-                return decisions
+            self._own.update(
+                n.entry.id for n in news[:applied] if n.entry.kept and n.sketch is not None
+            )
+            if applied == len(news):
+                return done + decisions
+            # another writer changed what entry `applied` read: keep what was added before it
+            # and decide the rest again
+            for number, sk in counted:
+                if number >= applied:
+                    self._common.remove(sk.vocab)
+            stop = origin[applied]
+            done += decisions[: stop - start]
+            start = stop
             attempt += 1
             self.retries += 1
             time.sleep(min(0.05, 0.001 * attempt) * random.random())
@@ -456,13 +467,15 @@ class Deduper:
         times: list[float],
         sketches: dict[int, Sketch],
         add: bool,
-        counted: list[Sketch],
-    ) -> tuple[list[Decision], list[NewEntry]]:
-        """Decide a batch in order inside the atomic section; what to add."""
+        counted: list[tuple[int, Sketch]],
+        start: int = 0,
+    ) -> tuple[list[Decision], list[NewEntry], list[int]]:
+        """Decide ``items[start:]`` in order inside the atomic section: their decisions, the
+        entries to add, and the item each entry comes from."""
         cfg, store, cap = self.config, self.store, self.config.bucket_cap
-        known = store.entries({it.id for it in items})
-        exact = store.exact({it.key for it in items})
-        buckets_of = {i: bucket_keys(sk) for i, sk in sketches.items()}
+        known = store.entries({it.id for it in items[start:]})
+        exact = store.exact({it.key for it in items[start:]})
+        buckets_of = {i: bucket_keys(sk) for i, sk in sketches.items() if i >= start}
         stored = store.buckets({bk for keys in buckets_of.values() for bk in keys})
         for members in stored.values():
             del members[cap:]
@@ -475,8 +488,9 @@ class Deduper:
         local_exact: dict[int, str] = {}
         decisions: list[Decision] = []
         news: list[NewEntry] = []
-        for i, it in enumerate(items):
-            t = times[i]
+        origin: list[int] = []
+        for i in range(start, len(items)):
+            it, t = items[i], times[i]
             if it.id in decided:
                 decisions.append(decided[it.id])
                 continue
@@ -504,6 +518,7 @@ class Deduper:
                 entry = Entry(it.id, 0, t, first, fe.cluster, 1.0, "identical", it.title, first)
                 if add:
                     news.append(NewEntry(entry, it.key, None, ()))
+                    origin.append(i)
                     entries[it.id] = entry
                     decided[it.id] = d
                 decisions.append(d)
@@ -529,7 +544,7 @@ class Deduper:
                 d = Decision(it.id, False, None, it.id, 0.0, None)
                 if add:
                     self._common.add(sk.vocab)
-                    counted.append(sk)
+                    counted.append((len(news), sk))
             else:
                 key, score, measure = best
                 cluster = entries[key].cluster
@@ -550,7 +565,8 @@ class Deduper:
             local_exact.setdefault(it.key, it.id)
             decided[it.id] = d
             news.append(NewEntry(entry, it.key, sk, joined))
-        return decisions, news
+            origin.append(i)
+        return decisions, news, origin
 
 
 @dataclass(frozen=True)

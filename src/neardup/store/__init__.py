@@ -15,8 +15,9 @@ buckets, the hash of its exact text, and, for kept documents, a log entry from w
 process replays the common-shingle counts. Not the user's full records.
 
 The :class:`~neardup.deduper.Deduper` drives a store through one atomic section per batch:
-:meth:`Store.begin`, reads, :meth:`Store.put`, :meth:`Store.commit` (which returns False when
-another process changed what the batch read, and the Deduper tries again).
+:meth:`Store.begin`, reads, :meth:`Store.put`, :meth:`Store.commit` (which applies the batch up to
+the first document whose reads another process changed meanwhile; the Deduper decides the
+rest again).
 """
 
 from __future__ import annotations
@@ -129,9 +130,11 @@ class Store(ABC):
         (``write=False``: a consistent read only, ended by :meth:`rollback`)."""
 
     @abstractmethod
-    def commit(self) -> bool:
-        """Apply what :meth:`put` buffered; False (nothing applied) when another writer
-        changed what this section read, so the caller must start again."""
+    def commit(self) -> int:
+        """Apply what :meth:`put` buffered, in order, and end the section; returns how many
+        entries were applied. Fewer than all when another writer changed what an entry's
+        decision read (its buckets, its exact text, its id): nothing from that entry on is
+        applied, and the caller decides the rest again."""
 
     @abstractmethod
     def rollback(self) -> None:

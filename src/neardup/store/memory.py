@@ -59,13 +59,14 @@ class MemoryStore(Store):
             self._in_section = False
             self._lock.release()
 
-    def commit(self) -> bool:
+    def commit(self) -> int:
+        n = len(self._pending)
         try:
             for new in self._pending:
                 self._apply(new)
         finally:
             self._end()
-        return True
+        return n
 
     def rollback(self) -> None:
         self._end()

@@ -79,10 +79,10 @@ end
 return out
 """
 
-#: Add a batch of documents, atomically, if nothing the batch read has changed since (no new
-#: member in its buckets, the same first id for its exact texts, none of its ids added):
-#: else add nothing and return -1. ARGV = namespace, ttl ('' for none), now, the JSON payload
-#: {"docs", "stale", "buckets", "exact"}, then the sketches of the documents that have one.
+#: Add a batch of documents, atomically, up to the first one whose reads changed since it was
+#: decided (a new member in one of its buckets, another first id for its exact text, its id
+#: added by someone else); returns how many were added. ARGV = namespace, ttl ('' for none),
+#: now, the JSON payload {"docs", "stale"}, then the sketches of the documents that have one.
 _WRITE = """
 local ns = ARGV[1]
 local ttl = tonumber(ARGV[2])
@@ -95,21 +95,24 @@ local function put(key, value, nx)
   if nx then return redis.call('SET', key, value, 'NX') end
   return redis.call('SET', key, value)
 end
-for _, d in ipairs(batch.docs) do
-  if redis.call('EXISTS', ns .. ':d:' .. d[1]) == 1 then return -1 end
-end
-for _, b in ipairs(batch.buckets) do
-  local last = redis.call('ZRANGE', ns .. ':b:' .. b[1], -1, -1, 'WITHSCORES')
-  local seq = 0
-  if #last > 0 then seq = tonumber(last[2]) end
-  if seq > b[2] then return -1 end
-end
-for _, x in ipairs(batch.exact) do
-  local first = redis.call('GET', ns .. ':x:' .. x[1])
-  if (first or '') ~= x[2] then return -1 end
+-- every check before any write, so the batch's own writes never look like a change
+local limit = #batch.docs
+for k, d in ipairs(batch.docs) do
+  local changed = redis.call('EXISTS', ns .. ':d:' .. d[1]) == 1
+  if not changed then
+    for _, b in ipairs(d[12]) do
+      local last = redis.call('ZRANGE', ns .. ':b:' .. b[1], -1, -1, 'WITHSCORES')
+      if #last > 0 and tonumber(last[2]) > b[2] then changed = true; break end
+    end
+  end
+  if not changed and #d[13] > 0 then
+    changed = (redis.call('GET', ns .. ':x:' .. d[4]) or '') ~= d[13][1]
+  end
+  if changed then limit = k - 1; break end
 end
 for _, s in ipairs(batch.stale) do redis.call('ZREM', ns .. ':b:' .. s[1], s[2]) end
-for _, d in ipairs(batch.docs) do
+for k = 1, limit do
+  local d = batch.docs[k]
   local id, seq, member = d[1], d[2], d[10]
   put(ns .. ':d:' .. id, d[3], false)
   if d[5] == 1 then put(ns .. ':s:' .. id, ARGV[blob], false); blob = blob + 1 end
@@ -128,7 +131,7 @@ for _, d in ipairs(batch.docs) do
   redis.call('ZADD', ns .. ':added', now, id)
   if d[7] == 1 then redis.call('RPUSH', ns .. ':log', id) end
 end
-return #batch.docs
+return limit
 """
 
 
@@ -229,28 +232,23 @@ class RedisStore(Store):
     def put(self, entries: Sequence[NewEntry]) -> None:
         self._pending.extend(entries)
 
-    def commit(self) -> bool:
+    def commit(self) -> int:
         try:
             if not self._writing:
                 raise NeardupError("commit outside an atomic section")
-            first = 0
-            if self._pending:
-                first = int(self._call(self._r.incrby, self._k("seq"), len(self._pending)))
-                first -= len(self._pending) - 1
+            if not self._pending:
+                return 0
+            n = len(self._pending)
+            first = int(self._call(self._r.incrby, self._k("seq"), n)) - (n - 1)
             ttl = "" if self.ttl is None else str(max(1, int(self.ttl)))
             docs, blobs = [], []
-            for n, new in enumerate(self._pending):
-                docs.append(self._payload(new, first + n))
+            for k, new in enumerate(self._pending):
+                docs.append(self._payload(new, first + k))
                 if new.sketch is not None:
                     blobs.append(encode(new.sketch))
-            payload = {
-                "docs": docs,
-                "stale": self._stale,
-                "buckets": [[str(k), seq] for k, seq in self._seen_buckets.items()],
-                "exact": [[str(k), v] for k, v in self._seen_exact.items()],
-            }
+            payload = {"docs": docs, "stale": self._stale}
             args = [self.ns, ttl, repr(time.time()), json.dumps(payload), *blobs]
-            return int(self._call(self._write_script, [], args)) >= 0
+            return int(self._call(self._write_script, [], args))
         finally:
             self._end()
 
@@ -261,6 +259,12 @@ class RedisStore(Store):
             e.id, seq, e.timestamp, e.duplicate_of, e.cluster, e.score, e.measure, e.title,
             e.copy_of,
         )  # fmt: skip
+        checks = (
+            [[str(bk), self._seen_buckets.get(bk, 0)] for bk in bucket_keys(new.sketch)]
+            if new.sketch is not None
+            else []
+        )
+        seen = self._seen_exact.get(new.text_key)
         return [
             e.id,
             seq,
@@ -273,6 +277,8 @@ class RedisStore(Store):
             repr(e.timestamp),
             _member(seq, e.timestamp, e.id),
             [str(k) for k in new.buckets],
+            checks,
+            [] if seen is None else [seen],
         ]
 
     # -- reads ----------------------------------------------------------------------------

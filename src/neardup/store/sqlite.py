@@ -139,7 +139,8 @@ class SQLiteStore(Store):
         finally:
             self._lock.release()
 
-    def commit(self) -> bool:
+    def commit(self) -> int:
+        n = len(self._pending)
         try:
             for new in self._pending:
                 self._insert(new)
@@ -152,7 +153,7 @@ class SQLiteStore(Store):
             self._end("COMMIT")
         except sqlite3.Error as exc:
             raise StoreError(f"store {self.url}: {exc}") from exc
-        return True
+        return n
 
     def rollback(self) -> None:
         if self._in_section and self._db.in_transaction:
