@@ -3,10 +3,15 @@ story sentences are kept, and what a page made only of boilerplate becomes."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from neardup import normalize
-from neardup.boilerplate import is_boilerplate, strip_boilerplate
+from neardup.boilerplate import _sentences, is_boilerplate, strip_boilerplate
+from neardup.normalize import fold_whitespace
 
 
 def strip(text: str) -> str:
@@ -209,3 +214,150 @@ def test_is_boilerplate(sentence: str, expected: bool) -> None:
 def test_story_without_boilerplate_is_unchanged(text: str) -> None:
     """A normalized story with no boilerplate comes back as it went in."""
     assert strip_boilerplate(text) == text
+
+
+# -- the fast paths equal the sentence-by-sentence definition ----------------------------------
+
+# The module as it was first written: every line cut into sentences with one regex, every
+# sentence judged with four. strip_boilerplate must give exactly what this gives.
+_REF_MAX_LEN = 120  # a longer sentence is content, whatever it starts with
+
+_REF_STARTS = re.compile(
+    r"^\s*[\[【(<]?\s*(?:"
+    # Chinese source, author and editor lines
+    r"(?:本文)?(?:转载自|转自|来源|来源于|文章来源|消息来源|稿件来源|图片来源|图源|原标题|原文标题|原文链接|"
+    r"作者|记者|编辑|责任编辑|责编|实习编辑|值班编辑|审核|审校|校对|监制|策划|通讯员|摄影|摄像|出品|"
+    r"编者按|声明|免责声明|特别声明|版权声明|更新|editor's note|editors' note|note to editors)\s*[:|：]"
+    r"|本文(?:转载自|来源|来自|有删节|仅代表|系)"
+    # bylines without a colon: 本报记者 张三, 记者 李明 通讯员 王芳, 文/李明, 编辑 张三
+    r"|(?:本报|特约)?(?:记者|通讯员|编辑|责编|摄影)\s+\S{2,4}(?:\s+(?:记者|通讯员|编辑|摄影)\s+\S{2,4})*\s*$"
+    r"|文\s*/\s*\S{2,4}\s*$"
+    # English bylines, credits and footers
+    # bylines: "By Jane Doe, Example Times" (two or more name words), "Posted by admin | ..."
+    r"|by\s+[a-z][\w.'-]*(?:\s+[a-z][\w.'-]*){1,3}\s*(?:,|\||-|$)"
+    r"|posted by\b"
+    r"|(?:source|sources|photo|image|file photo|related|editor|editors|credit|credits)\s*:"
+    r"|(?:reporting by|editing by|writing by|additional reporting|compiled by|"
+    r"originally published|this (?:story|article) (?:was|first)|"
+    r"read more|advertisement|share this|follow us|sign up|subscribe|click here)\b"
+    r"|copyright\s*(?:©|\(c\)|\d{4})|copyright [\w .&'-]{1,40}\.?\s*$|©"
+    r")"
+)
+_REF_CONTAINS = re.compile(
+    r"点击.{0,12}关注|关注我们|关注.{0,10}(?:公众号|微信|微博)|获取更多|扫码|二维码|下载.{0,6}客户端|阅读原文|"
+    r"版权所有|版权归|未经.{0,6}授权|禁止转载|谢绝转载|如有侵权|联系删除|返回顶部|分享到|"
+    # appeals to subscribe, donate or support the site
+    r"订户|订阅|支持我们|赞助我们|捐款|捐助|成为会员|"
+    r"support (?:our|independent) journalism|become a (?:member|subscriber|patron)|donate|"
+    r"all rights reserved|click here|subscribe to|sign up for|follow us on|newsletter|"
+    r"copyright \d{4}|\(c\) \d{4}|© ?\d{4}|terms of (?:use|service)|privacy policy|"
+    # stock notes that carry no story: "this story has been updated", "正在进一步核实"
+    r"(?:story|article|report) (?:has been|was) (?:updated|corrected)|"
+    r"(?:more|further) details (?:were|are) not (?:immediately )?available|"
+    r"no further details were|正在进一步核实|^\(完\)$|^\(记者.{0,6}\)$"
+)
+# a line made only of bracketed labels: 【纠错】【责任编辑:王敏】
+_REF_LABELS = re.compile(r"^(?:\s*[\[【][^\]】]{0,20}[\]】])+\s*$")
+# a section label and a date: "科学探索 / 2026年3月13日", "local news | 2026-03-13"
+_REF_DATELINE = re.compile(
+    r"^[^。.!?]{0,20}[/|·-]?\s*\d{4}\s*(?:年|-|/|\.)\s*\d{1,2}\s*(?:月|-|/|\.)\s*\d{1,2}\s*日?\s*$"
+)
+# navigation: "首页 > 新闻 > 正文", "home > news > article"
+_REF_BREADCRUMB = re.compile(r"^[^>]{0,20}(?:>[^>]{0,20}){2,}$")
+# dateline prefixes removed from the start of a line, keeping the rest
+_REF_PREFIXES = re.compile(
+    r"^(?:"
+    r"[\[【][^\]】]{1,16}讯[\]】]"  # 【新华网讯】
+    r"|[^\s,。:]{2,12}\d{1,2}月\d{1,2}日(?:电|讯)(?:\([^)]{0,20}\))?"  # 新华社北京3月2日电(记者李明)
+    r"|[^\s,。:]{2,12}\d{4}-\d{1,2}-\d{1,2}消息[,，]"  # 人民网2021-09-22消息,
+    r"|[a-z][a-z .,'&-]{0,40}\((?:[a-z][a-z .&']{1,30})\)\s*[-–—]\s"  # london (reuters) -
+    r"|\((?:[a-z][a-z .&']{1,30})\)\s*[-–—]\s"  # (business insider) -
+    r")"
+)
+_REF_SENTENCE_END = re.compile(r"(?<=[。!?！？])|(?<=[.!?])\s+(?=\S)")
+
+
+def reference_is_boilerplate(sentence: str) -> bool:
+    """is_boilerplate with the regexes above (the definition)."""
+    s = sentence.strip()
+    if not s:
+        return True
+    if len(s) > _REF_MAX_LEN:
+        return False
+    return bool(
+        _REF_STARTS.match(s)
+        or _REF_CONTAINS.search(s)
+        or _REF_LABELS.match(s)
+        or _REF_BREADCRUMB.match(s)
+    )
+
+
+def reference_strip_boilerplate(text: str) -> str:
+    """strip_boilerplate, sentence by sentence with the regexes above (the definition)."""
+    kept_lines: list[str] = []
+    for line in text.split("\n"):
+        line = _REF_PREFIXES.sub("", line.strip())
+        if _REF_BREADCRUMB.match(line) or _REF_LABELS.match(line) or _REF_DATELINE.match(line):
+            continue
+        kept = [s for s in _REF_SENTENCE_END.split(line) if s and not reference_is_boilerplate(s)]
+        if kept:
+            kept_lines.append(_REF_PREFIXES.sub("", " ".join(k.strip() for k in kept)))
+    return "\n".join(kept_lines).strip()
+
+
+FRAGMENTS = [
+    *REMOVED,
+    "来源:新华网 2026-03-02 编辑:张三",
+    "本报记者 张三",
+    "记者 李明 通讯员 王芳",
+    "文/李明",
+    "(完)",
+    "(记者 李四)",
+    "posted by admin | news",
+    "editor's note: this is",
+    "人民网2021-09-22消息,",
+    "【新华网讯】",
+    "新华社北京3月2日电(记者李明)",
+    "london (reuters) - ",
+    "(ap) - ",
+    "科学探索 / 2026年3月13日",
+    "local news | 2026-03-13",
+    "首页 > 新闻 > 正文",
+    "今天北京天气晴朗。",
+    "the city opened a new line. ",
+    "u.s. officials said 3.5 percent",
+    "by 2030 the city will have four new lines.",
+    "a!b", "a! b", "x. y", "x.  y", "。 ", "!!", ". .", "?", "】", "[", ">",
+    "订户", "关注我们", "click here", "copyright 2020", "© 2021",
+    "\n", "\n", "\n\n", " ", "  ", "\t", "\u3000", "\u2028", "\x85", "\u200b",
+]  # fmt: skip
+PAGE = st.lists(
+    st.sampled_from(FRAGMENTS)
+    | st.text(alphabet="ab .!?。！？:：|/>()[]【】讯日电消息,-—1张三\n ", max_size=6),
+    max_size=14,
+).map("".join)
+
+
+@settings(max_examples=600, deadline=None)
+@given(PAGE)
+def test_strip_boilerplate_equals_definition(page: str) -> None:
+    """On any text, normalized or not, the result is the sentence-by-sentence one."""
+    assert strip_boilerplate(page) == reference_strip_boilerplate(page)
+    folded = fold_whitespace(page)  # as normalization leaves a text: the fast path
+    assert strip_boilerplate(folded) == reference_strip_boilerplate(folded)
+
+
+@settings(max_examples=300, deadline=None)
+@given(PAGE | st.text(max_size=30))
+def test_is_boilerplate_equals_definition(sentence: str) -> None:
+    """is_boilerplate judges a sentence as the definition does."""
+    assert is_boilerplate(sentence) is reference_is_boilerplate(sentence)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="ab .!?。！？\t\u3000\u2028", max_size=20))
+def test_sentences_equal_the_regex_split(line: str) -> None:
+    """_sentences cuts a line where the regex split does (after stripping each piece)."""
+    line = line.replace("\n", " ")
+    expected = [s.strip() for s in _REF_SENTENCE_END.split(line) if s.strip()]
+    assert _sentences(line) == expected

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 
 import pytest
 from hypothesis import given, settings
@@ -11,7 +12,7 @@ from hypothesis import strategies as st
 import neardup
 from neardup import Normalizer, normalize
 from neardup.measures import METHODS
-from neardup.normalize import html_to_text, looks_like_html
+from neardup.normalize import fold_whitespace, html_to_text, looks_like_html, nfkc
 
 # Each pair differs only in the one thing the default processor folds away.
 VARIANTS = [
@@ -199,3 +200,96 @@ def test_entities_and_angle_brackets(text: str, expected: str) -> None:
 def test_html_to_text(html: str, expected: str) -> None:
     """html_to_text drops scripts and styles, decodes entities and ends a line at each block."""
     assert html_to_text(html) == expected
+
+
+# -- the fast paths equal the plain algorithms --------------------------------------------------
+
+# Full-width and half-width forms, compatibility ideographs, Latin-1 signs, letterlike symbols,
+# number forms, spaces of every kind, combining marks (which compose with what precedes them),
+# Hangul jamo and syllables, Traditional characters, entities, surrogates and controls.
+WIDTH_ALPHABET = (
+    "aZ9 .,\n\t中漢體ＡＺａｚ０９，。：；！？（）［］｛｝／－＋＝＠＃％＆～｜"
+    "\u00a0\u00b4\u00b5\u00bd\u00e9\u0301\u0308\u0327\u2002\u2009\u2026\u2122\u2160\u2161"
+    "\u2460\u3000\u3001\u3002\u3099\u309b\u30ab\uff76\uff9e\ufe30\ufe50\uf900\ufa10"
+    "\u1100\u1161\u11a8\uac00\u212b\u2fd5\u3250\u33a1\U0001d400\U0002f800\ud800\udfff"
+)
+WIDTH_TEXT = st.text(alphabet=WIDTH_ALPHABET, max_size=80) | st.text(max_size=40)
+
+
+@settings(max_examples=400, deadline=None)
+@given(WIDTH_TEXT)
+def test_nfkc_equals_unicodedata(text: str) -> None:
+    """nfkc (compatibility characters replaced one by one) is exactly unicodedata's NFKC."""
+    assert nfkc(text) == unicodedata.normalize("NFKC", text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "ＮＥＷＳ，天气（晴）",
+        "e\u0301",  # already composed by NFKC: é
+        "\uff76\uff9e",  # half-width katakana ka + voiced mark: one character
+        "\u1100\u1161",  # Hangul jamo: one syllable
+        "\u00b4\u0301",  # a compatibility character then a combining mark
+        "Ａ\u0301",  # full-width A, replaced, then composed with the accent
+        "plain ascii",
+        "",
+    ],
+)
+def test_nfkc_composes_across_replaced_characters(text: str) -> None:
+    """Where replaced characters compose with their neighbours the result is still NFKC."""
+    assert nfkc(text) == unicodedata.normalize("NFKC", text)
+
+
+_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def reference_fold(text: str) -> str:
+    """Whitespace folding as three regex substitutions (the definition)."""
+    text = _CONTROLS.sub(" ", text)
+    text = re.sub(r"[^\S\n]+", " ", text)
+    return re.sub(r"\s*\n\s*", "\n", text).strip()
+
+
+SPACE_TEXT = st.text(
+    alphabet="ab中 \n\t\r\x0b\x0c\x1c\x1f\x00\x07\x85\xa0\u2028\u2029\u3000\u200b\u2060",
+    max_size=60,
+) | st.text(max_size=40)
+
+
+@settings(max_examples=400, deadline=None)
+@given(SPACE_TEXT)
+def test_fold_whitespace_equals_regex_definition(text: str) -> None:
+    """fold_whitespace (a check for the usual case, else line by line) equals the regexes."""
+    assert fold_whitespace(text) == reference_fold(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["a\nb", "a\n\nb", "\na b\n", "a  b", "a \nb", "a\n b", " a", "a ", "a\u3000b", "a\x00b", ""],
+)
+def test_fold_whitespace_cases(text: str) -> None:
+    """The usual case and each thing that takes it off the fast path."""
+    assert fold_whitespace(text) == reference_fold(text)
+
+
+def reference_normalize(text: str) -> str:
+    """Every normalization step, each as the plain library call."""
+    from neardup.normalize import to_simplified
+
+    text = re.sub(r"[\ud800-\udfff]", "\ufffd", text)
+    if looks_like_html(text):
+        text = html_to_text(text)
+    elif re.search(r"&(?:[a-zA-Z]+|#\d+|#x[0-9a-fA-F]+);", text):
+        import html
+
+        text = html.unescape(text)
+    text = unicodedata.normalize("NFKC", text).casefold()
+    return reference_fold(to_simplified(text))
+
+
+@settings(max_examples=300, deadline=None)
+@given(WIDTH_TEXT | SPACE_TEXT | st.text(alphabet="a中漢&amp;#1;<>/p ", max_size=40))
+def test_normalize_equals_plain_steps(text: str) -> None:
+    """normalize gives exactly what the plain steps give."""
+    assert normalize(text) == reference_normalize(text)

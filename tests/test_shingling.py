@@ -255,3 +255,19 @@ def test_wide_shingles_on_long_text() -> None:
         f = shingle_hashes("a" * 300, word_width=256)
         assert len(f.hashes) == 300 - 256 + 1
         assert set(f.widths.tolist()) == {256}
+
+
+def test_power_tables_serve_every_length(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Texts long and short in any order hash as the definition says, whether the power tables
+    are kept between calls or (past the kept size) made for one call."""
+    from neardup import shingling
+
+    texts = ["北京天气晴朗" * 40, "ab", "the cat sat on the mat " * 30, "中文天气", "x" * 9]
+    expected = [naive_shingles(t, 5, 9) for t in texts]
+    for kept in (1 << 20, 4):
+        monkeypatch.setattr(shingling, "_POWERS_KEPT", kept)
+        monkeypatch.setattr(shingling, "_power_tables", {})
+        for text, want in zip(texts + texts[::-1], expected + expected[::-1], strict=True):
+            f = shingle_hashes(text)
+            assert f.hashes.tolist() == [h for _, _, h in want]
+            assert f.widths.tolist() == [w for _, w, _ in want]

@@ -20,12 +20,29 @@ __all__ = ["is_boilerplate", "strip_boilerplate"]
 
 _MAX_LEN = 120  # a longer sentence is content, whatever it starts with
 
+# Words that open a Chinese source, author or editor line when a colon follows.
+_CREDIT_WORDS = (
+    "转载自", "转自", "来源", "来源于", "文章来源", "消息来源", "稿件来源", "图片来源", "图源", "原标题",
+    "原文标题", "原文链接", "作者", "记者", "编辑", "责任编辑", "责编", "实习编辑", "值班编辑", "审核",
+    "审校", "校对", "监制", "策划", "通讯员", "摄影", "摄像", "出品", "编者按", "声明", "免责声明",
+    "特别声明", "版权声明", "更新", "editor's note", "editors' note", "note to editors",
+)  # fmt: skip
+_BYLINE_WORDS = ("记者", "通讯员", "编辑", "责编", "摄影")
+_LABEL_WORDS = (
+    "source", "sources", "photo", "image", "file photo", "related", "editor", "editors", "credit",
+    "credits",
+)  # fmt: skip
+_LEAD_WORDS = (
+    "reporting by", "editing by", "writing by", "additional reporting", "compiled by",
+    "originally published", "this story was", "this story first", "this article was",
+    "this article first", "read more", "advertisement", "share this", "follow us", "sign up",
+    "subscribe", "click here",
+)  # fmt: skip
+
 _STARTS = re.compile(
     r"^\s*[\[【(<]?\s*(?:"
     # Chinese source, author and editor lines
-    r"(?:本文)?(?:转载自|转自|来源|来源于|文章来源|消息来源|稿件来源|图片来源|图源|原标题|原文标题|原文链接|"
-    r"作者|记者|编辑|责任编辑|责编|实习编辑|值班编辑|审核|审校|校对|监制|策划|通讯员|摄影|摄像|出品|"
-    r"编者按|声明|免责声明|特别声明|版权声明|更新|editor's note|editors' note|note to editors)\s*[:|：]"
+    rf"(?:本文)?(?:{'|'.join(_CREDIT_WORDS)})\s*[:|：]"
     r"|本文(?:转载自|来源|来自|有删节|仅代表|系)"
     # bylines without a colon: 本报记者 张三, 记者 李明 通讯员 王芳, 文/李明, 编辑 张三
     r"|(?:本报|特约)?(?:记者|通讯员|编辑|责编|摄影)\s+\S{2,4}(?:\s+(?:记者|通讯员|编辑|摄影)\s+\S{2,4})*\s*$"
@@ -34,26 +51,30 @@ _STARTS = re.compile(
     # bylines: "By Jane Doe, Example Times" (two or more name words), "Posted by admin | ..."
     r"|by\s+[a-z][\w.'-]*(?:\s+[a-z][\w.'-]*){1,3}\s*(?:,|\||-|$)"
     r"|posted by\b"
-    r"|(?:source|sources|photo|image|file photo|related|editor|editors|credit|credits)\s*:"
-    r"|(?:reporting by|editing by|writing by|additional reporting|compiled by|"
-    r"originally published|this (?:story|article) (?:was|first)|"
-    r"read more|advertisement|share this|follow us|sign up|subscribe|click here)\b"
+    rf"|(?:{'|'.join(_LABEL_WORDS)})\s*:"
+    rf"|(?:{'|'.join(_LEAD_WORDS)})\b"
     r"|copyright\s*(?:©|\(c\)|\d{4})|copyright [\w .&'-]{1,40}\.?\s*$|©"
     r")"
 )
-_CONTAINS = re.compile(
-    r"点击.{0,12}关注|关注我们|关注.{0,10}(?:公众号|微信|微博)|获取更多|扫码|二维码|下载.{0,6}客户端|阅读原文|"
-    r"版权所有|版权归|未经.{0,6}授权|禁止转载|谢绝转载|如有侵权|联系删除|返回顶部|分享到|"
+# Phrases that make any sentence holding them boilerplate. Each starts with a literal
+# character (so the regex engine can skip to the characters that start one).
+_PHRASES = [
+    r"点击.{0,12}关注", "关注我们", r"关注.{0,10}(?:公众号|微信|微博)", "获取更多", "扫码", "二维码",
+    r"下载.{0,6}客户端", "阅读原文", "版权所有", "版权归", r"未经.{0,6}授权", "禁止转载", "谢绝转载",
+    "如有侵权", "联系删除", "返回顶部", "分享到",
     # appeals to subscribe, donate or support the site
-    r"订户|订阅|支持我们|赞助我们|捐款|捐助|成为会员|"
-    r"support (?:our|independent) journalism|become a (?:member|subscriber|patron)|donate|"
-    r"all rights reserved|click here|subscribe to|sign up for|follow us on|newsletter|"
-    r"copyright \d{4}|\(c\) \d{4}|© ?\d{4}|terms of (?:use|service)|privacy policy|"
+    "订户", "订阅", "支持我们", "赞助我们", "捐款", "捐助", "成为会员",
+    r"support (?:our|independent) journalism", r"become a (?:member|subscriber|patron)", "donate",
+    "all rights reserved", "click here", "subscribe to", "sign up for", "follow us on", "newsletter",
+    r"copyright \d{4}", r"\(c\) \d{4}", r"© ?\d{4}", r"terms of (?:use|service)", "privacy policy",
     # stock notes that carry no story: "this story has been updated", "正在进一步核实"
-    r"(?:story|article|report) (?:has been|was) (?:updated|corrected)|"
-    r"(?:more|further) details (?:were|are) not (?:immediately )?available|"
-    r"no further details were|正在进一步核实|^\(完\)$|^\(记者.{0,6}\)$"
-)
+    *(rf"{w} (?:has been|was) (?:updated|corrected)" for w in ("story", "article", "report")),
+    *(rf"{w} details (?:were|are) not (?:immediately )?available" for w in ("more", "further")),
+    "no further details were", "正在进一步核实",
+]  # fmt: skip
+_CONTAINS = re.compile("|".join(_PHRASES))
+# whole sentences that are stock notes: "(完)", "(记者 张三)"
+_WHOLE = re.compile(r"\(完\)$|\(记者.{0,6}\)$")
 # a line made only of bracketed labels: 【纠错】【责任编辑:王敏】
 _LABELS = re.compile(r"^(?:\s*[\[【][^\]】]{0,20}[\]】])+\s*$")
 # a section label and a date: "科学探索 / 2026年3月13日", "local news | 2026-03-13"
@@ -75,6 +96,90 @@ _PREFIXES = re.compile(
 _SENTENCE_END = re.compile(r"(?<=[。!?！？])|(?<=[.!?])\s+(?=\S)")
 
 
+def _literal_prefix(alternative: str) -> tuple[str, str]:
+    """The fixed text an alternative starts with (unescaped), and the regex after it."""
+    prefix: list[str] = []
+    i = 0
+    while i < len(alternative):
+        ch, j = alternative[i], i + 1
+        if ch == "\\" and j < len(alternative) and not alternative[j].isalnum():
+            ch, j = alternative[j], j + 1
+        elif ch in ".^$*+?{}[]|()\\":
+            break
+        if j < len(alternative) and alternative[j] in "*+?{":
+            break  # a quantified character is not fixed
+        prefix.append(ch)
+        i = j
+    return "".join(prefix), alternative[i:]
+
+
+def _any_of(alternatives: list[str]) -> str:
+    """One regex for "any of ``alternatives``" that the engine searches fast.
+
+    Each alternative is entered at the rarest character of the fixed text it starts with (the
+    characters before it checked by a lookbehind), and the alternatives are grouped by that
+    character: the engine skips to characters that enter one, and tries only their
+    alternatives. Good for finding *whether and where roughly* any alternative occurs (the
+    match starts at that character, not where the alternative starts).
+    """
+    groups: dict[str, list[str]] = {}
+    for alt in alternatives:
+        prefix, rest = _literal_prefix(alt)
+        assert prefix, alt
+        k = max(range(len(prefix)), key=lambda i: _RARITY.get(prefix[i], len(_RARITY)))
+        behind = f"(?<={re.escape(prefix[: k + 1])})" if k else ""
+        groups.setdefault(prefix[k], []).append(behind + re.escape(prefix[k + 1 :]) + rest)
+    # the groups of the commonest characters first: the engine tries them in order
+    order = sorted(groups, key=lambda c: _RARITY.get(c, len(_RARITY)))
+    return "|".join(
+        re.escape(c) + ("" if "" in groups[c] else f"(?:{'|'.join(groups[c])})") for c in order
+    )
+
+
+# the characters of the words below, commonest first in Chinese and English news
+_BY_FREQUENCY = (
+    " etainosrldchumpfgbywvk一有在会新为出我作成到对来多持进员们公特表实自部关联经任文于系下者"
+    "分代本通支制正所如消众j更户明息习订记点信权题二回接未取件原影步别击策完客源讯节标品责声博"
+    "划转获片维核审助注值校章监号除班读编图款绝止按版像载免归享辑稿链赞端码谢摄微授返仅禁捐阅侵"
+    "顶删扫©'"
+)
+_RARITY = {c: i for i, c in enumerate(_BY_FREQUENCY)}
+
+
+# What a line holds somewhere when any of its sentences, or the line itself, can be
+# boilerplate: a word a boilerplate start needs, a boilerplate phrase, a stock note, a bracket
+# or a ">". Most lines of a story hold none and are kept whole without judging their
+# sentences. Whitespace here never spans a line break, so a match lies within one line.
+_S = r"[^\S\n]"
+_HINT = re.compile(
+    _any_of(
+        [
+            *(rf"{re.escape(w)}{_S}*[:|：]" for w in _CREDIT_WORDS),
+            r"本文(?:转载自|来源|来自|有删节|仅代表|系)",
+            *(rf"{w}{_S}" for w in _BYLINE_WORDS),
+            rf"文{_S}*/",
+            rf"by{_S}",
+            "posted by",
+            *(rf"{re.escape(w)}{_S}*:" for w in _LABEL_WORDS),
+            *(re.escape(w) for w in _LEAD_WORDS),
+            "copyright",
+            "©",
+            *_PHRASES,
+            r"\(完\)",
+            r"\(记者",
+            r"\[",
+            "【",
+            ">",
+        ]
+    )
+)
+# what a dateline prefix (see _PREFIXES) holds somewhere
+_PREFIX_HINT = re.compile(r"讯|日电|消息[,，]|\)[^\S\n]*[-–—][^\S\n]")
+# The characters that end a sentence wherever they are (a "." ends one only before whitespace).
+_ENDS = "。!?！？"
+_REJOIN = re.compile(r"([。!?！？.])(?:(?<=[^.])\s*|\s+)(?=\S)")
+
+
 def is_boilerplate(sentence: str) -> bool:
     """Whether one line or sentence is site boilerplate rather than story."""
     s = sentence.strip()
@@ -82,7 +187,121 @@ def is_boilerplate(sentence: str) -> bool:
         return True
     if len(s) > _MAX_LEN:
         return False
-    return bool(_STARTS.match(s) or _CONTAINS.search(s) or _LABELS.match(s) or _BREADCRUMB.match(s))
+    return bool(
+        _STARTS.match(s)
+        or _CONTAINS.search(s)
+        or _WHOLE.match(s)
+        or _LABELS.match(s)
+        or _BREADCRUMB.match(s)
+    )
+
+
+def _lines_with(pattern: re.Pattern[str], text: str) -> set[int]:
+    """The numbers of the lines of ``text`` in which ``pattern`` (never spanning a line break)
+    matches."""
+    found: set[int] = set()
+    line = pos = 0
+    while (m := pattern.search(text, pos)) is not None:
+        start = m.start()
+        line += text.count("\n", pos, start)
+        found.add(line)
+        pos = text.find("\n", m.end()) + 1  # the next line, whatever else this one holds
+        if pos == 0:
+            break
+        line += 1
+    return found
+
+
+def _spaced(text: str) -> str:
+    """``text`` with a space after each character of _ENDS."""
+    for c in _ENDS:
+        if c in text:
+            text = text.replace(c, c + " ")
+    return text
+
+
+def _rejoin(line: str, spaced: str) -> str:
+    """The sentences of ``line`` (split as _SENTENCE_END splits), stripped and joined by one
+    space; ``spaced`` is ``_spaced(line)``.
+
+    That is ``spaced`` itself, stripped, when its only whitespace is single spaces: a sentence
+    ends after each character of _ENDS (now followed by a space) and at the space after a
+    ".". A double space (an end already followed by whitespace, or a run of spaces) or other
+    whitespace takes the regex.
+    """
+    if "  " not in spaced and spaced.isprintable():
+        return spaced.strip()
+    return _REJOIN.sub(r"\1 ", line).strip()
+
+
+def _may_be_dateline(line: str) -> bool:
+    """Whether a stripped line ends as a section dateline (see _DATELINE) does."""
+    end = line[-1:]
+    return end == "日" or end.isdecimal()
+
+
+def _is_dateline(line: str) -> bool:
+    """A section label and a date (see _DATELINE), on a stripped line."""
+    return _may_be_dateline(line) and _DATELINE.match(line) is not None
+
+
+def _strip_line(line: str) -> str | None:
+    """One line (stripped, its prefix removed) without its boilerplate sentences; None when the
+    whole line is boilerplate."""
+    if _BREADCRUMB.match(line) or _LABELS.match(line) or _is_dateline(line):
+        return None
+    kept = [s for s in _sentences(line) if _HINT.search(s) is None or not is_boilerplate(s)]
+    return " ".join(kept)
+
+
+def _sentences(line: str) -> list[str]:
+    """The sentences of one line as _SENTENCE_END splits it, stripped, empty ones left out.
+
+    When the line's only whitespace is spaces, a line break (which a line does not hold) is
+    put after each character of _ENDS and in place of the space after a ".", and the line is
+    split there: a run of spaces left after a split point ends up at the start of the next
+    piece, and stripping removes it, as the regex split would have.
+    """
+    if line.isprintable():
+        for c in _ENDS:
+            if c in line:
+                line = line.replace(c, c + "\n")
+        pieces = line.replace(". ", ".\n").split("\n")
+    else:
+        pieces = _SENTENCE_END.split(line)
+    return [s for s in map(str.strip, pieces) if s]
+
+
+def _line(line: str, judged: bool, prefixed: bool) -> str | None:
+    """One line of the output (see strip_boilerplate), or None when it has nothing to keep.
+
+    ``judged``: the line holds a _HINT; ``prefixed``: it holds a _PREFIX_HINT.
+    """
+    line = line.strip()
+    if prefixed:
+        line = _PREFIXES.sub("", line)
+    if judged:
+        joined = _strip_line(line)
+    else:
+        joined = None if _is_dateline(line) else _rejoin(line, _spaced(line))
+    if not joined:
+        return None
+    return _PREFIXES.sub("", joined) if prefixed else joined
+
+
+def _is_folded(text: str, lines: list[str], spaced: str) -> bool:
+    """Whether ``text`` is as normalization leaves it: no empty lines, no whitespace at the ends
+    of lines, no whitespace but single spaces within them, and no sentence end followed by a
+    space (``lines`` are its lines, ``spaced`` is ``_spaced(text)``)."""
+    return (
+        "  " not in spaced
+        and "\n\n" not in text
+        and " \n" not in text
+        and "\n " not in text
+        and text[:1] not in (" ", "\n")
+        and text[-1:] not in (" ", "\n")
+        and all(map(str.isprintable, lines))
+    )
 
 
 def strip_boilerplate(text: str) -> str:
@@ -90,12 +309,34 @@ def strip_boilerplate(text: str) -> str:
 
     A page that is nothing but boilerplate comes out empty: it has no story to compare.
     """
+    # Line by line, a line is stripped and its dateline prefix removed; a line that is a
+    # breadcrumb, a row of labels or a section dateline goes; the rest is cut into sentences,
+    # boilerplate sentences go, and the others are stripped and joined by one space (and a
+    # dateline prefix that comes first now is removed too). Most lines hold nothing that can be
+    # boilerplate (see _HINT) and are only cut into sentences and rejoined; the lines that can
+    # are found with one search over the whole text.
+    lines = text.split("\n")
+    judged = _lines_with(_HINT, text)
+    prefixed = _lines_with(_PREFIX_HINT, text)
+    spaced = _spaced(text)
+    if _is_folded(text, lines, spaced):
+        # every line but these comes out as its spaced self (less a space at its end)
+        special = judged | prefixed
+        special.update(i for i, line in enumerate(lines) if _may_be_dateline(line))
+        if not special:
+            return spaced.replace(" \n", "\n").strip()
+        out: list[str | None] = list(spaced.split("\n"))
+        for i in special:
+            out[i] = _line(lines[i], i in judged, i in prefixed)
+        return "\n".join([x for x in out if x is not None]).replace(" \n", "\n").strip()
     kept_lines: list[str] = []
-    for line in text.split("\n"):
-        line = _PREFIXES.sub("", line.strip())
-        if _BREADCRUMB.match(line) or _LABELS.match(line) or _DATELINE.match(line):
+    for i, (line, spaced_line) in enumerate(zip(lines, spaced.split("\n"), strict=True)):
+        if i in judged or i in prefixed:
+            kept = _line(line, i in judged, i in prefixed)
+            if kept is not None:
+                kept_lines.append(kept)
             continue
-        kept = [s for s in _SENTENCE_END.split(line) if s and not is_boilerplate(s)]
-        if kept:
-            kept_lines.append(_PREFIXES.sub("", " ".join(k.strip() for k in kept)))
+        line = line.strip()
+        if line and not _is_dateline(line):
+            kept_lines.append(_rejoin(line, spaced_line))
     return "\n".join(kept_lines).strip()

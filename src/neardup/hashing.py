@@ -53,6 +53,9 @@ def mix(z: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
     6238072747940578789
     """
     with np.errstate(over="ignore"):
-        z = (z ^ (z >> np.uint64(30))) * _M1
-        z = (z ^ (z >> np.uint64(27))) * _M2
-    return z ^ (z >> np.uint64(31))
+        z = z ^ (z >> np.uint64(30))  # a new array, updated in place from here on
+        z *= _M1
+        z ^= z >> np.uint64(27)
+        z *= _M2
+        z ^= z >> np.uint64(31)
+    return z

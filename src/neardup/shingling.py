@@ -57,23 +57,65 @@ def _powers(base: np.uint64, n: int) -> U64:
     return np.cumprod(p, dtype=np.uint64)[:n]
 
 
-def unit_codes(text: str) -> tuple[U64, npt.NDArray[np.bool_]]:
-    """The units of ``text`` (its letters, digits and CJK characters, in order; whitespace and
-    punctuation dropped) as code points, and whether each is a CJK character."""
+_B2_INV = np.uint64(pow(int(_B2), -1, 1 << 64))  # _B2 is odd, so invertible modulo 2^64
+_POWERS_KEPT = 1 << 20  # longest power tables kept between calls (8 MB each)
+_power_tables: dict[int, tuple[U64, U64]] = {}
+
+
+def _power_tables_for(n: int) -> tuple[U64, U64]:
+    """_B2^k and _B2^-k modulo 2^64 for k < n (or more)."""
+    size = 1 << max(n - 1, 1).bit_length()  # a power of two, so few distinct tables
+    if size > _POWERS_KEPT:  # a very long text: tables of its own length, not kept
+        return _powers(_B2, n), _powers(_B2_INV, n)
+    cached = _power_tables.get(size)
+    if cached is not None:
+        return cached
+    tables = (_powers(_B2, size), _powers(_B2_INV, size))
+    # keep the largest so far; the smaller sizes are its prefixes
+    _power_tables.clear()
+    for bits in range(size.bit_length()):
+        _power_tables[1 << bits] = (tables[0][: 1 << bits], tables[1][: 1 << bits])
+    return tables
+
+
+def _window_hashes(w: int, powers: U64, prefix: U64) -> U64:
+    """The polynomial hash sum(codes[i + t] * _B2^(w - 1 - t) for t < w) of every window of
+    ``w`` codes, from prefix[k] = sum(codes[j] * _B2^-j for j < k).
+
+    A window is the difference of two prefix sums times a power: the same value, modulo 2^64,
+    as the Horner loop over the window, in two array operations whatever ``w`` is.
+    """
+    m = len(prefix) - 1
+    diff: U64 = prefix[w:] - prefix[: m - w + 1]
+    diff *= powers[w - 1 : m]
+    return diff
+
+
+def _units(text: str) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.bool_]]:
+    """unit_codes, the code points as they come (32-bit)."""
     cp = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype="<u4")
     if cp.size == 0:
-        return np.zeros(0, np.uint64), np.zeros(0, np.bool_)
-    cls = np.zeros(cp.size, dtype=np.uint8)
-    bmp = cp < 0x10000
-    cls[bmp] = _classes()[cp[bmp]]
-    if not bmp.all():
+        return np.zeros(0, np.uint32), np.zeros(0, np.bool_)
+    if cp.max() < 0x10000:
+        cls = _classes()[cp]
+    else:
+        cls = np.zeros(cp.size, dtype=np.uint8)
+        bmp = cp < 0x10000
+        cls[bmp] = _classes()[cp[bmp]]
         astral = ~bmp
         cjk = (cp >= _ASTRAL_CJK[0]) & (cp <= _ASTRAL_CJK[1])
         cls[astral & cjk] = _CJK
         rest = np.flatnonzero(astral & ~cjk)
         cls[rest] = [_WORD if chr(c).isalnum() else _SEP for c in cp[rest].tolist()]
     keep = (cls == _WORD) | (cls == _CJK)
-    return cp[keep].astype(np.uint64), cls[keep] == _CJK
+    return cp[keep], cls[keep] == _CJK
+
+
+def unit_codes(text: str) -> tuple[U64, npt.NDArray[np.bool_]]:
+    """The units of ``text`` (its letters, digits and CJK characters, in order; whitespace and
+    punctuation dropped) as code points, and whether each is a CJK character."""
+    codes, cjk = _units(text)
+    return codes.astype(np.uint64), cjk
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,30 +146,28 @@ def shingle_hashes(text: str, *, cjk_width: int = 5, word_width: int = 9) -> Shi
         raise ConfigError(
             f"shingle widths must be between 1 and 255, got cjk_width={cjk_width}, word_width={word_width}"
         )
-    codes, cjk = unit_codes(text)
+    codes, cjk = _units(text)
     m = len(codes)
     if m == 0:
         return Shingles(np.zeros(0, np.uint64), np.zeros(0, np.uint8), 0)
-    widths = np.where(cjk, cjk_width, word_width).astype(np.uint8)
-    with np.errstate(over="ignore"):
-        hashes = np.zeros(m, dtype=np.uint64)
-        valid = np.zeros(m, dtype=np.bool_)
-        for w in sorted({cjk_width, word_width}):
-            if w > m:
-                continue
-            # rolling polynomial hash of every window of w units
-            h = np.zeros(m - w + 1, dtype=np.uint64)
-            for t in range(w):
-                h = h * _B2 + codes[t : m - w + 1 + t]
-            sel = np.flatnonzero(widths[: m - w + 1] == w)
-            hashes[sel] = mix(h[sel] + np.uint64(w))
-            valid[sel] = True
-        if not valid.any():
-            whole = np.uint64(0)
-            for c in codes:
-                whole = whole * _B2 + c
-            return Shingles(
-                mix(np.array([whole + np.uint64(m)], np.uint64)), np.array([m], np.uint8), m
-            )
-    keep = np.flatnonzero(valid)
-    return Shingles(hashes[keep], widths[keep], m)
+    powers, inv_powers = _power_tables_for(m + 1)
+    prefix = np.zeros(m + 1, dtype=np.uint64)
+    np.cumsum(codes * inv_powers[:m], out=prefix[1:])
+    # a unit starts a shingle of its width when that many units are left
+    widths = np.where(cjk, np.uint8(cjk_width), np.uint8(word_width))
+    ends = np.arange(m) + widths
+    starts = np.flatnonzero(ends <= m)
+    k = len(starts)
+    if k == 0:
+        # too few units for any shingle: one shingle of all of them
+        whole = _window_hashes(m, powers, prefix) + np.uint64(m)
+        return Shingles(mix(whole), np.array([m], np.uint8), m)
+    if starts[-1] == k - 1:  # the usual case: every unit but a few at the end starts one
+        ends, widths, first = ends[:k], widths[:k], prefix[:k]
+    else:
+        ends, widths, first = ends[starts], widths[starts], prefix[starts]
+    # the polynomial hash of units [i, end): see _window_hashes
+    hashes = prefix[ends] - first
+    hashes *= powers[ends - 1]
+    hashes += widths
+    return Shingles(mix(hashes), widths, m)

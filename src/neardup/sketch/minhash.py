@@ -74,8 +74,8 @@ def minhash_batch(documents: Sequence[U64], *, num_perm: int = 128) -> U64:
     if lengths.sum() == 0:
         return sig
     values = np.concatenate([np.asarray(d, dtype=np.uint64) for d in documents])
-    doc = np.repeat(np.arange(n, dtype=np.int64), lengths)
-    cell = doc * num_perm + (values & np.uint64(num_perm - 1)).astype(np.int64)
+    cell = (values & np.uint64(num_perm - 1)).astype(np.intp)
+    cell += np.repeat(np.arange(0, n * num_perm, num_perm, dtype=np.intp), lengths)
     np.minimum.at(sig.ravel(), cell, values)  # smallest value per (document, bin)
     return _densify(sig)
 
