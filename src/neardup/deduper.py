@@ -22,7 +22,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal, Union, cast
+from typing import TYPE_CHECKING, Literal, NamedTuple, Union, cast
 
 import numpy as np
 import xxhash
@@ -680,6 +680,54 @@ def dedup_batch(
     return BatchResult(decisions, len(pairs), int((parent >= 0).sum()), timings)
 
 
+class _Packed(NamedTuple):
+    """A chunk's sketches as a few flat arrays: far quicker to pickle than Sketch objects."""
+
+    texts: list[str]
+    n_units: list[int]
+    signatures: np.ndarray
+    bands: np.ndarray
+    shingle_counts: np.ndarray
+    shingles: np.ndarray
+    vocab_counts: np.ndarray
+    vocabs: np.ndarray
+    numbers: list[frozenset[str]]
+
+
+def _sketch_packed(texts: list[str], cfg: DedupConfig) -> _Packed:
+    """Sketch a chunk (in a worker) and pack the sketches for the way back."""
+    sks = make_sketches(texts, cfg)
+    return _Packed(
+        [s.text for s in sks],
+        [s.n_units for s in sks],
+        np.stack([s.signature for s in sks]),
+        np.stack([s.bands for s in sks]),
+        np.array([len(s.shingles) for s in sks], dtype=np.int64),
+        np.concatenate([s.shingles for s in sks]),
+        np.array([len(s.vocab) for s in sks], dtype=np.int64),
+        np.concatenate([s.vocab for s in sks]),
+        [s.numbers for s in sks],
+    )
+
+
+def _unpack(p: _Packed) -> list[Sketch]:
+    """The sketches of a packed chunk (their arrays are views into the packed ones)."""
+    shingles = np.split(p.shingles, np.cumsum(p.shingle_counts)[:-1])
+    vocabs = np.split(p.vocabs, np.cumsum(p.vocab_counts)[:-1])
+    return [
+        Sketch(
+            text=p.texts[i],
+            shingles=shingles[i],
+            n_units=p.n_units[i],
+            signature=p.signatures[i],
+            bands=p.bands[i],
+            vocab=vocabs[i],
+            numbers=p.numbers[i],
+        )
+        for i in range(len(p.texts))
+    ]
+
+
 def _sketch_all(
     texts: list[str], cfg: DedupConfig, chunk: int, workers: int | None
 ) -> list[Sketch]:
@@ -704,7 +752,8 @@ def _sketch_all(
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
     with ProcessPoolExecutor(max_workers=n, mp_context=context) as pool:
-        return [sk for part in pool.map(partial(make_sketches, cfg=cfg), chunks) for sk in part]
+        parts = pool.map(partial(_sketch_packed, cfg=cfg), chunks)
+        return [sk for part in parts for sk in _unpack(part)]
 
 
 def _labels(
