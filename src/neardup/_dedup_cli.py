@@ -269,6 +269,8 @@ def run_dedup(
     store: str | None = None,
     window: str | None = None,
     batch_size: int = 256,
+    engine: str = "local",
+    spark_master: str = "local[*]",
 ) -> RunResult:
     """Deduplicate ``source`` into the UNIQUE, CLUSTERS and ERRORS outputs.
 
@@ -278,8 +280,32 @@ def run_dedup(
     unwritable output fails at once. ``collect`` keeps each document with its decision in
     the result (for a report; it holds the whole corpus in memory). ``store`` (a store URL)
     or ``window`` decide in streaming mode against that store, ``batch_size`` records per
-    atomic section.
+    atomic section. ``engine="spark"`` runs the batch on Spark at ``spark_master``
+    (:func:`neardup.spark.run_cli`; JSONL or Parquet input, the same outputs).
     """
+    if engine == "spark":
+        if mode == "stream" or store is not None or window is not None:
+            raise ConfigError(
+                "--engine spark deduplicates the whole input at once; "
+                "drop --stream, --db/--store and --window"
+            )
+        from .spark import run_cli
+
+        return run_cli(
+            source,
+            unique=unique,
+            clusters=clusters,
+            errors=errors,
+            master=spark_master,
+            fields=fields,
+            fmt=fmt,
+            config=config,
+            keep=keep,
+            collect=collect,
+            label=label,
+        )
+    if engine != "local":
+        raise ConfigError(f"engine must be 'local' or 'spark', got {engine!r}")
     cfg = config if config is not None else DedupConfig()
     fields = fields if fields is not None else Fields()
     if store is not None or window is not None:

@@ -270,6 +270,8 @@ def _cmd_dedup(args: argparse.Namespace) -> int:
         store=_store_url(args),
         window=args.window,
         batch_size=args.batch_size,
+        engine=args.engine,
+        spark_master=args.spark_master,
     )
     result: RunResult
     if args.sample:
@@ -459,6 +461,19 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="decide and write each record as it is read, instead of the whole corpus at once "
         "(the same decisions; keeps the first copy)",
+    )
+    g.add_argument(
+        "--engine",
+        choices=("local", "spark"),
+        default="local",
+        help="where the batch runs: this process (local) or Apache Spark, for JSONL or "
+        "Parquet too big for one machine (needs pip install 'neardup[spark]')",
+    )
+    g.add_argument(
+        "--spark-master",
+        metavar="URL",
+        default="local[*]",
+        help="the Spark master for --engine spark (default: %(default)s)",
     )
     g = d.add_argument_group(
         "store",

@@ -1,0 +1,314 @@
+"""The Spark engine: the local engine's decisions, connected components, bad rows, the CLI."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("pyspark")
+pytest.importorskip("pyarrow")
+
+from neardup.cli import main
+from neardup.deduper import dedup_batch
+from neardup.errors import MissingDependencyError
+from neardup.spark import connected_components, dedup, require_pyspark, spark_session
+
+# -- fixtures --------------------------------------------------------------------------------
+
+STORY_ZH = (
+    "本报讯 4月8日，河湾区第一座社区养老服务中心在柳荫街道启用。中心设有日间照料室、康复训练室和"
+    "老年食堂，可同时为80位老人提供午餐，60岁以上居民凭卡用餐每餐补贴6元。街道负责人介绍，"
+    "中心由一处闲置厂房改建，投入资金320万元，今年还将在另外三个街道建设同类中心。"
+)
+STORY_EN = (
+    "The regional water board approved a plan on Monday to replace 14 miles of lead service lines "
+    "in the old harbor district by the end of next year. The work will cost about 22 million "
+    "dollars, paid for by a federal grant and a small rate increase, and crews will begin on the "
+    "streets nearest the two elementary schools. Homeowners will not be charged for the new lines."
+)
+FOOTER = (
+    "\n本网声明：凡注明来源为本网的所有作品，版权均属本网所有，未经授权不得转载、摘编或利用其它方式"
+    "使用上述作品。已经授权使用作品的，应在授权范围内使用，并注明来源。违反上述声明者，本网将追究其相关"
+    "法律责任。联系电话：010-12345678。"
+)
+OTHER_ZH = [
+    "3月2日，东林县首条城乡公交线路开通，线路全长38公里，沿途设站21个，票价统一为2元，首末班时间为6时和19时。",
+    "记者从市气象台获悉，受冷空气影响，本周末全市将出现大风降温天气，最低气温降至零下5摄氏度，请市民注意防寒保暖。",
+    "北岸镇今年种植的1200亩葡萄喜获丰收，亩产达到2500斤，镇里组织了12家合作社统一收购，帮助果农增收约900万元。",
+    "市图书馆本月起延长开放时间，周一至周五开放至晚上9点，周末开放至晚上8点，新增自习座位300个。",
+    "西山景区完成步道改造工程，新修步道6.5公里，增设观景平台4处，景区将于5月1日起恢复开放。",
+    "高新区今年一季度新登记企业1860家，同比增长17%，其中科技型企业占比超过四成，新增就业岗位5400个。",
+]
+
+
+def records() -> list[tuple[str, str, float | None]]:
+    """Stories with reprints, exact copies, a shared footer on different stories, and titles."""
+    out: list[tuple[str, str, float | None]] = [
+        ("zh-1", STORY_ZH, 300.0),
+        ("en-1", STORY_EN, 100.0),
+        ("zh-2", "转载自河湾日报\n" + STORY_ZH[:-30] + "（编辑：李华）", 200.0),
+        ("en-2", "By Staff. " + STORY_EN.replace("Monday", "monday") + " Share this.", None),
+        ("zh-3", STORY_ZH, 50.0),  # a byte-identical copy
+        ("t-1", "河湾区首座社区养老服务中心启用", None),
+        ("t-2", "河湾区首座社区养老服务中心今日启用", 10.0),
+    ]
+    for k, text in enumerate(OTHER_ZH):  # different stories behind one site footer
+        out.append((f"f-{k}", text + FOOTER, float(k)))
+    out.append(("f-copy", "来源：东林新闻网 " + OTHER_ZH[0] + FOOTER, None))
+    out.append(("en-3", STORY_EN[: len(STORY_EN) // 2 + 40], 5.0))  # a cut copy of a copy
+    return out
+
+
+def sample_rows() -> list[dict[str, Any]]:
+    """The sample that ships with the package."""
+    text = files("neardup").joinpath("data", "sample.jsonl").read_text(encoding="utf-8")
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[Any]:
+    """One small local Spark for the whole module."""
+    session = spark_session(
+        "local[2]",
+        app_name="neardup-tests",
+        conf={
+            "spark.ui.enabled": "false",
+            "spark.sql.shuffle.partitions": "2",
+            "spark.default.parallelism": "2",
+            "spark.sql.adaptive.coalescePartitions.enabled": "true",
+            "spark.driver.memory": "2g",
+        },
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+def local_decisions(
+    ids: list[str], texts: list[str], **kw: Any
+) -> dict[str, tuple[str, str | None, float, str | None]]:
+    """What dedup_batch decides, by id."""
+    result = dedup_batch(ids, texts, **kw)
+    return {
+        d.id: (d.cluster, d.duplicate_of, round(d.score, 9), d.measure) for d in result.decisions
+    }
+
+
+def spark_decisions(result: Any) -> dict[str, tuple[str, str | None, float, str | None]]:
+    """What the Spark engine decided, by id (then its cached frames are let go)."""
+    got = {
+        r["id"]: (r["cluster"], r["duplicate_of"], round(r["score"], 9), r["measure"])
+        for r in result.clusters.collect()
+    }
+    result.clusters.unpersist()
+    result.errors.unpersist()
+    return got
+
+
+# -- the same decisions as the local engine ------------------------------------------------------
+
+
+def test_sample_same_decisions_as_local(spark: Any) -> None:
+    """On the shipped sample, every decision (cluster, match, score, measure) is the local one."""
+    rows = sample_rows()
+    frame = spark.createDataFrame([(r["id"], r["text"]) for r in rows], "id string, text string")
+    result = dedup(frame)
+    assert result.stats["converged"]
+    assert result.errors.count() == 0
+    assert spark_decisions(result) == local_decisions(
+        [r["id"] for r in rows], [r["text"] for r in rows]
+    )
+
+
+@pytest.mark.parametrize("keep", ["first", "longest", "earliest"])
+def test_fixture_same_decisions_for_every_keep_policy(spark: Any, keep: str) -> None:
+    """Reprints, exact copies, titles and a shared footer: the local decisions, any keep."""
+    recs = records()
+    frame = spark.createDataFrame(recs, "id string, text string, ts double")
+    result = dedup(frame, timestamp_col="ts", keep=keep)  # type: ignore[arg-type]
+    want = local_decisions(
+        [r[0] for r in recs],
+        [r[1] for r in recs],
+        keep=keep,
+        timestamps=[r[2] for r in recs],
+    )
+    assert spark_decisions(result) == want
+    assert any(v[1] is not None for v in want.values())  # the fixture has duplicates
+
+
+def test_order_col_sets_the_input_order(spark: Any) -> None:
+    """Rows given shuffled with an order column decide as the ordered input does."""
+    recs = records()
+    rows = [(i, r[0], r[1]) for i, r in enumerate(recs)]
+    frame = spark.createDataFrame(list(reversed(rows)), "n long, id string, text string")
+    got = spark_decisions(dedup(frame, order_col="n"))
+    assert got == local_decisions([r[0] for r in recs], [r[1] for r in recs])
+
+
+# -- connected components ------------------------------------------------------------------------
+
+
+def components(spark: Any, edges: list[tuple[int, int]]) -> dict[int, int]:
+    frame = spark.createDataFrame(edges, "src long, dst long")
+    return {r["node"]: r["component"] for r in connected_components(frame).collect()}
+
+
+def test_components_of_a_long_chain(spark: Any) -> None:
+    """A chain of 40 nodes given in scrambled directions is one component named by its least."""
+    edges = [(i + 1, i) if i % 3 else (i, i + 1) for i in range(3, 42)]
+    assert components(spark, edges) == {n: 3 for n in range(3, 43)}
+
+
+def test_components_of_stars_and_pieces(spark: Any) -> None:
+    """Two stars, a triangle, repeated edges and a self-loop: each piece gets its least node."""
+    edges = [(100, k) for k in range(101, 110)] + [(k, 50) for k in range(51, 56)]
+    edges += [(7, 8), (8, 9), (9, 7), (8, 7), (200, 200), (109, 51)]
+    got = components(spark, edges)
+    assert {got[n] for n in range(100, 110)} == {50}
+    assert {got[n] for n in range(50, 56)} == {50}
+    assert {got[7], got[8], got[9]} == {7}
+    assert 200 not in got
+
+
+# -- bad rows --------------------------------------------------------------------------------------
+
+
+def test_bad_rows_are_reported_not_dropped(spark: Any) -> None:
+    """Null, empty and blank texts, null ids and repeated ids are errors; the rest is decided."""
+    rows = [
+        ("a", STORY_EN),
+        ("b", None),
+        ("c", ""),
+        ("d", "   \n "),
+        (None, STORY_ZH),
+        ("a", STORY_ZH),  # repeated: the first usable row keeps the id
+        ("e", STORY_EN + " Updated."),
+        ("b", STORY_ZH),  # the first "b" was unusable, so this one may use it
+    ]
+    result = dedup(spark.createDataFrame(rows, "id string, text string"))
+    errors = {r["position"]: (r["id"], r["reason"]) for r in result.errors.collect()}
+    assert errors == {
+        1: ("b", "'text' is null"),
+        2: ("c", "'text' is empty"),
+        3: ("d", "'text' is only whitespace"),
+        4: (None, "'id' is null"),
+        5: ("a", "repeated id 'a', first on position 0"),
+    }
+    positions = {r["position"] for r in result.clusters.collect()} | set(errors)
+    assert positions == set(range(len(rows)))
+    got = spark_decisions(result)
+    assert sorted(got) == ["a", "b", "e"]
+    assert got["e"][1] == "a"
+
+
+def test_a_text_column_that_is_not_strings(spark: Any) -> None:
+    """Every row of a non-string text column is an error naming the type; no job fails."""
+    frame = spark.createDataFrame([("a", 1), ("b", 2)], "id string, text int")
+    result = dedup(frame)
+    assert [r["reason"] for r in result.errors.orderBy("position").collect()] == [
+        "'text' must be a string, not int"
+    ] * 2
+    assert result.clusters.count() == 0
+
+
+def test_a_missing_column_is_named(spark: Any) -> None:
+    """A column that is not in the frame is a ConfigError naming it."""
+    frame = spark.createDataFrame([("a", "x")], "id string, body string")
+    with pytest.raises(ValueError, match="text_col='text' is not a column"):
+        dedup(frame)
+
+
+# -- the command line --------------------------------------------------------------------------
+
+
+def write_jsonl(path: Path) -> None:
+    lines = [json.dumps({"id": r[0], "text": r[1]}, ensure_ascii=False) for r in records()]
+    lines[3:3] = [
+        '{"id": "x1", "text": null}',
+        "not json",
+        "",
+        '{"id": "zh-1", "text": "重复的编号"}',
+        '{"id": "x2", "text": 7}',
+    ]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def run_cli(tmp: Path, source: Path, *extra: str) -> dict[str, str]:
+    out = {name: tmp / f"{name}.jsonl" for name in ("unique", "clusters", "errors")}
+    status = main(
+        [
+            "dedup",
+            str(source),
+            "-o",
+            str(out["unique"]),
+            "--clusters",
+            str(out["clusters"]),
+            "--errors",
+            str(out["errors"]),
+            "-q",
+            *extra,
+        ]
+    )
+    assert status == 0
+    return {name: p.read_text(encoding="utf-8") for name, p in out.items()}
+
+
+def test_cli_engine_spark_writes_what_the_local_engine_writes(spark: Any, tmp_path: Path) -> None:
+    """UNIQUE, CLUSTERS and ERRORS from --engine spark are the local run's, byte for byte."""
+    source = tmp_path / "in.jsonl"
+    write_jsonl(source)
+    (tmp_path / "local").mkdir()
+    (tmp_path / "spark").mkdir()
+    local = run_cli(tmp_path / "local", source)
+    remote = run_cli(tmp_path / "spark", source, "--engine", "spark", "--spark-master", "local[2]")
+    assert remote == local
+    assert len(local["errors"].splitlines()) == 4
+
+
+def test_cli_engine_spark_reads_parquet(spark: Any, tmp_path: Path) -> None:
+    """A Parquet input: every row in CLUSTERS, the kept rows as JSON lines in UNIQUE."""
+    source = tmp_path / "in.parquet"
+    recs = records()
+    spark.createDataFrame([(r[0], r[1]) for r in recs], "id string, text string").coalesce(
+        1
+    ).write.parquet(str(source))
+    got = run_cli(tmp_path, source, "--engine", "spark")
+    clusters = [json.loads(line) for line in got["clusters"].splitlines()]
+    want = local_decisions([r[0] for r in recs], [r[1] for r in recs])
+    assert {c["id"]: (c["cluster"], c["duplicate_of"]) for c in clusters} == {
+        k: v[:2] for k, v in want.items()
+    }
+    kept = [json.loads(line)["id"] for line in got["unique"].splitlines()]
+    assert kept == [k for k, v in want.items() if v[1] is None]
+
+
+def test_without_pyspark_the_cli_says_what_to_install(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--engine spark without PySpark exits 2 and names the extra to install."""
+    monkeypatch.setitem(sys.modules, "pyspark", None)
+    with pytest.raises(MissingDependencyError):
+        require_pyspark()
+    source = tmp_path / "in.jsonl"
+    write_jsonl(source)
+    out = tmp_path / "u.jsonl"
+    status = main(
+        [
+            "dedup",
+            str(source),
+            "-o",
+            str(out),
+            "--clusters",
+            str(tmp_path / "c"),
+            "--engine",
+            "spark",
+        ]
+    )
+    assert status == 2
+    assert "pip install 'neardup[spark]'" in capsys.readouterr().err
