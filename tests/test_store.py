@@ -249,6 +249,25 @@ def _race(url: str, processes: int, batch: int) -> None:
         assert story_of[d.cluster] == story_of[d.id]
 
 
+def _opener(path: str, start: object) -> None:
+    start.wait()  # type: ignore[attr-defined]
+    Deduper(store=f"sqlite:///{path}").close()
+
+
+def test_processes_opening_a_new_sqlite_file_at_once_all_succeed(tmp_path: Path) -> None:
+    """A new file's first opening races for WAL mode and the tables; nobody may fail."""
+    ctx = multiprocessing.get_context("fork")
+    for n in range(5):
+        start = ctx.Barrier(4)
+        path = str(tmp_path / f"new{n}.db")
+        workers = [ctx.Process(target=_opener, args=(path, start)) for _ in range(4)]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join(timeout=120)
+            assert w.exitcode == 0
+
+
 @pytest.mark.parametrize("batch", [1, 5])
 def test_concurrent_processes_on_sqlite_keep_each_story_once(tmp_path: Path, batch: int) -> None:
     _race(f"sqlite:///{tmp_path / 'race.db'}", 4, batch)

@@ -12,6 +12,7 @@ import json
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -81,15 +82,33 @@ class SQLiteStore(Store):
             self._db = sqlite3.connect(
                 path, timeout=timeout, isolation_level=None, check_same_thread=False
             )
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=FULL")
             self._db.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
-            self._db.executescript(f"BEGIN IMMEDIATE;{_SCHEMA}COMMIT;")
+            self._db.execute("PRAGMA synchronous=FULL")
+            self._create(timeout)
         except sqlite3.DatabaseError as exc:
             raise ConfigError(f"cannot open store {self.url}: {exc}") from exc
         self._lock = threading.RLock()
         self._pending: list[NewEntry] = []
         self._in_section = False
+
+    def _create(self, timeout: float) -> None:
+        """WAL mode and the tables. Several processes opening a new file at once race for
+        it, and SQLite answers "locked" at once (no busy wait) to all but one: try again."""
+        deadline = time.monotonic() + timeout
+        delay = 0.005
+        while True:
+            try:
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.executescript(f"BEGIN IMMEDIATE;{_SCHEMA}COMMIT;")
+                return
+            except sqlite3.OperationalError as exc:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                busy = "locked" in str(exc) or "busy" in str(exc)
+                if not busy or time.monotonic() > deadline:
+                    raise
+                time.sleep(delay)
+                delay = min(0.5, delay * 2)
 
     # -- transactions ---------------------------------------------------------------------
 
