@@ -41,6 +41,15 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return url
 
 
+@pytest.fixture(params=["sqlite", "redis"])
+def persistent_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The stores that outlive their Deduper."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'store.db'}"
+    url: str = request.getfixturevalue("redis_url")
+    return url
+
+
 def _persistent(url: str) -> bool:
     return not url.startswith("memory")
 
@@ -71,9 +80,8 @@ def test_batches_in_a_store_decide_as_one_batch_run(store_url: str) -> None:
         assert stats["kept"] == sum(not d.is_duplicate for d in ref)
 
 
-def test_incremental_runs_agree_with_one_run(store_url: str) -> None:
-    if not _persistent(store_url):
-        pytest.skip("memory:// is gone when its Deduper is")
+def test_incremental_runs_agree_with_one_run(persistent_url: str) -> None:
+    store_url = persistent_url
     docs = corpus(7, 30, 3)
     ids, texts = [d[0] for d in docs], [d[1] for d in docs]
     ref = dedup_batch(ids, texts).decisions
@@ -184,12 +192,11 @@ def test_a_store_refuses_other_sketch_settings(tmp_path: Path) -> None:
 
 
 def test_the_common_shingle_table_is_saved_and_replayed(
-    store_url: str, monkeypatch: pytest.MonkeyPatch
+    persistent_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A new process loads the saved table and replays the rest of the log: it decides as
     the process that built the table would."""
-    if not _persistent(store_url):
-        pytest.skip("memory:// is gone when its Deduper is")
+    store_url = persistent_url
     monkeypatch.setattr(deduper_module, "_SNAPSHOT_EVERY", 7)
     monkeypatch.setattr(deduper_module, "_LOG_PAGE", 3)
     docs = _sample()
