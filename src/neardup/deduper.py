@@ -417,11 +417,10 @@ class Deduper:
         sketches = dict(
             zip(need, make_sketches([items[i].text for i in need], self.config), strict=True)
         )
-        watch = sorted({bk for sk in sketches.values() for bk in bucket_keys(sk)})
         done: list[Decision] = []
         start = attempt = 0
         while True:
-            self.store.begin(ids[start:], keys[start:], watch if add else (), write=add)
+            self.store.begin(write=add)
             counted: list[tuple[int, Sketch]] = []  # (entry number, sketch) of kept documents
             try:
                 self._sync()

@@ -118,16 +118,9 @@ class Store(ABC):
     # -- the atomic section ---------------------------------------------------------------
 
     @abstractmethod
-    def begin(
-        self,
-        ids: Sequence[str],
-        text_keys: Sequence[int],
-        buckets: Iterable[BandKey],
-        *,
-        write: bool = True,
-    ) -> None:
-        """Start an atomic section covering these documents, exact texts and buckets
-        (``write=False``: a consistent read only, ended by :meth:`rollback`)."""
+    def begin(self, *, write: bool = True) -> None:
+        """Start an atomic section: what is read in it is checked or locked until
+        :meth:`commit` (``write=False``: a consistent read only, ended by :meth:`rollback`)."""
 
     @abstractmethod
     def commit(self) -> int:

@@ -41,14 +41,7 @@ class MemoryStore(Store):
                     f"this store was filled with other sketch settings: {self._fingerprint}"
                 )
 
-    def begin(
-        self,
-        ids: Sequence[str],
-        text_keys: Sequence[int],
-        buckets: Iterable[BandKey],
-        *,
-        write: bool = True,
-    ) -> None:
+    def begin(self, *, write: bool = True) -> None:
         self._lock.acquire()
         self._in_section = True
         self._pending = []

@@ -207,14 +207,7 @@ class RedisStore(Store):
 
     # -- the atomic section ---------------------------------------------------------------
 
-    def begin(
-        self,
-        ids: Sequence[str],
-        text_keys: Sequence[int],
-        buckets: Iterable[BandKey],
-        *,
-        write: bool = True,
-    ) -> None:
+    def begin(self, *, write: bool = True) -> None:
         self._lock.acquire()
         self._pending, self._stale = [], []
         self._seen_buckets, self._seen_exact = {}, {}

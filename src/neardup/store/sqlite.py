@@ -128,14 +128,7 @@ class SQLiteStore(Store):
                 f"this Deduper uses {wanted}: use another store or the same settings"
             )
 
-    def begin(
-        self,
-        ids: Sequence[str],
-        text_keys: Sequence[int],
-        buckets: Iterable[BandKey],
-        *,
-        write: bool = True,
-    ) -> None:
+    def begin(self, *, write: bool = True) -> None:
         self._lock.acquire()
         try:
             self._db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
