@@ -29,14 +29,12 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture(scope="session")
-def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A real redis-server on loopback for the session; yields its base URL."""
+def start_redis_server(folder: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """A real redis-server on a free loopback port, answering: the process and its URL."""
     exe = shutil.which("redis-server")
     if exe is None:
         pytest.fail("redis-server is not installed: run scripts/check.sh, which installs it")
     pytest.importorskip("redis")
-    folder: Path = tmp_path_factory.mktemp("redis")
     port = free_port()
     proc = subprocess.Popen(
         [exe, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(folder),
@@ -47,16 +45,24 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     import redis
 
     client = redis.Redis(port=port)
-    for _ in range(200):
-        try:
-            client.ping()
-            break
-        except redis.ConnectionError:
-            time.sleep(0.05)
-    else:
-        proc.kill()
-        pytest.fail("redis-server did not start")
-    yield f"redis://127.0.0.1:{port}/0"
+    try:
+        for _ in range(200):
+            try:
+                client.ping()
+                return proc, f"redis://127.0.0.1:{port}/0"
+            except redis.ConnectionError:
+                time.sleep(0.05)
+    finally:
+        client.close()
+    proc.kill()
+    pytest.fail("redis-server did not start")
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real redis-server on loopback for the session; yields its base URL."""
+    proc, url = start_redis_server(tmp_path_factory.mktemp("redis"))
+    yield url
     proc.terminate()
     proc.wait(timeout=10)
 

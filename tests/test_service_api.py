@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import json
 import random
-import shutil
 import subprocess
-import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -19,7 +17,7 @@ import httpx
 from neardup import METHODS, Deduper
 from neardup.cli import main
 from neardup.service import create_app
-from tests.conftest import free_port
+from tests.conftest import start_redis_server
 
 pytestmark = pytest.mark.anyio
 
@@ -596,27 +594,8 @@ async def test_an_internal_error_is_json_without_a_traceback(tmp_path: Path) -> 
 @pytest.fixture
 def lone_redis(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """A redis-server of the test's own, to be stopped by the test."""
-    exe = shutil.which("redis-server")
-    if exe is None:
-        pytest.fail("redis-server is not installed: run scripts/check.sh, which installs it")
-    port = free_port()
-    proc = subprocess.Popen(
-        [exe, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(tmp_path),
-         "--save", "", "--appendonly", "no"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.STDOUT,
-    )  # fmt: skip
-    import redis
-
-    client = redis.Redis(port=port)
-    for _ in range(200):
-        try:
-            client.ping()
-            break
-        except redis.ConnectionError:
-            time.sleep(0.05)
-    client.close()
-    yield f"redis://127.0.0.1:{port}/0", proc
+    proc, url = start_redis_server(tmp_path)
+    yield url, proc
     proc.kill()
     proc.wait()
 
