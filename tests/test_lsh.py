@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from neardup.errors import ConfigError
 from neardup.hashing import mix
-from neardup.index.lsh import MinHashLSH, band_keys, lsh_join, optimal_params
+from neardup.index.lsh import LSHJoin, MinHashLSH, band_keys, lsh_join, optimal_params
 from neardup.sketch.minhash import minhash
 
 FAST = settings(max_examples=60, deadline=None)
@@ -85,6 +85,51 @@ def test_join_pairs_share_a_band(sigs: np.ndarray, shape: tuple[int, int]) -> No
         if any((cut[i, b] == cut[j, b]).all() for b in range(bands))
     ]
     assert lsh_join(sigs, bands=bands, rows=rows, bucket_cap=10_000).tolist() == expected
+
+
+@given(
+    clustered_signatures(),
+    st.sampled_from(SHAPES),
+    st.sampled_from([1, 2, 3, 100]),
+    st.lists(st.integers(1, 8), max_size=30),
+    st.integers(0, 5),
+)
+@FAST
+def test_join_in_blocks_equals_join(
+    sigs: np.ndarray, shape: tuple[int, int], cap: int, sizes: list[int], gap: int
+) -> None:
+    """LSHJoin.extend, block by block, returns exactly lsh_join's pairs, each block's pairs
+    those of its later documents, sorted by (later, earlier); positions may skip numbers."""
+    bands, rows = shape
+    keys = band_keys(sigs, bands, rows)
+    positions = np.arange(len(sigs), dtype=np.int64) * (gap + 1)  # e.g. copies in between
+    join = LSHJoin(bucket_cap=cap)
+    found: list[list[int]] = []
+    start = 0
+    for size in [*sizes, len(sigs)]:
+        block = slice(start, min(len(sigs), start + size))
+        got = join.extend(keys[block], positions[block])
+        assert got.dtype == np.int64 and got.shape[1] == 2
+        assert got.tolist() == sorted(got.tolist(), key=lambda p: (p[1], p[0]))
+        assert all(positions[block.start] <= j for _, j in got.tolist())
+        found += got.tolist()
+        start = block.stop
+    want = lsh_join(sigs, bands=bands, rows=rows, bucket_cap=cap) * (gap + 1)
+    assert sorted(found) == want.tolist()
+
+
+def test_join_in_blocks_checks_positions() -> None:
+    """Blocks must come in order, with as many positions as rows of keys."""
+    keys = band_keys(np.stack([signature(s, 16) for s in range(3)]), 4, 4)
+    join = LSHJoin()
+    join.extend(keys[:2], np.array([3, 4]))
+    with pytest.raises(ConfigError, match="increase"):
+        join.extend(keys[2:], np.array([4]))
+    with pytest.raises(ConfigError, match="positions"):
+        join.extend(keys[2:], np.array([5, 6]))
+    with pytest.raises(ConfigError, match="bucket_cap"):
+        LSHJoin(bucket_cap=0)
+    assert join.extend(keys[:0], np.zeros(0, np.int64)).shape == (0, 2)
 
 
 def test_join_of_nothing() -> None:
