@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neardup import normalize
-from neardup.deduper import Decision, Deduper, dedup_batch
+from neardup.deduper import Decision, Deduper, _BatchRun, dedup_batch
 from neardup.engine import DedupConfig
 from neardup.errors import ConfigError, InputError
 
@@ -324,6 +324,30 @@ def test_batch_worker_processes_do_not_matter() -> None:
     assert [fields(d) for d in one] == [fields(d) for d in two]
     with pytest.raises(ConfigError, match="workers"):
         dedup_batch(ids, texts, workers=0)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+@pytest.mark.parametrize("chunk", [1, 2, 7])
+def test_run_fed_as_read_equals_stream(workers: int, chunk: int) -> None:
+    """Fed one document at a time (as the CLI reads), deciding while the workers sketch,
+    the batch run equals streaming, with byte-identical copies of documents whose sketches
+    are still being made, copies at the very start and end, and empty texts."""
+    ids, texts = corpus(3, "all")
+    rng = random.Random(chunk * 10 + workers)
+    for k in range(12):
+        at = rng.randrange(1, len(texts) + 1)
+        texts.insert(at, texts[rng.randrange(at)])  # a copy of an earlier text
+        ids.insert(at, f"copy-{k}")
+    texts = [texts[0], *texts, "", "   ", texts[-1], texts[0]]
+    ids = ["first-copy", *ids, "empty", "blank", "copy-last", "copy-first"]
+    streamed = stream(ids, texts)
+    with _BatchRun(DedupConfig(), chunk=chunk, workers=workers, chars=None) as run:
+        for doc_id, text in zip(ids, texts, strict=True):
+            run.add(doc_id, text)
+        result = run.finish()
+    assert [fields(d) for d in result.decisions] == [fields(d) for d in streamed]
+    assert sum(d.measure == "identical" for d in streamed) >= 14
+    assert result.timings.keys() >= {"sketch", "candidates", "verify", "clusters"}
 
 
 def test_batch_evidence_equals_stream_evidence() -> None:

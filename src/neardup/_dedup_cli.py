@@ -1,8 +1,9 @@
 """The ``neardup dedup`` run behind the command line: read, deduplicate, write, in timed stages.
 
 The command line parses options and calls :func:`run_dedup`; this module reads the records
-(:mod:`neardup.records`), decides with the library (:func:`~neardup.deduper.dedup_batch`, or a
-streaming :class:`~neardup.deduper.Deduper`), writes the three outputs, and describes the run
+(:mod:`neardup.records`), decides with the library (the run behind
+:func:`~neardup.deduper.dedup_batch`, fed as it reads, or a streaming
+:class:`~neardup.deduper.Deduper`), writes the three outputs, and describes the run
 as a :class:`RunSummary`. It also formats the summary and the ``--sample`` report.
 
 >>> s = RunSummary("crawl.jsonl", "batch", "first", records=10, kept=6, duplicates=3, errors=1,
@@ -22,7 +23,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Literal, TextIO
 
-from .deduper import Decision, Deduper, KeepPolicy, dedup_batch
+from .deduper import Decision, Deduper, KeepPolicy, _BatchRun
 from .engine import DedupConfig
 from .errors import ConfigError
 from .records import (
@@ -401,30 +402,26 @@ def _batch(
     clusters_out: LineWriter | None,
     errors_out: LineWriter,
 ) -> int:
-    """Read everything (errors written as they come), decide at once, write in input order.
+    """Read everything (errors written as they come), decide, write in input order.
 
+    The documents are sketched and decided while the rest is read (:class:`_BatchRun`).
     Returns the number of candidate pairs.
     """
     docs: list[Document] = []
     progress.start("read")
-    t0 = time.perf_counter()
-    for record in reader:
-        progress.advance()
-        if isinstance(record, BadRecord):
-            errors_out.write(record.to_json())
-            tally.errors += 1
-        else:
-            docs.append(record)
-    stages.add("read", time.perf_counter() - t0)
-
-    progress.start("dedup", note=f"deduplicating {len(docs):,} documents…")
-    result = dedup_batch(
-        [d.id for d in docs],
-        [d.text for d in docs],
-        config=cfg,
-        keep=keep,
-        timestamps=[d.timestamp for d in docs],
-    )
+    clock = [0.0]
+    with _BatchRun(cfg, workers=None, chars=None) as run:
+        for record in _timed(reader, clock):
+            progress.advance()
+            if isinstance(record, BadRecord):
+                errors_out.write(record.to_json())
+                tally.errors += 1
+            else:
+                docs.append(record)
+                run.add(record.id, record.text)
+        progress.start("dedup", note=f"deduplicating {len(docs):,} documents…")
+        result = run.finish(keep=keep, timestamps=[d.timestamp for d in docs])
+    stages.add("read", clock[0])
     for name in ("sketch", "candidates", "verify", "clusters"):
         stages.add(name, result.timings.get(name, 0.0))
 

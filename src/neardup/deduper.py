@@ -19,18 +19,19 @@ from __future__ import annotations
 import dataclasses
 import random
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal, NamedTuple, Union, cast
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Union, cast
 
 import numpy as np
+import numpy.typing as npt
 import xxhash
 
 from .engine import CommonShingles, DedupConfig, Sketch, make_sketches, verify
 from .errors import ConfigError, InputError
 from .hashing import SEED
-from .index.lsh import lsh_join
+from .index.lsh import LSHJoin
 from .passages import Passage, shared_passages
 from .store import BandKey, Entry, NewEntry, Store, bucket_keys, open_store, parse_window
 from .store.memory import MemoryStore
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
 __all__ = ["BatchResult", "Decision", "Deduper", "dedup_batch"]
 
 KeepPolicy = Literal["first", "longest", "earliest"]
+I64 = npt.NDArray[np.int64]
 
 
 @dataclass(frozen=True, slots=True)
@@ -594,7 +596,8 @@ def dedup_batch(
     ``keep`` chooses which document of each cluster is kept and names the cluster: the
     first seen (the streaming rule), the longest text, or the earliest timestamp.
     ``workers`` processes sketch the documents (default: one per CPU, up to 4, once the texts
-    hold two million characters or more); the decisions do not depend on it.
+    hold two million characters or more); the decisions do not depend on it. ``chunk`` is
+    the most documents a worker sketches at a time.
     """
     cfg = config if config is not None else DedupConfig()
     if len(ids) != len(texts):
@@ -603,80 +606,221 @@ def dedup_batch(
         raise ConfigError(f"keep must be 'first', 'longest' or 'earliest', got {keep!r}")
     if len(set(ids)) != len(ids):
         raise InputError("ids must be unique within a batch")
-    timings: dict[str, float] = {}
-    t0 = time.perf_counter()
-    # byte-identical copies share the first copy's sketch and are matched to it directly
-    first_copy: dict[int, int] = {}
-    copy_of = np.full(len(texts), -1, dtype=np.int64)
-    for i, text in enumerate(texts):
-        j = first_copy.setdefault(_text_key(text), i)
-        if j != i:
-            copy_of[i] = j
-    originals = np.flatnonzero(copy_of < 0)
-    made = _sketch_all([texts[i] for i in originals.tolist()], cfg, chunk, workers)
-    sketches: list[Sketch] = [made[0]] * len(texts) if made else []
-    for i, sk in zip(originals.tolist(), made, strict=True):
-        sketches[i] = sk
-    for i in np.flatnonzero(copy_of >= 0).tolist():
-        sketches[i] = sketches[copy_of[i]]
-    timings["sketch"] = time.perf_counter() - t0
+    with _BatchRun(cfg, chunk=chunk, workers=workers, chars=sum(map(len, texts))) as run:
+        for doc_id, text in zip(ids, texts, strict=True):
+            run.add(doc_id, text)
+        return run.finish(keep=keep, timestamps=timestamps, explain=explain)
 
-    t0 = time.perf_counter()
-    live = np.array([i for i in originals.tolist() if not sketches[i].is_empty], dtype=np.int64)
-    b, r = cfg.bands_rows
-    if len(live):
-        sigs = np.stack([sketches[i].signature for i in live])
-        local = lsh_join(sigs, bands=b, rows=r, bucket_cap=cfg.bucket_cap)
-        pairs = live[local]
-    else:
-        pairs = np.zeros((0, 2), dtype=np.int64)
-    timings["candidates"] = time.perf_counter() - t0
 
-    t0 = time.perf_counter()
-    # earlier partners of each document, in index order (pairs are sorted by (i, j))
-    order = np.lexsort((pairs[:, 0], pairs[:, 1]))
-    later, earlier = pairs[order, 1], pairs[order, 0]
-    bounds = np.searchsorted(later, np.arange(len(ids) + 1))
-    parent = np.full(len(ids), -1, dtype=np.int64)
-    score = np.zeros(len(ids))
-    measure: list[str | None] = [None] * len(ids)
-    common = CommonShingles(limit=cfg.common_after)
-    for i in range(len(ids)):
-        if copy_of[i] >= 0:
-            parent[i], score[i], measure[i] = copy_of[i], 1.0, "identical"
-            continue
-        lo, hi = bounds[i], bounds[i + 1]
-        best = None
-        if lo < hi:
-            pool = ((str(j), sketches[j]) for j in earlier[lo:hi].tolist())
-            best = _best(sketches[i], pool, cfg, common)
-        if best is None:
-            common.add(sketches[i].vocab)
-        else:
-            parent[i], score[i], measure[i] = int(best[0]), best[1], best[2]
-    timings["verify"] = time.perf_counter() - t0
+class _BatchRun:
+    """:func:`dedup_batch` fed one document at a time, so that reading, sketching and
+    deciding overlap (the CLI feeds it as it reads).
 
-    t0 = time.perf_counter()
-    root = np.arange(len(ids))
-    for i in range(len(ids)):  # parents come earlier, so one pass resolves every root
-        if parent[i] >= 0:
-            root[i] = root[parent[i]]
-    label = _labels(root, keep, texts, timestamps)
-    decisions = []
-    for i, doc_id in enumerate(ids):
-        kept = label[root[i]]
-        if kept == i:
-            decisions.append(Decision(doc_id, False, None, doc_id, 0.0, None))
-            continue
-        if parent[i] >= 0:
-            dup_of, s, m = int(parent[i]), float(score[i]), measure[i]
-        else:  # the first of a cluster whose "longest"/"earliest" document is kept instead
-            v = verify(sketches[i], sketches[kept], cfg)
-            dup_of, s, m = kept, v.score, v.measure
-        ev = _evidence(sketches[i], sketches[dup_of]) if explain else ()
-        decisions.append(Decision(doc_id, True, ids[dup_of], ids[kept], s, m, ev))
-    timings["clusters"] = time.perf_counter() - t0
-    return BatchResult(decisions, len(pairs), int((parent >= 0).sum()), timings)
+    Byte-identical copies of an earlier text take its sketch and are matched to it at once.
+    The other documents (originals) are sketched in chunks, by worker processes when it
+    pays; each chunk that comes back is joined on its band keys with every earlier document
+    (:class:`~neardup.index.lsh.LSHJoin`: lsh_join block by block), and every document
+    before the first original not yet sketched is decided, in input order, as streaming
+    would. A decision depends only on earlier documents, so the timing changes nothing.
+    """
+
+    #: the first chunks are this small, so that the workers start soon
+    MIN_CHUNK = 100
+    #: without the total size, worker processes start once this many characters came in
+    STREAM_POOL_AT = 300_000
+
+    def __init__(
+        self, cfg: DedupConfig, *, chunk: int = 2000, workers: int | None, chars: int | None
+    ) -> None:
+        if workers is not None and workers < 1:
+            raise ConfigError(f"workers must be at least 1, got {workers}")
+        if chunk < 1:
+            raise ConfigError(f"chunk must be at least 1, got {chunk}")
+        self.cfg, self.chunk = cfg, chunk
+        self.ids: list[str] = []
+        self.texts: list[str] = []
+        self.copy_of: list[int] = []  # the first copy of the same text, or -1
+        self.sketches: list[Sketch] = []
+        self.parent: list[int] = []
+        self.score: list[float] = []
+        self.measure: list[str | None] = []
+        self._first_copy: dict[int, int] = {}
+        self._pending: list[int] = []  # originals not yet sent to be sketched
+        self._pending_chars = 0
+        self._sent: deque[tuple[list[int], Any]] = deque()  # (originals, future or sketches)
+        self._sent_docs = 0
+        self._workers = workers
+        self._chars_seen = 0
+        # workers=None: processes when the texts hold two million characters (they pay from
+        # there) and ``chars``, the total, says so; without a total, once STREAM_POOL_AT
+        # characters came in (the input goes on, likely: it is being read)
+        self._auto_at = self.STREAM_POOL_AT if chars is None else (0 if chars >= 2_000_000 else -1)
+        self._pool: Any = None
+        self._common = CommonShingles(limit=cfg.common_after)
+        self._join = LSHJoin(bucket_cap=cfg.bucket_cap)
+        self._next = 0  # the next document to decide
+        self._pairs = 0
+        self.timings = {"sketch": 0.0, "candidates": 0.0, "verify": 0.0}
+
+    def __enter__(self) -> _BatchRun:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(cancel_futures=True)
+            self._pool = None
+
+    def add(self, doc_id: str, text: str) -> None:
+        """Take the next document; decide those whose sketches are all in."""
+        i = len(self.ids)
+        self.ids.append(doc_id)
+        self.texts.append(text)
+        self.parent.append(-1)
+        self.score.append(0.0)
+        self.measure.append(None)
+        j = self._first_copy.setdefault(_text_key(text), i)
+        self.copy_of.append(-1 if j == i else j)
+        if j == i:
+            self._pending.append(i)
+            self._chars_seen += len(text)
+            if len(self._pending) >= self._chunk_size():
+                self._send()
+        while self._sent and self._ready(self._sent[0][1]):
+            self._receive()
+
+    def finish(
+        self,
+        *,
+        keep: KeepPolicy = "first",
+        timestamps: Sequence[float | None] | None = None,
+        explain: bool = False,
+    ) -> BatchResult:
+        """Decide the rest, form the clusters, and shut the workers down."""
+        if keep not in ("first", "longest", "earliest"):
+            raise ConfigError(f"keep must be 'first', 'longest' or 'earliest', got {keep!r}")
+        if self._pending:
+            self._send()
+        while self._sent:
+            self._receive()
+        self._decide(len(self.ids))
+        self.__exit__()
+        t0 = time.perf_counter()
+        ids, sketches, parent = self.ids, self.sketches, self.parent
+        root = list(range(len(ids)))
+        for i, p in enumerate(parent):  # parents come earlier, so one pass resolves every root
+            if p >= 0:
+                root[i] = root[p]
+        label = _labels(np.array(root, dtype=np.int64), keep, self.texts, timestamps)
+        decisions = []
+        for i, doc_id in enumerate(ids):
+            kept = label[root[i]]
+            if kept == i:
+                decisions.append(Decision(doc_id, False, None, doc_id, 0.0, None))
+                continue
+            if parent[i] >= 0:
+                dup_of, s, m = parent[i], self.score[i], self.measure[i]
+            else:  # the first of a cluster whose "longest"/"earliest" document is kept instead
+                v = verify(sketches[i], sketches[kept], self.cfg)
+                dup_of, s, m = kept, v.score, v.measure
+            ev = _evidence(sketches[i], sketches[dup_of]) if explain else ()
+            decisions.append(Decision(doc_id, True, ids[dup_of], ids[kept], s, m, ev))
+        self.timings["clusters"] = time.perf_counter() - t0
+        verified = sum(1 for p in parent if p >= 0)
+        return BatchResult(decisions, self._pairs, verified, dict(self.timings))
+
+    def _chunk_size(self) -> int:
+        """A quarter of what was sent so far, from MIN_CHUNK up to ``chunk``: the workers
+        start soon, and the chunks stay few."""
+        return max(1, min(self.chunk, max(self.MIN_CHUNK, self._sent_docs // 4)))
+
+    def _send(self) -> None:
+        """Sketch the pending originals: on the workers, or here."""
+        block, self._pending = self._pending, []
+        self._sent_docs += len(block)
+        texts = [self.texts[i] for i in block]
+        if self._pool is None and self._wants_pool():
+            import multiprocessing
+            import os
+            from concurrent.futures import ProcessPoolExecutor
+
+            n = self._workers or min(4, os.cpu_count() or 1)
+            methods = multiprocessing.get_all_start_methods()
+            context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+            self._pool = ProcessPoolExecutor(max_workers=n, mp_context=context)
+        if self._pool is not None:
+            self._sent.append((block, self._pool.submit(_sketch_packed, texts, self.cfg)))
+            return
+        t0 = time.perf_counter()
+        self._sent.append((block, make_sketches(texts, self.cfg)))
+        self.timings["sketch"] += time.perf_counter() - t0
+
+    def _wants_pool(self) -> bool:
+        if self._workers is not None:
+            return self._workers > 1
+        import os
+
+        return 0 <= self._auto_at <= self._chars_seen and (os.cpu_count() or 1) > 1
+
+    @staticmethod
+    def _ready(item: Any) -> bool:
+        return isinstance(item, list) or bool(item.done())
+
+    def _receive(self) -> None:
+        """Take the oldest sketched chunk, join it, and decide what it lets us decide."""
+        block, item = self._sent.popleft()
+        t0 = time.perf_counter()
+        part: list[Sketch] = item if isinstance(item, list) else _unpack(item.result())
+        t1 = time.perf_counter()
+        self.timings["sketch"] += t1 - t0
+        frontier = self._frontier()
+        self.sketches.extend([part[0]] * (frontier - len(self.sketches)))  # set below
+        for i, sk in zip(block, part, strict=True):
+            self.sketches[i] = sk
+        live = [i for i in block if not self.sketches[i].is_empty]
+        bands = [self.sketches[i].bands for i in live]
+        keys = np.stack(bands) if bands else np.zeros((0, self.cfg.bands_rows[0]), np.uint64)
+        pairs = self._join.extend(keys, np.array(live, dtype=np.int64))
+        self._pairs += len(pairs)
+        self.timings["candidates"] += time.perf_counter() - t1
+        self._decide(frontier, pairs)
+
+    def _frontier(self) -> int:
+        """The first document that cannot be decided yet: the first original not sketched."""
+        if self._sent:
+            return self._sent[0][0][0]
+        if self._pending:
+            return self._pending[0]
+        return len(self.ids)
+
+    def _decide(self, frontier: int, pairs: I64 | None = None) -> None:
+        """Decide documents ``_next`` .. ``frontier - 1``, whose candidate pairs (sorted by
+        (later, earlier)) are ``pairs``: they came with the chunk that holds them."""
+        t0 = time.perf_counter()
+        nxt, cfg, common, sketches = self._next, self.cfg, self._common, self.sketches
+        if len(sketches) < frontier:  # copies of originals that are already in
+            sketches.extend([sketches[0]] * (frontier - len(sketches)))
+        if pairs is None:
+            pairs = np.zeros((0, 2), dtype=np.int64)
+        # earlier partners of each document, in index order
+        bounds = np.searchsorted(pairs[:, 1], np.arange(nxt, frontier + 1)).tolist()
+        earlier = pairs[:, 0]
+        for i in range(nxt, frontier):
+            c = self.copy_of[i]
+            if c >= 0:
+                sketches[i] = sketches[c]
+                self.parent[i], self.score[i], self.measure[i] = c, 1.0, "identical"
+                continue
+            lo, hi = bounds[i - nxt], bounds[i - nxt + 1]
+            best = None
+            if lo < hi:
+                pool = ((str(j), sketches[j]) for j in earlier[lo:hi].tolist())
+                best = _best(sketches[i], pool, cfg, common)
+            if best is None:
+                common.add(sketches[i].vocab)
+            else:
+                self.parent[i], self.score[i], self.measure[i] = int(best[0]), best[1], best[2]
+        self._next = max(nxt, frontier)
+        self.timings["verify"] += time.perf_counter() - t0
 
 
 class _Packed(NamedTuple):
@@ -725,34 +869,6 @@ def _unpack(p: _Packed) -> list[Sketch]:
         )
         for i in range(len(p.texts))
     ]
-
-
-def _sketch_all(
-    texts: list[str], cfg: DedupConfig, chunk: int, workers: int | None
-) -> list[Sketch]:
-    """Sketch every text, in chunks, on several processes when it pays."""
-    import os
-
-    if workers is None:  # processes pay off from a few million characters on
-        big = sum(map(len, texts)) >= 2_000_000
-        workers = min(4, os.cpu_count() or 1) if big else 1
-    n = workers
-    if n < 1:
-        raise ConfigError(f"workers must be at least 1, got {n}")
-    if n > 1:  # smaller chunks keep every process busy to the end
-        chunk = max(100, min(chunk, len(texts) // (n * 8) + 1))
-    chunks = [texts[i : i + chunk] for i in range(0, len(texts), chunk)]
-    if n == 1 or len(chunks) < 2:
-        return [sk for part in chunks for sk in make_sketches(part, cfg)]
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-    from functools import partial
-
-    methods = multiprocessing.get_all_start_methods()
-    context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-    with ProcessPoolExecutor(max_workers=n, mp_context=context) as pool:
-        parts = pool.map(partial(_sketch_packed, cfg=cfg), chunks)
-        return [sk for part in parts for sk in _unpack(part)]
 
 
 def _labels(
