@@ -15,8 +15,12 @@ from neardup.engine import (
     CommonShingles,
     DedupConfig,
     Sketch,
+    _estimated_containment,
+    distinct,
+    distinct_with_index,
     make_sketch,
     make_sketches,
+    may_verify,
     required,
     verify,
 )
@@ -375,6 +379,69 @@ def test_make_sketches_equals_make_sketch() -> None:
         assert got.signature.tolist() == alone.signature.tolist()
         assert got.bands.tolist() == alone.bands.tolist()
         assert got.numbers == alone.numbers
+
+
+def test_vocab_index_places_every_shingle() -> None:
+    """A sketch's vocab_index says where each shingle is in its sorted distinct vocab."""
+    rng = np.random.default_rng(3)
+    for codes in [rng.integers(0, 50, size=n, dtype=np.uint32) for n in (0, 1, 2, 40, 500)]:
+        vocab, index = distinct_with_index(codes)
+        assert vocab.tolist() == distinct(codes).tolist()
+        assert index.dtype == np.int32 and vocab[index].tolist() == codes.tolist()
+    for s in make_sketches([ZH_STORY, EN_STORY, "", MIXED_STORY], CFG):
+        assert s.vocab_index is not None
+        assert s.vocab[s.vocab_index].tolist() == s.shingles.tolist()
+
+
+def test_verify_is_the_same_without_vocab_index() -> None:
+    """Coverage through the vocab index equals coverage looking each shingle up (the path
+    for sketches rebuilt from a store or Spark, which carry no index)."""
+    texts = [ZH_STORY, ZH_STORY[:150], ZH_OTHER, EN_STORY, EN_STORY[200:], EN_OTHER]
+    sketches = make_sketches(texts, CFG)
+    bare = [dataclasses.replace(s, vocab_index=None) for s in sketches]
+    common = CommonShingles(limit=1)
+    common.add(make_sketch(ZH_STORY[:40] + EN_STORY[:80], CFG).vocab)
+    for i, j in itertools.permutations(range(len(texts)), 2):
+        for guard in (None, common):
+            want = verify(bare[i], bare[j], CFG, guard)
+            assert verify(sketches[i], sketches[j], CFG, guard) == want
+            assert verify(sketches[i], bare[j], CFG, guard) == want
+
+
+def test_may_verify_agrees_with_verify() -> None:
+    """The prefilter over many pairs at once rejects exactly the pairs verify rejects on the
+    MinHash estimate alone, and never a pair verify would call a duplicate."""
+    texts = [
+        ZH_STORY,
+        ZH_STORY[:300],
+        ZH_STORY[100:],
+        ZH_OTHER,
+        "北京天气晴朗",
+        EN_STORY,
+        EN_STORY[:400],
+        EN_OTHER,
+        MIXED_STORY,
+        ZH_OTHER[:60] + EN_STORY[:300],
+    ]
+    sketches = make_sketches(texts, CFG)
+    pairs = list(itertools.permutations(range(len(texts)), 2))
+
+    def figures(side: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return (
+            np.stack([sketches[k].signature for k in side]),
+            np.array([len(sketches[k].vocab) for k in side]),
+            np.array([sketches[k].n_units for k in side]),
+        )
+
+    ok = may_verify(figures([p[0] for p in pairs]), figures([p[1] for p in pairs]), CFG)
+    assert 0 < ok.sum() < len(pairs)  # some pairs pass, some do not
+    for (i, j), passes in zip(pairs, ok.tolist(), strict=True):
+        a, b = sketches[i], sketches[j]
+        short, other = (a, b) if a.n_units <= b.n_units else (b, a)
+        title = short.n_units < CFG.short_units
+        assert passes == (title or _estimated_containment(short, other) >= CFG.prefilter)
+        if not passes:
+            assert not verify(a, b, CFG).is_duplicate
 
 
 def test_long_text_is_verified_on_its_start() -> None:

@@ -28,7 +28,15 @@ import numpy as np
 import numpy.typing as npt
 import xxhash
 
-from .engine import CommonShingles, DedupConfig, Sketch, make_sketches, verify
+from .engine import (
+    CommonShingles,
+    DedupConfig,
+    Sketch,
+    distinct_with_index,
+    make_sketches,
+    may_verify,
+    verify,
+)
 from .errors import ConfigError, InputError
 from .hashing import SEED
 from .index.lsh import LSHJoin
@@ -660,6 +668,12 @@ class _BatchRun:
         self._join = LSHJoin(bucket_cap=cfg.bucket_cap)
         self._next = 0  # the next document to decide
         self._pairs = 0
+        # the live documents sketched so far (positions increasing), for the prefilter
+        self._known = 0
+        self._positions = np.zeros(0, dtype=np.int64)
+        self._sigs = np.zeros((0, cfg.num_perm), dtype=np.uint64)
+        self._vocab_sizes = np.zeros(0, dtype=np.int64)
+        self._units = np.zeros(0, dtype=np.int64)
         self.timings = {"sketch": 0.0, "candidates": 0.0, "verify": 0.0}
 
     def __enter__(self) -> _BatchRun:
@@ -781,8 +795,38 @@ class _BatchRun:
         keys = np.stack(bands) if bands else np.zeros((0, self.cfg.bands_rows[0]), np.uint64)
         pairs = self._join.extend(keys, np.array(live, dtype=np.int64))
         self._pairs += len(pairs)
-        self.timings["candidates"] += time.perf_counter() - t1
+        self._remember(live)
+        t2 = time.perf_counter()
+        self.timings["candidates"] += t2 - t1
+        if len(pairs):  # the MinHash prefilter on every pair at once; verify repeats it
+            pairs = pairs[
+                may_verify(self._figures(pairs[:, 1]), self._figures(pairs[:, 0]), self.cfg)
+            ]
+        self.timings["verify"] += time.perf_counter() - t2
         self._decide(frontier, pairs)
+
+    def _remember(self, live: list[int]) -> None:
+        """Keep the signatures, vocabulary sizes and units of new documents in arrays, for
+        the prefilter over all of a chunk's pairs at once."""
+        n, more = self._known, len(live)
+        if n + more > len(self._positions):
+            size = max(2 * len(self._positions), n + more, 1024)
+            self._positions = np.resize(self._positions, size)
+            self._sigs = np.resize(self._sigs, (size, self.cfg.num_perm))
+            self._vocab_sizes = np.resize(self._vocab_sizes, size)
+            self._units = np.resize(self._units, size)
+        sks = [self.sketches[i] for i in live]
+        self._positions[n : n + more] = live
+        if more:
+            self._sigs[n : n + more] = np.stack([sk.signature for sk in sks])
+        self._vocab_sizes[n : n + more] = [len(sk.vocab) for sk in sks]
+        self._units[n : n + more] = [sk.n_units for sk in sks]
+        self._known = n + more
+
+    def _figures(self, positions: I64) -> tuple[np.ndarray, I64, I64]:
+        """Signatures, vocabulary sizes and units of documents already remembered."""
+        rows = np.searchsorted(self._positions[: self._known], positions)
+        return self._sigs[rows], self._vocab_sizes[rows], self._units[rows]
 
     def _frontier(self) -> int:
         """The first document that cannot be decided yet: the first original not sketched."""
@@ -835,6 +879,7 @@ class _Packed(NamedTuple):
     vocab_counts: np.ndarray
     vocabs: np.ndarray
     numbers: list[frozenset[str]]
+    vocab_indexes: np.ndarray  # one per shingle, split like ``shingles``
 
 
 def _sketch_packed(texts: list[str], cfg: DedupConfig) -> _Packed:
@@ -850,12 +895,18 @@ def _sketch_packed(texts: list[str], cfg: DedupConfig) -> _Packed:
         np.array([len(s.vocab) for s in sks], dtype=np.int64),
         np.concatenate([s.vocab for s in sks]),
         [s.numbers for s in sks],
+        np.concatenate([_index_of(s) for s in sks]),
     )
+
+
+def _index_of(s: Sketch) -> np.ndarray:
+    return s.vocab_index if s.vocab_index is not None else distinct_with_index(s.shingles)[1]
 
 
 def _unpack(p: _Packed) -> list[Sketch]:
     """The sketches of a packed chunk (their arrays are views into the packed ones)."""
     shingles = np.split(p.shingles, np.cumsum(p.shingle_counts)[:-1])
+    indexes = np.split(p.vocab_indexes, np.cumsum(p.shingle_counts)[:-1])
     vocabs = np.split(p.vocabs, np.cumsum(p.vocab_counts)[:-1])
     return [
         Sketch(
@@ -866,6 +917,7 @@ def _unpack(p: _Packed) -> list[Sketch]:
             bands=p.bands[i],
             vocab=vocabs[i],
             numbers=p.numbers[i],
+            vocab_index=indexes[i],
         )
         for i in range(len(p.texts))
     ]

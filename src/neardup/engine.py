@@ -137,6 +137,9 @@ class Sketch:
     bands: U64
     vocab: U32
     numbers: frozenset[str] = frozenset()
+    #: where each of ``shingles`` is in ``vocab`` (None: not computed; verification then
+    #: looks the shingles up one by one, a few times slower)
+    vocab_index: npt.NDArray[np.int32] | None = None
 
     @property
     def is_empty(self) -> bool:
@@ -167,6 +170,22 @@ def distinct(codes: U32) -> U32:
     return out
 
 
+def distinct_with_index(codes: U32) -> tuple[U32, npt.NDArray[np.int32]]:
+    """``distinct(codes)``, and where each code is in it: ``vocab[index] == codes``.
+
+    >>> vocab, index = distinct_with_index(np.array([7, 3, 7, 5], dtype=np.uint32))
+    >>> vocab.tolist(), index.tolist()
+    ([3, 5, 7], [2, 0, 2, 1])
+    """
+    order = np.argsort(codes)
+    ordered = codes[order]
+    new = np.ones(len(codes), dtype=np.bool_)
+    np.not_equal(ordered[1:], ordered[:-1], out=new[1:])
+    index = np.empty(len(codes), dtype=np.int32)
+    index[order] = np.cumsum(new, dtype=np.int32) - 1
+    return ordered[new], index
+
+
 def _numbers(text: str) -> frozenset[str]:
     """The figures of a text (two or more characters), leaving out years and dates."""
     return frozenset(
@@ -184,15 +203,17 @@ def make_sketches(texts: Sequence[str], cfg: DedupConfig) -> list[Sketch]:
     b, r = cfg.bands_rows
     keys = band_keys(signatures, b, r)
     packed = [_pack(f.hashes, cfg.cjk_width, f.widths) for f in feats]
+    vocabs = [distinct_with_index(codes) for codes in packed]
     return [
         Sketch(
             text=p[:MAX_VERIFY_CHARS],
             shingles=packed[i],
-            vocab=distinct(packed[i]),
+            vocab=vocabs[i][0],
             n_units=f.n_units,
             signature=signatures[i],
             bands=keys[i],
             numbers=_numbers(p),
+            vocab_index=vocabs[i][1],
         )
         for i, (p, f) in enumerate(zip(prepared, feats, strict=True))
     ]
@@ -210,6 +231,29 @@ def _estimated_containment(short: Sketch, other: Sketch) -> float:
     if a == 0:
         return 0.0
     return min(1.0, j * (a + b) / ((1.0 + j) * min(a, b)))
+
+
+def may_verify(
+    later: tuple[U64, npt.NDArray[np.int64], npt.NDArray[np.int64]],
+    earlier: tuple[U64, npt.NDArray[np.int64], npt.NDArray[np.int64]],
+    cfg: DedupConfig,
+) -> npt.NDArray[np.bool_]:
+    """For many candidate pairs at once, given each side's (signatures, vocabulary sizes,
+    units): False where :func:`verify` (later, earlier) rejects the pair on the MinHash
+    estimate alone, True otherwise. The same floating-point steps as
+    :func:`_estimated_containment`, so the same answers."""
+    sig_a, vocab_a, units_a = later
+    sig_b, vocab_b, units_b = earlier
+    title = np.minimum(units_a, units_b) < cfg.short_units
+    empty = (units_a == 0) | (units_b == 0)
+    j = np.count_nonzero(sig_a == sig_b, axis=1) / sig_a.shape[1]
+    a = np.where(units_a <= units_b, vocab_a, vocab_b)  # the shorter text's
+    b = np.where(units_a <= units_b, vocab_b, vocab_a)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        est = np.minimum(1.0, j * (a + b) / ((1.0 + j) * np.minimum(a, b)))
+    est = np.where(a == 0, 0.0, est)
+    out: npt.NDArray[np.bool_] = title | empty | ~(est < cfg.prefilter)
+    return out
 
 
 class CommonShingles:
@@ -297,8 +341,13 @@ def _coverage(
     if len(codes) == 0 or short.n_units == 0:
         return 0.0
     vocab = other.vocab
-    pos = np.searchsorted(vocab, codes)
-    shared = vocab[np.minimum(pos, len(vocab) - 1)] == codes
+    if short.vocab_index is None:
+        pos = np.searchsorted(vocab, codes)
+        shared = vocab[np.minimum(pos, len(vocab) - 1)] == codes
+    else:  # look up the sorted distinct codes (fast), then spread to every position
+        mine = short.vocab
+        pos = np.searchsorted(vocab, mine)
+        shared = (vocab[np.minimum(pos, len(vocab) - 1)] == mine)[short.vocab_index]
     if not shared.any():
         return 0.0
     n = short.n_units
