@@ -151,6 +151,28 @@ def test_order_col_sets_the_input_order(spark: Any) -> None:
     assert got == local_decisions([r[0] for r in recs], [r[1] for r in recs])
 
 
+def test_identical_copies_do_not_count_towards_templates(spark: Any) -> None:
+    """Exact copies of stories behind one footer are never kept, so they do not make the
+    footer a template sooner: the local decisions, though the copies alone reach
+    ``common_after``."""
+    ids, texts = [], []
+    for k, story in enumerate(OTHER_ZH[:3]):
+        for c in range(3):  # each story and two byte-identical copies
+            ids.append(f"s{k}-{c}")
+            texts.append(story + FOOTER)
+    for k, story in enumerate(OTHER_ZH[3:]):
+        ids.append(f"late-{k}")
+        texts.append(story + FOOTER)
+    ids.append("reprint")
+    texts.append("来源：东林新闻网 " + OTHER_ZH[4] + FOOTER)
+    frame = spark.createDataFrame(list(zip(ids, texts, strict=True)), "id string, text string")
+    result = dedup(frame)
+    assert result.stats["converged"]
+    want = local_decisions(ids, texts)
+    assert spark_decisions(result) == want
+    assert want["s0-1"][3] == "identical"
+
+
 # -- connected components ------------------------------------------------------------------------
 
 

@@ -17,7 +17,12 @@ For corpora bigger than one machine: the batch pipeline as Spark stages.
    shingle slot, the input position of the ``common_after``-th kept document containing it,
    verifies with those positions, recomputes the kept set, and repeats on the pairs whose
    guard changed until nothing changes. Position ``p``'s decision depends only on earlier
-   positions, so the fixed point is unique and is the local engine's answer.
+   positions, so the fixed point is unique and is the local engine's answer. The rounds
+   are cheap: only original documents count (a byte-identical copy is never kept), and a
+   document that is the later one of no passed pair is kept in every round, so each slot
+   keeps its memberships up to its ``common_after``-th such document, once, partitioned by
+   slot (:func:`_guard_rows`); a round drops the duplicates found and takes the
+   ``common_after``-th position of each slot in place, without a shuffle.
 5. **clusters**: each duplicate links to its best earlier match; clusters are the connected
    components of those links, found with the large-star / small-star iteration in Spark
    (:func:`connected_components`); ``keep`` chooses the document kept for each.
@@ -401,30 +406,38 @@ def _pipeline(
     timings["prefilter"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     originals = docs.filter(F.col("_first") == F.col("_pos")).select("_pos")
-    candidates = _common_candidates(sketches, cfg)
-    stats["template_candidates"] = len(candidates)
-    slot_lists = (
-        sketches.select("_pos", "_sh")
-        .mapInArrow(_slot_lists(spark.sparkContext.broadcast(candidates)), _SLOTS_SCHEMA)
-        .join(originals, "_pos")
-        .persist(disk)
-    )
     later = passed.select(F.col("j").alias("_pos")).distinct()
-    table = _template_table(slot_lists, originals.join(later, "_pos", "left_anti"), cfg)
+    guard = _guard_rows(spark, sketches, originals, later, cfg, n_parts, stats)
+    table = _template_table(guard.filter("_keep AND _sure"), cfg)
     timings["templates"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     few = stats["prefiltered_pairs"] <= _BROADCAST_PAIRS
     verdicts = _verify_pairs(spark, passed, sketches, table, cfg, few_pairs=few)
     verdicts = verdicts.localCheckpoint()
+    slot_lists: DataFrame | None = None
+    # verdicts hold at most the passed pairs: their later documents broadcast when few
+    few_removed = few
     rounds, converged = 1, cfg.common_after <= 0
     while not converged:
-        kept = originals.join(verdicts.select(F.col("j").alias("_pos")), "_pos", "left_anti")
-        new_table = _template_table(slot_lists, kept, cfg)
+        removed = verdicts.select(F.col("j").alias("_pos")).distinct()
+        kept = guard.filter("_keep").join(
+            F.broadcast(removed) if few_removed else removed, "_pos", "left_anti"
+        )
+        if not few_removed:  # a shuffle join loses the partitioning by slot
+            kept = kept.repartition(n_parts, "slot")
+        new_table = _template_table(kept, cfg)
         if _same_table(table, new_table):
             converged = True
             break
         if rounds >= max_rounds:
             break
+        if slot_lists is None:
+            slot_lists = (
+                guard.filter("_vol")
+                .groupBy("_pos")
+                .agg(F.collect_list("slot").alias("_s"))
+                .persist(disk)
+            )
         at_risk = _pairs_at_risk(spark, passed, slot_lists, table, new_table)
         few = at_risk.count() <= _BROADCAST_PAIRS
         redone = _verify_pairs(spark, at_risk, sketches, new_table, cfg, few_pairs=few)
@@ -514,8 +527,9 @@ def _pipeline(
     stats["kept"] = clusters.filter(F.col("duplicate_of").isNull()).count()
     stats["duplicates"] = stats["documents"] - stats["kept"]
     timings["clusters"] = time.perf_counter() - t0
-    for frame in (passed, pairs, slot_lists, links):
-        frame.unpersist()
+    for frame in (passed, pairs, guard, slot_lists, links):
+        if frame is not None:
+            frame.unpersist()
     return SparkResult(clusters, errors, stats)
 
 
@@ -604,7 +618,6 @@ def _sketch_of(row: dict[str, Any], prefix: str) -> Sketch:
 # -- verification -----------------------------------------------------------------------------
 
 _PAIR_SCHEMA = "i long, j long, ni int, nj int"
-_SLOTS_SCHEMA = "_pos long, _s array<int>"
 _VERDICT_SCHEMA = "i long, j long, score double, measure string"
 
 
@@ -744,9 +757,10 @@ def _slots_of(blob: bytes) -> I64:
     return np.unique((codes >> np.uint32(_COMMON_SHIFT)).astype(np.int64))
 
 
-def _common_candidates(sketches: DataFrame, cfg: DedupConfig) -> I64:
-    """Slots found in ``common_after`` or more documents (sorted): a superset of the slots
-    the guard can ever count as common, whichever documents are kept."""
+def _common_candidates(docs: DataFrame, cfg: DedupConfig) -> I64:
+    """Slots found in ``common_after`` or more of ``docs`` (``_sh``; sorted): given the
+    original documents, a superset of the slots the guard can ever count as common,
+    whichever of them are kept (a byte-identical copy is never kept)."""
     from pyspark.sql import functions as F
 
     if cfg.common_after <= 0:
@@ -770,7 +784,7 @@ def _common_candidates(sketches: DataFrame, cfg: DedupConfig) -> I64:
             )
 
     found = (
-        sketches.select("_sh")
+        docs.select("_sh")
         .mapInArrow(count, "slot int, n int")
         .groupBy("slot")
         .agg(F.sum("n").alias("n"))
@@ -793,52 +807,181 @@ def _column(df: DataFrame, name: str) -> I64:
     return np.asarray(table.column(name).to_numpy(), dtype=np.int64)
 
 
-def _slot_lists(common: Any) -> BatchFn:
-    """Each document's distinct slots among the broadcast candidates (documents with none
-    are left out)."""
+_SLOT_ROWS_SCHEMA = "slot int, _pos long, _sure boolean"
+_GUARD_SCHEMA = "slot int, _pos long, _sure boolean, _keep boolean, _vol boolean"
+_FIRSTS_SCHEMA = "slot long, first long"
+
+
+def _guard_rows(
+    spark: SparkSession,
+    sketches: DataFrame,
+    originals: DataFrame,
+    later: DataFrame,
+    cfg: DedupConfig,
+    n_parts: int,
+    stats: dict[str, Any],
+) -> DataFrame:
+    """The (slot, document) memberships the template guard can ever need, partitioned by
+    slot (persisted): ``slot, _pos, _sure, _keep, _vol``.
+
+    Only original documents are counted (a byte-identical copy is never kept), and only in
+    the candidate slots of :func:`_common_candidates`. A document that is the later one of
+    no passed pair (``_sure``) is kept whatever the verdicts, so a slot's table entry is
+    never after ``t``, the position of its ``common_after``-th sure document: the rows after
+    ``t`` never matter and are dropped (``_keep`` marks the rest). A slot is volatile
+    (``_vol``: its entry may change between rounds) when an unsure document comes before
+    ``t``; all its rows are kept for the lists of :func:`_pairs_at_risk`.
+    """
+    from pyspark.sql import functions as F
+    from pyspark.storagelevel import StorageLevel
+
+    if cfg.common_after <= 0:
+        stats["template_candidates"] = 0
+        return spark.createDataFrame([], _GUARD_SCHEMA)
+    flags = originals.join(later.withColumn("_u", F.lit(True)), "_pos", "left").persist()
+    small = stats["documents"] <= _BROADCAST_PAIRS
+    docs = sketches.select("_pos", "_sh").join(F.broadcast(flags) if small else flags, "_pos")
+    candidates = _common_candidates(docs, cfg)
+    stats["template_candidates"] = len(candidates)
+    common = spark.sparkContext.broadcast(candidates)
+    rows = (
+        docs.mapInArrow(_slot_rows(common), _SLOT_ROWS_SCHEMA)
+        .repartition(n_parts, "slot")
+        .mapInArrow(_trim_rows(cfg.common_after), _GUARD_SCHEMA)
+        .persist(StorageLevel.MEMORY_AND_DISK)
+    )
+    stats["template_rows"] = rows.count()
+    flags.unpersist()
+    common.destroy()
+    return rows
+
+
+def _slot_rows(common: Any) -> BatchFn:
+    """Each document's distinct slots among the broadcast candidates, one row each, with
+    whether the document is sure to be kept (``_u`` null: the later one of no pair)."""
 
     def run(batches: Batches) -> Iterator[pa.RecordBatch]:
         import pyarrow as pa
 
         cand: I64 = common.value
-        schema = _arrow_schema(_SLOTS_SCHEMA)
+        schema = _arrow_schema(_SLOT_ROWS_SCHEMA)
         if len(cand) == 0:
             return
         for batch in batches:
-            pos, lists = [], []
-            for p, blob in zip(
-                batch.column("_pos").to_pylist(), batch.column("_sh").to_pylist(), strict=True
-            ):
+            if batch.num_rows == 0:
+                continue
+            pos = np.asarray(batch.column("_pos").to_numpy(), dtype=np.int64)
+            sure = np.asarray(batch.column("_u").is_null().to_numpy(zero_copy_only=False))
+            found = []
+            for blob in batch.column("_sh").to_pylist():
                 slots = _slots_of(blob)
                 at = np.minimum(np.searchsorted(cand, slots), len(cand) - 1)
-                slots = slots[cand[at] == slots]
-                if len(slots):
-                    pos.append(p)
-                    lists.append(slots.astype(np.int32).tolist())
-            if pos:
-                yield pa.RecordBatch.from_pydict({"_pos": pos, "_s": lists}, schema=schema)
+                found.append(slots[cand[at] == slots])
+            counts = [len(f) for f in found]
+            yield pa.RecordBatch.from_arrays(
+                [
+                    pa.array(np.concatenate(found).astype(np.int32)),
+                    pa.array(np.repeat(pos, counts)),
+                    pa.array(np.repeat(sure, counts)),
+                ],
+                schema=schema,
+            )
 
     return run
 
 
-def _template_table(slot_lists: DataFrame, kept: DataFrame, cfg: DedupConfig) -> Table:
-    """For each slot held by ``common_after`` kept documents, the position of the
-    ``common_after``-th of them: from there on the engine counts the slot as a template."""
-    from pyspark.sql import functions as F
+def _sorted_rows(batches: Batches, names: Sequence[str]) -> list[npt.NDArray[Any]]:
+    """The columns ``names`` of a whole partition, sorted by (slot, _pos); empty when it
+    has no rows."""
+    cols: list[list[npt.NDArray[Any]]] = [[] for _ in names]
+    for batch in batches:
+        for k, name in enumerate(names):
+            cols[k].append(batch.column(name).to_numpy(zero_copy_only=False))
+    if not cols[0] or sum(len(c) for c in cols[0]) == 0:
+        return []
+    out = [np.concatenate(c) for c in cols]
+    order = np.lexsort((out[1], out[0]))
+    return [c[order] for c in out]
 
+
+def _groups(slot: I64) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp], npt.NDArray[np.intp]]:
+    """For sorted slots: each group's start and size, and each row's group."""
+    edge = np.ones(len(slot), dtype=np.bool_)
+    edge[1:] = slot[1:] != slot[:-1]
+    starts = np.flatnonzero(edge)
+    sizes = np.diff(np.append(starts, len(slot)))
+    return starts, sizes, np.cumsum(edge) - 1
+
+
+def _trim_rows(limit: int) -> BatchFn:
+    """The ``mapInArrow`` function of :func:`_guard_rows` on a partition of whole slots."""
+
+    def run(batches: Batches) -> Iterator[pa.RecordBatch]:
+        import pyarrow as pa
+
+        cols = _sorted_rows(batches, ["slot", "_pos", "_sure"])
+        if not cols:
+            return
+        slot, pos, sure = cols[0].astype(np.int64), cols[1].astype(np.int64), cols[2]
+        sure = sure.astype(np.bool_)
+        starts, sizes, group = _groups(slot)
+        done = np.cumsum(sure)  # sure rows up to and including each row
+        rank = done - (done[starts] - sure[starts])[group]
+        ends = np.full(len(starts), _NO_POSITION, dtype=np.int64)
+        at = np.flatnonzero(sure & (rank == limit))
+        ends[group[at]] = pos[at]
+        end = ends[group]
+        reach = (sizes >= limit)[group]
+        keep = reach & (pos <= end)
+        vol_group = np.zeros(len(starts), dtype=np.bool_)
+        vol_group[group[~sure & (pos < end)]] = True
+        vol = reach & vol_group[group]
+        out = np.flatnonzero(keep | vol)
+        schema = _arrow_schema(_GUARD_SCHEMA)
+        step = 1 << 20
+        for lo in range(0, len(out), step):
+            take = out[lo : lo + step]
+            yield pa.RecordBatch.from_arrays(
+                [
+                    pa.array(slot[take].astype(np.int32)),
+                    pa.array(pos[take]),
+                    pa.array(sure[take]),
+                    pa.array(keep[take]),
+                    pa.array(vol[take]),
+                ],
+                schema=schema,
+            )
+
+    return run
+
+
+def _template_table(rows: DataFrame, cfg: DedupConfig) -> Table:
+    """For each slot held by ``common_after`` of the documents in ``rows`` (``slot, _pos``,
+    partitioned by slot: the kept documents' rows of :func:`_guard_rows`), the position of
+    the ``common_after``-th of them: from there on the engine counts the slot as a template.
+    """
     limit = cfg.common_after
     if limit <= 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    found = (
-        slot_lists.join(kept, "_pos")
-        .select("_pos", F.explode("_s").alias("slot"))
-        .groupBy("slot")
-        .agg(F.array_sort(F.collect_list("_pos")).alias("_p"))
-        .filter(F.size("_p") >= limit)
-        .select(F.col("slot").cast("long"), F.element_at("_p", limit).alias("first"))
-        .orderBy("slot")
-    )
-    return _column(found, "slot"), _column(found, "first")
+
+    def run(batches: Batches) -> Iterator[pa.RecordBatch]:
+        import pyarrow as pa
+
+        cols = _sorted_rows(batches, ["slot", "_pos"])
+        if not cols:
+            return
+        slot, pos = cols[0].astype(np.int64), cols[1].astype(np.int64)
+        starts, sizes, _ = _groups(slot)
+        ok = starts[sizes >= limit]
+        yield pa.RecordBatch.from_arrays(
+            [pa.array(slot[ok]), pa.array(pos[ok + limit - 1])],
+            schema=_arrow_schema(_FIRSTS_SCHEMA),
+        )
+
+    found = rows.select("slot", "_pos").mapInArrow(run, _FIRSTS_SCHEMA)
+    slots, firsts = _column(found, "slot"), _column(found, "first")
+    order = np.argsort(slots, kind="stable")
+    return slots[order], firsts[order]
 
 
 def _same_table(a: Table, b: Table) -> bool:
@@ -867,22 +1010,23 @@ def _pairs_at_risk(
 
     def run(batches: Batches) -> Iterator[pa.RecordBatch]:
         import pyarrow as pa
+        import pyarrow.compute as pc
 
         slots, was, now = delta.value
         schema = _arrow_schema(_PAIR_SCHEMA)
         if len(slots) == 0:
             return
         for batch in batches:
-            keep = []
-            later = batch.column("j").to_pylist()
-            for k, held in enumerate(batch.column("_s").to_pylist()):
-                s = np.asarray(held, dtype=np.int64)
-                at = np.minimum(np.searchsorted(slots, s), len(slots) - 1)
-                h = at[slots[at] == s]
-                j = later[k]
-                if len(h) and np.any((was[h] < j) != (now[h] < j)):
-                    keep.append(k)
-            if keep:
+            if batch.num_rows == 0:
+                continue
+            lists = batch.column("_s")
+            held = np.asarray(pc.list_flatten(lists).to_numpy(), dtype=np.int64)
+            row = np.asarray(pc.list_parent_indices(lists).to_numpy(), dtype=np.int64)
+            j = np.asarray(batch.column("j").to_numpy(), dtype=np.int64)[row]
+            at = np.minimum(np.searchsorted(slots, held), len(slots) - 1)
+            flips = (slots[at] == held) & ((was[at] < j) != (now[at] < j))
+            keep = np.unique(row[flips])
+            if len(keep):
                 out = batch.select(["i", "j", "ni", "nj"]).take(pa.array(keep))
                 yield pa.RecordBatch.from_arrays(list(out.columns), schema=schema)
 
