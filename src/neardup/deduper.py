@@ -654,7 +654,6 @@ class _BatchRun:
         self.measure: list[str | None] = []
         self._first_copy: dict[int, int] = {}
         self._pending: list[int] = []  # originals not yet sent to be sketched
-        self._pending_chars = 0
         self._sent: deque[tuple[list[int], Any]] = deque()  # (originals, future or sketches)
         self._sent_docs = 0
         self._workers = workers

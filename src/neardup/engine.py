@@ -285,9 +285,9 @@ class CommonShingles:
         if self.limit <= 0 or len(vocab) == 0:
             return
         slots = self._slots(vocab)  # a fancy-index assignment counts a repeated slot once
-        self.counts[slots] = np.minimum(self.counts[slots].astype(np.int16) + 1, 255).astype(
-            np.uint8
-        )
+        counts = self.counts[slots]
+        counts += counts < 255  # saturating
+        self.counts[slots] = counts
 
     def remove(self, vocab: U32) -> None:
         """Undo one :meth:`add` of ``vocab`` (a saturated count stays at or above the limit)."""
