@@ -142,6 +142,11 @@ def main() -> int:
             "spark.sql.shuffle.partitions": "8",
             "spark.ui.enabled": "true",
             "spark.ui.showConsoleProgress": "false",
+            # shuffle bytes are summed over the completed stages the UI still holds: keep
+            # every stage of the session, or later runs would lose earlier ones from the sum
+            "spark.ui.retainedStages": "1000000",
+            "spark.ui.retainedJobs": "1000000",
+            "spark.sql.ui.retainedExecutions": "100000",
         },
     )
     spark.sparkContext.setLogLevel("ERROR")
