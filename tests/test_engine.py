@@ -387,7 +387,10 @@ def test_vocab_index_places_every_shingle() -> None:
     for codes in [rng.integers(0, 50, size=n, dtype=np.uint32) for n in (0, 1, 2, 40, 500)]:
         vocab, index = distinct_with_index(codes)
         assert vocab.tolist() == distinct(codes).tolist()
-        assert index.dtype == np.int32 and vocab[index].tolist() == codes.tolist()
+        assert index.dtype == np.uint16 and vocab[index].tolist() == codes.tolist()
+    many = np.arange(70_000, dtype=np.uint32) % 66_000  # more shingles than uint16 holds
+    vocab, index = distinct_with_index(many)
+    assert index.dtype == np.int32 and vocab[index].tolist() == many.tolist()
     for s in make_sketches([ZH_STORY, EN_STORY, "", MIXED_STORY], CFG):
         assert s.vocab_index is not None
         assert s.vocab[s.vocab_index].tolist() == s.shingles.tolist()

@@ -27,6 +27,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -139,7 +140,7 @@ class Sketch:
     numbers: frozenset[str] = frozenset()
     #: where each of ``shingles`` is in ``vocab`` (None: not computed; verification then
     #: looks the shingles up one by one, a few times slower)
-    vocab_index: npt.NDArray[np.int32] | None = None
+    vocab_index: npt.NDArray[np.integer[Any]] | None = None
 
     @property
     def is_empty(self) -> bool:
@@ -170,18 +171,21 @@ def distinct(codes: U32) -> U32:
     return out
 
 
-def distinct_with_index(codes: U32) -> tuple[U32, npt.NDArray[np.int32]]:
-    """``distinct(codes)``, and where each code is in it: ``vocab[index] == codes``.
+def distinct_with_index(codes: U32) -> tuple[U32, npt.NDArray[np.integer[Any]]]:
+    """``distinct(codes)``, and where each code is in it: ``vocab[index] == codes``. The
+    index is uint16 (2 bytes a shingle) unless the text has more than 65,536 shingles.
 
     >>> vocab, index = distinct_with_index(np.array([7, 3, 7, 5], dtype=np.uint32))
-    >>> vocab.tolist(), index.tolist()
-    ([3, 5, 7], [2, 0, 2, 1])
+    >>> vocab.tolist(), index.tolist(), index.dtype.name
+    ([3, 5, 7], [2, 0, 2, 1], 'uint16')
     """
     order = np.argsort(codes)
     ordered = codes[order]
     new = np.ones(len(codes), dtype=np.bool_)
     np.not_equal(ordered[1:], ordered[:-1], out=new[1:])
-    index = np.empty(len(codes), dtype=np.int32)
+    index: npt.NDArray[np.integer[Any]] = np.empty(
+        len(codes), dtype=np.uint16 if len(codes) <= 1 << 16 else np.int32
+    )
     index[order] = np.cumsum(new, dtype=np.int32) - 1
     return ordered[new], index
 
