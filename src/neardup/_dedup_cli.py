@@ -352,15 +352,7 @@ def run_dedup(
         notes.append(f"compared with, and added to, the store {store}")
     if keep == "earliest" and tally.kept and not tally.timestamped:
         notes.append(f"no document has a {fields.timestamp!r}, so each story kept its first copy")
-    outputs = {}
-    if unique is not None:
-        outputs["kept"] = "standard output" if unique == "-" else unique
-    if clusters is not None:
-        outputs["clusters"] = "standard output" if clusters == "-" else clusters
-    if tally.errors:
-        outputs["errors"] = {None: "standard error", "-": "standard output"}.get(
-            errors, errors or ""
-        )
+    outputs = _outputs(unique, clusters, errors, tally)
     summary = RunSummary(
         source=label or source,
         mode=mode,
@@ -376,6 +368,22 @@ def run_dedup(
         notes=tuple(notes),
     )
     return RunResult(summary, tally.decided)
+
+
+def _outputs(
+    unique: str | None, clusters: str | None, errors: str | None, tally: _Tally
+) -> dict[str, str]:
+    """Where the run wrote its kept records, clusters and errors, for the summary."""
+    outputs = {}
+    if unique is not None:
+        outputs["kept"] = "standard output" if unique == "-" else unique
+    if clusters is not None:
+        outputs["clusters"] = "standard output" if clusters == "-" else clusters
+    if tally.errors:
+        outputs["errors"] = {None: "standard error", "-": "standard output"}.get(
+            errors, errors or ""
+        )
+    return outputs
 
 
 def _timed(

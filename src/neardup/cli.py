@@ -16,6 +16,7 @@ from typing import cast
 
 from . import __version__
 from ._dedup_cli import Progress, RunResult, format_sample_report, run_dedup
+from ._options import store_options, store_url
 from .compare import Comparison, compare
 from .engine import DedupConfig
 from .errors import NeardupError
@@ -267,7 +268,7 @@ def _cmd_dedup(args: argparse.Namespace) -> int:
         keep=args.keep,
         mode="stream" if args.stream else "batch",
         progress=Progress(sys.stderr, enabled=show),
-        store=_store_url(args),
+        store=store_url(args),
         window=args.window,
         batch_size=args.batch_size,
         engine=args.engine,
@@ -295,26 +296,8 @@ def _cmd_dedup(args: argparse.Namespace) -> int:
     return 0
 
 
-def _store_options(g: argparse._ActionsContainer) -> None:
-    where = g.add_mutually_exclusive_group()
-    where.add_argument(
-        "--store",
-        metavar="URL",
-        help="a store: sqlite:///path/to/file.db, redis://host:port/db?namespace=NAME, "
-        "or memory://",
-    )
-    where.add_argument("--db", metavar="PATH", help="a SQLite store file: --store sqlite:///PATH")
-
-
-def _store_url(args: argparse.Namespace) -> str | None:
-    if getattr(args, "db", None):
-        return f"sqlite:///{args.db}"
-    url: str | None = getattr(args, "store", None)
-    return url
-
-
 def _open_store(args: argparse.Namespace) -> Store:
-    url = _store_url(args)
+    url = store_url(args)
     if url is None:
         raise CliError("give the store: --db PATH or --store URL")
     if url.startswith("sqlite:///") and not os.path.exists(url[len("sqlite:///") :]):
@@ -481,7 +464,7 @@ def build_parser() -> argparse.ArgumentParser:
         "everything stored by earlier runs (or by other processes at the same time), then "
         "added. Decisions are the streaming ones (the first copy of each story is kept).",
     )
-    _store_options(g)
+    store_options(g)
     g.add_argument(
         "--window",
         metavar="SPAN",
@@ -512,14 +495,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     actions = st.add_subparsers(dest="action", required=True)
     a = actions.add_parser("stats", help="how many documents, stories, buckets; oldest, newest")
-    _store_options(a)
+    store_options(a)
     a.add_argument("--json", action="store_true", help="print one JSON object")
     a = actions.add_parser("prune", help="forget documents older than a window or a time")
-    _store_options(a)
+    store_options(a)
     a.add_argument("--window", metavar="SPAN", help="keep the last SPAN (90d, 12h, ...)")
     a.add_argument("--before", metavar="TIMESTAMP", help="forget what is older than this")
     a = actions.add_parser("delete", help="forget documents by id")
-    _store_options(a)
+    store_options(a)
     a.add_argument("ids", nargs="+", metavar="ID")
     st.set_defaults(func=_cmd_store)
     service_cli.add_parser(sub)

@@ -32,7 +32,6 @@ from .engine import (
     CommonShingles,
     DedupConfig,
     Sketch,
-    distinct_with_index,
     make_sketches,
     may_verify,
     verify,
@@ -786,7 +785,7 @@ class _BatchRun:
         t1 = time.perf_counter()
         self.timings["sketch"] += t1 - t0
         frontier = self._frontier()
-        self.sketches.extend([part[0]] * (frontier - len(self.sketches)))  # set below
+        self._grow(frontier, part[0])
         for i, sk in zip(block, part, strict=True):
             self.sketches[i] = sk
         live = [i for i in block if not self.sketches[i].is_empty]
@@ -803,6 +802,12 @@ class _BatchRun:
             ]
         self.timings["verify"] += time.perf_counter() - t2
         self._decide(frontier, pairs)
+
+    def _grow(self, frontier: int, filler: Sketch | None) -> None:
+        """Make room in ``sketches`` for every document before ``frontier``: the slots are
+        filled with ``filler`` until the chunk's sketches, or a copy's original, are set."""
+        if filler is not None and len(self.sketches) < frontier:
+            self.sketches.extend([filler] * (frontier - len(self.sketches)))
 
     def _remember(self, live: list[int]) -> None:
         """Keep the signatures, vocabulary sizes and units of new documents in arrays, for
@@ -840,8 +845,7 @@ class _BatchRun:
         (later, earlier)) are ``pairs``: they came with the chunk that holds them."""
         t0 = time.perf_counter()
         nxt, cfg, common, sketches = self._next, self.cfg, self._common, self.sketches
-        if len(sketches) < frontier:  # copies of originals that are already in
-            sketches.extend([sketches[0]] * (frontier - len(sketches)))
+        self._grow(frontier, sketches[0] if sketches else None)
         if pairs is None:
             pairs = np.zeros((0, 2), dtype=np.int64)
         # earlier partners of each document, in index order
@@ -894,12 +898,8 @@ def _sketch_packed(texts: list[str], cfg: DedupConfig) -> _Packed:
         np.array([len(s.vocab) for s in sks], dtype=np.int64),
         np.concatenate([s.vocab for s in sks]),
         [s.numbers for s in sks],
-        np.concatenate([_index_of(s) for s in sks]),
+        np.concatenate([cast(np.ndarray, s.vocab_index) for s in sks]),  # make_sketches sets it
     )
-
-
-def _index_of(s: Sketch) -> np.ndarray:
-    return s.vocab_index if s.vocab_index is not None else distinct_with_index(s.shingles)[1]
 
 
 def _unpack(p: _Packed) -> list[Sketch]:

@@ -46,8 +46,10 @@ __all__ = [
     "Sketch",
     "Verdict",
     "distinct",
+    "distinct_with_index",
     "make_sketch",
     "make_sketches",
+    "may_verify",
     "required",
     "verify",
 ]

@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from ._dedup_cli import RunResult, RunSummary, _Tally, cluster_line
+from ._dedup_cli import RunResult, RunSummary, _outputs, _Tally, cluster_line
 from .deduper import Decision, KeepPolicy, _text_key
 from .engine import CommonShingles, DedupConfig, Sketch, make_sketches, verify
 from .errors import ConfigError, InputError, MissingDependencyError
@@ -1194,15 +1194,7 @@ def run_cli(
             if out is not None:
                 out.close()
     stages["write"] = time.perf_counter() - t0
-    outputs = {}
-    if unique is not None:
-        outputs["kept"] = "standard output" if unique == "-" else unique
-    if clusters is not None:
-        outputs["clusters"] = "standard output" if clusters == "-" else clusters
-    if tally.errors:
-        outputs["errors"] = {None: "standard error", "-": "standard output"}.get(
-            errors, errors or ""
-        )
+    outputs = _outputs(unique, clusters, errors, tally)
     stats = result.stats
     summary = RunSummary(
         source=label or source,

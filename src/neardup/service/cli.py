@@ -15,6 +15,7 @@ import sys
 from typing import Any
 from urllib.parse import urlsplit
 
+from .._options import store_options, store_url
 from ..errors import ConfigError, MissingDependencyError
 
 __all__ = ["add_parser", "is_loopback", "parse_size", "run"]
@@ -74,14 +75,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    where = p.add_mutually_exclusive_group()
-    where.add_argument(
-        "--store",
-        metavar="URL",
-        help="the store: sqlite:///path/to/file.db, redis://host:port/db?namespace=NAME, or "
-        "memory:// (the default: forgotten when the service stops)",
-    )
-    where.add_argument("--db", metavar="PATH", help="a SQLite store file (--store sqlite:///PATH)")
+    store_options(p, default=" (the default: forgotten when the service stops)")
     p.add_argument(
         "--host",
         default="127.0.0.1",
@@ -177,7 +171,7 @@ def run(args: argparse.Namespace) -> int:
             "could add and delete documents. Set NEARDUP_API_KEY (or --api-key), or listen "
             "on 127.0.0.1"
         )
-    url = f"sqlite:///{args.db}" if args.db else (args.store or "memory://")
+    url = store_url(args) or "memory://"
     try:
         import uvicorn
 
