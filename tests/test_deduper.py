@@ -13,7 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neardup import normalize
-from neardup.deduper import Decision, Deduper, _BatchRun, dedup_batch
+from neardup.batch import BatchRun
+from neardup.deduper import Decision, Deduper, dedup_batch
 from neardup.engine import DedupConfig
 from neardup.errors import ConfigError, InputError
 
@@ -341,7 +342,7 @@ def test_run_fed_as_read_equals_stream(workers: int, chunk: int) -> None:
     texts = [texts[0], *texts, "", "   ", texts[-1], texts[0]]
     ids = ["first-copy", *ids, "empty", "blank", "copy-last", "copy-first"]
     streamed = stream(ids, texts)
-    with _BatchRun(DedupConfig(), chunk=chunk, workers=workers, chars=None) as run:
+    with BatchRun(DedupConfig(), chunk=chunk, workers=workers, chars=None) as run:
         for doc_id, text in zip(ids, texts, strict=True):
             run.add(doc_id, text)
         result = run.finish()

@@ -15,9 +15,9 @@ from neardup.engine import (
     CommonShingles,
     DedupConfig,
     Sketch,
-    _estimated_containment,
     distinct,
     distinct_with_index,
+    estimated_containment,
     make_sketch,
     make_sketches,
     may_verify,
@@ -442,7 +442,7 @@ def test_may_verify_agrees_with_verify() -> None:
         a, b = sketches[i], sketches[j]
         short, other = (a, b) if a.n_units <= b.n_units else (b, a)
         title = short.n_units < CFG.short_units
-        assert passes == (title or _estimated_containment(short, other) >= CFG.prefilter)
+        assert passes == (title or estimated_containment(short, other) >= CFG.prefilter)
         if not passes:
             assert not verify(a, b, CFG).is_duplicate
 

@@ -1,4 +1,4 @@
-"""The ten measures: against the textbook references, their shared properties, their API,
+"""The eleven measures: against the textbook references, their shared properties, their API,
 and what they do with bad input."""
 
 from __future__ import annotations
@@ -234,11 +234,11 @@ def test_known_values_default(method: str, a: str, b: str, expected: float) -> N
     assert neardup.similarity(a, b, method=method) == pytest.approx(expected)
 
 
-# --- identity, symmetry, range over all ten ---------------------------------------------------
+# --- identity, symmetry, range over all eleven ---------------------------------------------------
 
 
-def test_methods_are_the_ten_measures() -> None:
-    """METHODS names exactly the ten measures."""
+def test_methods_are_the_eleven_measures() -> None:
+    """METHODS names exactly the eleven measures."""
     assert set(METHODS) == {
         "cosine",
         "euclidean",
@@ -250,6 +250,7 @@ def test_methods_are_the_ten_measures() -> None:
         "contiguity",
         "jaccard",
         "containment",
+        "coverage",
     }
 
 

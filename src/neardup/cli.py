@@ -10,21 +10,22 @@ import json
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from importlib.resources import as_file, files
 from typing import cast
 
 from . import __version__
-from ._dedup_cli import Progress, RunResult, format_sample_report, run_dedup
 from ._options import store_options, store_url
 from .compare import Comparison, compare
 from .engine import DedupConfig
 from .errors import NeardupError
-from .measures._base import DEFAULT_PROCESSOR
+from .measures import DEFAULT_PROCESSOR
 from .passages import Passage
-from .records import FORMATS, Fields, LineWriter, parse_timestamp
+from .records import FORMATS, Fields, LineWriter
+from .run import Progress, RunResult, format_sample_report, run_dedup
 from .service import cli as service_cli
-from .store import Store, open_store, parse_window
+from .store import Store, open_store
+from .times import parse_timestamp, parse_window
 
 __all__ = ["main"]
 
@@ -257,7 +258,7 @@ def _cmd_dedup(args: argparse.Namespace) -> int:
         timestamp=args.timestamp_field,
     )
     show = args.progress if args.progress is not None else not args.quiet and sys.stderr.isatty()
-    run = functools.partial(
+    run: Callable[..., RunResult] = functools.partial(
         run_dedup,
         unique=args.output,
         clusters=args.clusters,
@@ -271,9 +272,9 @@ def _cmd_dedup(args: argparse.Namespace) -> int:
         store=store_url(args),
         window=args.window,
         batch_size=args.batch_size,
-        engine=args.engine,
-        spark_master=args.spark_master,
     )
+    if args.engine == "spark":
+        run = _spark_run(args, fields, config)
     result: RunResult
     if args.sample:
         sample = files("neardup").joinpath("data", "sample.jsonl")
@@ -294,6 +295,30 @@ def _cmd_dedup(args: argparse.Namespace) -> int:
         out.write(json.dumps(result.summary.to_dict(), ensure_ascii=False))
         out.close()
     return 0
+
+
+def _spark_run(
+    args: argparse.Namespace, fields: Fields, config: DedupConfig
+) -> Callable[..., RunResult]:
+    """The Spark engine's run for ``--engine spark``, with the same outputs as the local run."""
+    if args.stream or store_url(args) is not None or args.window is not None:
+        raise CliError(
+            "--engine spark deduplicates the whole input at once; "
+            "drop --stream, --db/--store and --window"
+        )
+    from .spark import run_cli
+
+    return functools.partial(
+        run_cli,
+        unique=args.output,
+        clusters=args.clusters,
+        errors=args.errors,
+        master=args.spark_master,
+        fields=fields,
+        fmt=args.format,
+        config=config,
+        keep=args.keep,
+    )
 
 
 def _open_store(args: argparse.Namespace) -> Store:

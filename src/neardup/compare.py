@@ -2,15 +2,14 @@
 
 >>> c = compare("北京今天天气晴朗，适合出游。", "北京今天天气晴朗，适合出游！")
 >>> c.scores["levenshtein"] > 0.9, len(c.scores)
-(True, 10)
+(True, 11)
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .measures import METHODS
-from .measures._base import DEFAULT_PROCESSOR, Processor, prepare
+from .measures import DEFAULT_PROCESSOR, METHODS, Processor, prepare
 from .passages import Passage, shared_passages
 
 __all__ = ["Comparison", "compare"]

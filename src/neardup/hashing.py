@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 import xxhash
 
-__all__ = ["SEED", "hash64", "hash128", "mix"]
+__all__ = ["SEED", "hash64", "hash128", "mix", "signed64"]
 
 SEED = 0x6E64  # "nd"; changing it changes every stored fingerprint
 
@@ -59,3 +59,13 @@ def mix(z: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
         z *= _M2
         z ^= z >> np.uint64(31)
     return z
+
+
+def signed64(value: int) -> int:
+    """An unsigned 64-bit value as the signed 64-bit integer with the same bits (what SQLite
+    and Spark store).
+
+    >>> signed64(2**64 - 1), signed64(5)
+    (-1, 5)
+    """
+    return value - (1 << 64) if value >= 1 << 63 else value

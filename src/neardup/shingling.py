@@ -27,7 +27,7 @@ import numpy.typing as npt
 from .errors import ConfigError
 from .hashing import mix
 
-__all__ = ["Shingles", "shingle_hashes", "unit_codes"]
+__all__ = ["Shingles", "covered_units", "pack_codes", "shingle_hashes", "unit_codes"]
 
 U64 = npt.NDArray[np.uint64]
 _SEP, _WORD, _CJK, _JOIN = 0, 1, 2, 3
@@ -128,13 +128,37 @@ class Shingles:
 
     def covered(self, shared: npt.NDArray[np.bool_]) -> int:
         """How many units are covered by the shingles marked in ``shared``."""
-        if not shared.any():
-            return 0
         idx = np.flatnonzero(shared)
-        delta = np.zeros(self.n_units + 1, dtype=np.int64)
-        np.add.at(delta, idx, 1)
-        np.add.at(delta, np.minimum(idx + self.widths[idx], self.n_units), -1)
-        return int(np.count_nonzero(np.cumsum(delta)[: self.n_units]))
+        return covered_units(self.n_units, idx, self.widths[idx])
+
+
+def pack_codes(
+    hashes: U64, cjk_width: int, widths: npt.NDArray[np.uint8]
+) -> npt.NDArray[np.uint32]:
+    """32-bit shingle codes: the high half of the hash, lowest bit set for CJK-width shingles."""
+    top = (hashes >> np.uint64(32)).astype(np.uint32)
+    packed: npt.NDArray[np.uint32] = (top & np.uint32(0xFFFFFFFE)) | (widths == cjk_width).astype(
+        np.uint32
+    )
+    return packed
+
+
+def covered_units(
+    n_units: int, starts: npt.NDArray[np.intp], widths: npt.NDArray[np.integer]
+) -> int:
+    """How many of a text's ``n_units`` units lie inside the shingles starting at ``starts``
+    (ascending) with these ``widths``: the length of the union of the intervals
+    [start, start + width), cut at the end of the text.
+
+    >>> covered_units(10, np.array([0, 2, 7]), np.array([3, 3, 5]))
+    8
+    """
+    if len(starts) == 0:
+        return 0
+    ends = np.minimum(starts + widths.astype(np.int64), n_units)
+    reach = np.maximum.accumulate(ends)  # the furthest any earlier interval reaches
+    begins = np.maximum(starts[1:], reach[:-1])
+    return int(ends[0] - starts[0]) + int(np.maximum(ends[1:] - begins, 0).sum())
 
 
 def shingle_hashes(text: str, *, cjk_width: int = 5, word_width: int = 9) -> Shingles:

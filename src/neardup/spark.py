@@ -45,11 +45,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from ._dedup_cli import RunResult, RunSummary, _outputs, _Tally, cluster_line
-from .deduper import Decision, KeepPolicy, _text_key
-from .engine import CommonShingles, DedupConfig, Sketch, make_sketches, verify
+from .engine import Decision, DedupConfig, KeepPolicy, Sketch, make_sketches, text_key, verify
+from .engine.templates import TemplateTable
 from .errors import ConfigError, InputError, MissingDependencyError
 from .records import BadRecord, Document, Fields, LineWriter, UniqueWriter
+from .run import RunResult, RunSummary, Tally, cluster_line, output_names
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -557,7 +557,7 @@ def _sketch_batches(cfg: DedupConfig) -> BatchFn:
             yield pa.RecordBatch.from_pydict(
                 {
                     "_pos": pos,
-                    "_tkey": [_signed(_text_key(t)) for t in texts],
+                    "_tkey": [_signed(text_key(t)) for t in texts],
                     "_n": [s.n_units for s in made],
                     "_chars": [len(t) for t in texts],
                     "_nv": [len(s.vocab) for s in made],
@@ -654,28 +654,6 @@ def _prefilter_batches(cfg: DedupConfig) -> BatchFn:
     return run
 
 
-class _TemplateGuard(CommonShingles):
-    """The engine's CommonShingles as the document at input position ``at`` sees it: a
-    shingle is common once the ``limit``-th kept story holding it came before ``at``."""
-
-    def __init__(self, slots: I64, firsts: I64, *, at: int, limit: int) -> None:
-        # not super().__init__: the counts are summarized in (slots, firsts), no 64 MB table
-        self.limit = limit
-        self._shift = np.uint32(_COMMON_SHIFT)
-        self.slots, self.firsts, self.at = slots, firsts, at
-
-    def add(self, vocab: U32) -> None:
-        raise NotImplementedError("the template guard of the Spark engine is read-only")
-
-    def is_common(self, codes: U32) -> npt.NDArray[np.bool_]:
-        if self.limit <= 0 or len(self.slots) == 0:
-            return np.zeros(len(codes), dtype=np.bool_)
-        s = (codes >> self._shift).astype(np.int64)
-        pos = np.minimum(np.searchsorted(self.slots, s), len(self.slots) - 1)
-        hit: npt.NDArray[np.bool_] = (self.slots[pos] == s) & (self.firsts[pos] < self.at)
-        return hit
-
-
 #: (sorted slots, input position of the ``common_after``-th kept story holding each)
 Table = tuple[I64, I64]
 
@@ -735,7 +713,7 @@ def _verify_pairs(
                 guard = None
                 if shared is not None:
                     slots, firsts = shared.value
-                    guard = _TemplateGuard(slots, firsts, at=j, limit=limit)
+                    guard = TemplateTable(slots, firsts, at=j, limit=limit)
                 v = verify(a, b, cfg, guard)
                 if v.is_duplicate or keep_all:
                     out["i"].append(i)
@@ -1134,7 +1112,7 @@ def run_cli(
     unique_out = UniqueWriter(unique, "jsonl", fields=fields) if unique is not None else None
     clusters_out = LineWriter(clusters) if clusters is not None else None
     errors_out = LineWriter(errors) if errors is not None else LineWriter(None, stream=sys.stderr)
-    tally = _Tally(collect)
+    tally = Tally(collect)
     stages: dict[str, float] = {}
     try:
         t0 = time.perf_counter()
@@ -1194,7 +1172,7 @@ def run_cli(
             if out is not None:
                 out.close()
     stages["write"] = time.perf_counter() - t0
-    outputs = _outputs(unique, clusters, errors, tally)
+    outputs = output_names(unique, clusters, errors, tally)
     stats = result.stats
     summary = RunSummary(
         source=label or source,
@@ -1226,11 +1204,9 @@ def _parse_jsonl(fields: Fields) -> BatchFn:
     def run(batches: Batches) -> Iterator[pa.RecordBatch]:
         import pyarrow as pa
 
-        from .records import RecordReader
+        from .records import RecordChecker
 
-        reader = RecordReader.__new__(RecordReader)  # its per-line checks, no file
-        reader.fields = fields
-        reader._first_line = {}
+        checker = RecordChecker(fields, repeated_ids=False)  # repeated ids: the pipeline
         schema = _arrow_schema(_PARSED_SCHEMA)
         for batch in batches:
             out: dict[str, list[Any]] = {name: [] for name in schema.names}
@@ -1238,8 +1214,7 @@ def _parse_jsonl(fields: Fields) -> BatchFn:
                 batch.column("_pos").to_pylist(), batch.column("_raw").to_pylist(), strict=True
             ):
                 line = raw[:-1] if raw.endswith("\r") else raw
-                reader._first_line.clear()
-                rec = reader._from_json(line, pos + 1)
+                rec = checker.from_json(line, pos + 1)
                 out["_pos"].append(pos)
                 out["_raw"].append(line)
                 out["_id"].append(rec.id)

@@ -28,7 +28,15 @@ import numpy.typing as npt
 from ..errors import ConfigError
 from ..hashing import mix
 
-__all__ = ["LSHJoin", "MinHashLSH", "band_keys", "lsh_join", "optimal_params"]
+__all__ = [
+    "LSHJoin",
+    "MinHashLSH",
+    "band_keys",
+    "bucket_ids",
+    "bucket_pairs",
+    "lsh_join",
+    "optimal_params",
+]
 
 U64 = npt.NDArray[np.uint64]
 I64 = npt.NDArray[np.int64]
@@ -80,6 +88,17 @@ def band_keys(signatures: U64, bands: int, rows: int) -> U64:
         for t in range(rows):
             h = mix(h * _STEP + cut[:, :, t])
     return h
+
+
+def bucket_ids(bands: U64) -> U64:
+    """One 64-bit id per (band, band key) of an (n, bands) array of band keys: the key mixed
+    with the band's number, so one id names one bucket across all bands (the stores, the
+    batch join and the Spark engine all group by it). Two buckets share an id with odds of
+    about 2^-64 a pair, which adds a candidate that verification then checks."""
+    keys = np.atleast_2d(np.asarray(bands, dtype=np.uint64))
+    offsets = np.arange(keys.shape[1], dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        return mix(keys + offsets)
 
 
 class MinHashLSH:
@@ -157,9 +176,11 @@ class MinHashLSH:
         return sorted(seen, key=self._order.__getitem__)
 
 
-def _pairs_in_groups(members: I64, starts: I64, sizes: I64, cap: int) -> Iterator[I64]:
-    """Pairs (earlier, later) within each group of ``members`` (sorted by index within
-    groups), the earlier one among the group's first ``cap``."""
+def bucket_pairs(members: I64, starts: I64, sizes: I64, cap: int) -> Iterator[I64]:
+    """The candidate pairs of buckets: (earlier, later) within each bucket, the earlier one
+    among the bucket's first ``cap`` members — the bucket cap, which bounds what a flood of
+    copies of one page costs. ``members`` lists each bucket's members in input order, the
+    buckets one after another (bucket k at ``starts[k]``, ``sizes[k]`` long)."""
     for size in np.unique(sizes).tolist():
         if size < 2:
             continue
@@ -190,7 +211,7 @@ def lsh_join(signatures: U64, *, bands: int, rows: int, bucket_cap: int = 100) -
         sorted_keys = col[order]
         boundary = np.flatnonzero(np.concatenate(([True], sorted_keys[1:] != sorted_keys[:-1])))
         sizes = np.diff(np.concatenate((boundary, [n]))).astype(np.int64)
-        found.extend(_pairs_in_groups(order.astype(np.int64), boundary, sizes, bucket_cap))
+        found.extend(bucket_pairs(order.astype(np.int64), boundary, sizes, bucket_cap))
     if not found:
         return np.zeros((0, 2), dtype=np.int64)
     pairs = np.concatenate(found)
@@ -257,9 +278,7 @@ class LSHJoin:
         if pos1d[0] < self._next or (m > 1 and bool(np.any(pos1d[1:] <= pos1d[:-1]))):
             raise ConfigError("positions must increase, within a block and from block to block")
         self._next = int(pos1d[-1]) + 1
-        offsets = np.arange(n_bands, dtype=np.uint64)
-        with np.errstate(over="ignore"):
-            flat = mix(keys2d + offsets).ravel()  # row by row: equal keys in position order
+        flat = bucket_ids(keys2d).ravel()  # row by row: equal keys in position order
         order = np.argsort(flat)  # not stable (6x quicker); equal keys are put back in order
         keys = flat[order]
         tied = np.flatnonzero(keys[1:] == keys[:-1])

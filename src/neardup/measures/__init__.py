@@ -19,6 +19,7 @@ from . import (
     containment,
     contiguity,
     cosine,
+    coverage,
     euclidean,
     jaccard,
     lcsubstr,
@@ -26,9 +27,9 @@ from . import (
     mcc,
     simhash,
 )
-from ._base import DEFAULT_PROCESSOR, Processor
+from ._base import DEFAULT_PROCESSOR, Processor, prepare
 
-__all__ = ["METHODS", "get_method"]
+__all__ = ["DEFAULT_PROCESSOR", "METHODS", "Processor", "get_method", "prepare", "similarity"]
 
 #: Every measure by name, in the order ``compare`` shows them.
 METHODS: dict[str, ModuleType] = {
@@ -42,6 +43,7 @@ METHODS: dict[str, ModuleType] = {
     "contiguity": contiguity,
     "jaccard": jaccard,
     "containment": containment,
+    "coverage": coverage,
 }
 
 

@@ -144,6 +144,7 @@ class Scores(BaseModel):
     contiguity: float
     jaccard: float
     containment: float
+    coverage: float
 
 
 class CompareOut(BaseModel):

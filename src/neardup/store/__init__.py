@@ -22,19 +22,14 @@ rest again).
 
 from __future__ import annotations
 
-import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import cast
 from urllib.parse import parse_qs, urlsplit
 
-import numpy as np
-import numpy.typing as npt
-
-from ..engine import Sketch
+from ..engine import BandKey, Sketch, bucket_keys
 from ..errors import ConfigError
-from ..hashing import mix
+from ..times import parse_window
 
 __all__ = [
     "BandKey",
@@ -45,23 +40,6 @@ __all__ = [
     "open_store",
     "parse_window",
 ]
-
-#: One LSH bucket: the band's key mixed with the band's number, as a signed 64-bit integer.
-BandKey = int
-
-
-def bucket_keys(sketch: Sketch) -> list[BandKey]:
-    """The LSH buckets of a sketch (none for a text with nothing to compare).
-
-    >>> from neardup.engine import DedupConfig, make_sketch
-    >>> len(bucket_keys(make_sketch("北京地铁十九号线今天开通运营，全长二十二公里。", DedupConfig())))
-    64
-    """
-    if sketch.is_empty:
-        return []
-    offsets = np.arange(len(sketch.bands), dtype=np.uint64)
-    keys = mix(cast(npt.NDArray[np.uint64], sketch.bands + offsets))
-    return cast(list[int], keys.view(np.int64).tolist())
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +80,9 @@ class Store(ABC):
     """The interface every backend implements (see the module's documentation)."""
 
     url: str
+    #: True when the sketches live in this process's memory already (so a Deduper does not
+    #: cache them again)
+    in_process: bool = False
 
     # -- configuration ---------------------------------------------------------------------
 
@@ -238,36 +219,3 @@ def open_store(url: str, *, namespace: str | None = None) -> Store:
         f"unknown store URL {url!r}: use memory://, sqlite:///path/to/file.db or "
         "redis://host:port/db"
     )
-
-
-_WINDOW = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
-_UNIT = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
-
-
-def parse_window(window: str | float | int | None) -> float | None:
-    """A time window in seconds: ``"90d"``, ``"12h"``, ``"30m"``, ``"2w"`` or a number of
-    seconds; None for no window.
-
-    >>> parse_window("90d"), parse_window(3600), parse_window(None)
-    (7776000.0, 3600.0, None)
-    >>> parse_window("soon")
-    Traceback (most recent call last):
-    ...
-    neardup.errors.ConfigError: window must be a number of seconds or like 90d, 12h, 30m, 2w; got 'soon'
-    """
-    if window is None:
-        return None
-    if isinstance(window, bool):
-        raise ConfigError(f"window must be a number of seconds or like 90d, got {window!r}")
-    if isinstance(window, int | float):
-        seconds = float(window)
-    else:
-        m = _WINDOW.match(str(window))
-        if not m:
-            raise ConfigError(
-                f"window must be a number of seconds or like 90d, 12h, 30m, 2w; got {window!r}"
-            )
-        seconds = float(m.group(1)) * _UNIT[m.group(2)]
-    if not seconds > 0:
-        raise ConfigError(f"window must be positive, got {window!r}")
-    return seconds

@@ -16,6 +16,7 @@ class MemoryStore(Store):
     """A :class:`~neardup.store.Store` in memory (``memory://``)."""
 
     url = "memory://"
+    in_process = True
 
     def __init__(self) -> None:
         self._lock = threading.RLock()

@@ -28,9 +28,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ..engine import Sketch
+from ..engine.codec import decode, encode
 from ..errors import ConfigError, MissingDependencyError, NeardupError, StoreError
 from . import BandKey, Entry, NewEntry, Store, bucket_keys, parse_window
-from ._codec import decode, encode
 
 __all__ = ["RedisStore"]
 

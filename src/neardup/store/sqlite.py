@@ -3,7 +3,7 @@
 The database runs in WAL mode with ``synchronous=FULL``: a batch is committed, or not at all,
 whatever happens to the process (``kill -9``) or the machine. Each atomic section is an
 immediate transaction, so processes sharing the file decide one batch at a time; readers are
-never blocked. Sketches are stored as compact blobs (:mod:`neardup.store._codec`).
+never blocked. Sketches are stored as compact blobs (:mod:`neardup.engine.codec`).
 """
 
 from __future__ import annotations
@@ -17,9 +17,10 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from ..engine import Sketch
+from ..engine.codec import decode, encode
 from ..errors import ConfigError, NeardupError, StoreError
+from ..hashing import signed64
 from . import BandKey, Entry, NewEntry, Store, bucket_keys
-from ._codec import decode, encode
 
 __all__ = ["SQLiteStore"]
 
@@ -57,11 +58,6 @@ _CHUNK = 400  # parameters per IN list, well under SQLite's limit
 
 def _entry(row: Sequence[Any]) -> Entry:
     return Entry(row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7], row[8])
-
-
-def _signed(key: int) -> int:
-    """A text hash (unsigned 64-bit) as SQLite's signed INTEGER."""
-    return key - (1 << 64) if key >= 1 << 63 else key
 
 
 def _chunks(values: Sequence[Any], size: int = _CHUNK) -> Iterator[Sequence[Any]]:
@@ -184,13 +180,13 @@ class SQLiteStore(Store):
             " text_key, kept, sketch) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 e.id, e.timestamp, e.duplicate_of, e.cluster, e.score, e.measure, e.title,
-                e.copy_of, _signed(new.text_key), int(e.kept), blob,
+                e.copy_of, signed64(new.text_key), int(e.kept), blob,
             ),
         )  # fmt: skip
         seq = cur.lastrowid
         if e.copy_of is None:
             self._db.execute(
-                "INSERT OR IGNORE INTO exact VALUES (?, ?)", (_signed(new.text_key), e.id)
+                "INSERT OR IGNORE INTO exact VALUES (?, ?)", (signed64(new.text_key), e.id)
             )
         if new.buckets:
             self._db.executemany(
@@ -214,7 +210,7 @@ class SQLiteStore(Store):
         return {r[0]: _entry(r) for r in rows}
 
     def exact(self, text_keys: Iterable[int]) -> dict[int, str]:
-        keys = {_signed(k): k for k in text_keys}
+        keys = {signed64(k): k for k in text_keys}
         rows = self._select("SELECT text_key, id FROM exact WHERE text_key IN ({})", list(keys))
         return {keys[k]: i for k, i in rows}
 

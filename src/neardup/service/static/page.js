@@ -13,6 +13,7 @@ const MEASURES = {
   contiguity: "runs of agreeing characters, squared, at the best offset",
   jaccard: "shared shingles / all shingles",
   containment: "shared shingles / shingles of the smaller text",
+  coverage: "share of the shorter text inside shingles the other has (what dedup decides on)",
 };
 const COLORS = 6;
 const PAGE = 50;

@@ -1,0 +1,352 @@
+"""The local batch run: deduplicate a whole corpus at once, with the same decisions as
+streaming it through a :class:`~neardup.deduper.Deduper` in the same order.
+
+:func:`dedup_batch` takes the corpus as lists; :class:`BatchRun` takes it one document at a
+time, so that reading, sketching (on worker processes) and deciding overlap — the command
+line feeds it as it reads. The rules are the engine's (:mod:`neardup.engine`).
+
+>>> r = dedup_batch(["a", "b", "c"], ["北京地铁十九号线今天开通运营，全长二十二公里，设车站十座。",
+...                                    "转载：北京地铁十九号线今天开通运营，全长二十二公里，设车站十座！",
+...                                    "上海今天发布暴雨蓝色预警，预计局地雨量超过五十毫米。"])
+>>> [(d.id, d.duplicate_of, d.cluster) for d in r.decisions]
+[('a', None, 'a'), ('b', 'a', 'a'), ('c', None, 'c')]
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from .engine import (
+    CommonShingles,
+    Decision,
+    DedupConfig,
+    KeepPolicy,
+    Sketch,
+    best_match,
+    check_keep,
+    choose_kept,
+    evidence,
+    make_sketches,
+    may_verify,
+    roots,
+    text_key,
+    verify,
+)
+from .engine.codec import Packed, pack, unpack
+from .errors import ConfigError, InputError
+from .index.lsh import LSHJoin
+from .timing import Stages
+
+__all__ = ["BatchResult", "BatchRun", "dedup_batch"]
+
+I64 = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    """Decisions for a whole corpus, in input order, and what the run found."""
+
+    decisions: list[Decision]
+    candidate_pairs: int
+    verified_pairs: int
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+def dedup_batch(
+    ids: Sequence[str],
+    texts: Sequence[str],
+    *,
+    config: DedupConfig | None = None,
+    keep: KeepPolicy = "first",
+    timestamps: Sequence[float | None] | None = None,
+    explain: bool = False,
+    chunk: int = 2000,
+    workers: int | None = None,
+) -> BatchResult:
+    """Deduplicate a corpus at once: the same decisions as streaming it through a Deduper.
+
+    ``keep`` chooses which document of each cluster is kept and names the cluster: the
+    first seen (the streaming rule), the longest text, or the earliest timestamp.
+    ``workers`` processes sketch the documents (default: one per CPU, up to 4, once the texts
+    hold two million characters or more); the decisions do not depend on it. ``chunk`` is
+    the most documents a worker sketches at a time.
+    """
+    cfg = config if config is not None else DedupConfig()
+    if len(ids) != len(texts):
+        raise ConfigError(f"{len(ids)} ids for {len(texts)} texts")
+    check_keep(keep)
+    if len(set(ids)) != len(ids):
+        raise InputError("ids must be unique within a batch")
+    with BatchRun(cfg, chunk=chunk, workers=workers, chars=sum(map(len, texts))) as run:
+        for doc_id, text in zip(ids, texts, strict=True):
+            run.add(doc_id, text)
+        return run.finish(keep=keep, timestamps=timestamps, explain=explain)
+
+
+class BatchRun:
+    """:func:`dedup_batch` fed one document at a time, so that reading, sketching and
+    deciding overlap (the CLI feeds it as it reads).
+
+    Byte-identical copies of an earlier text take its sketch and are matched to it at once.
+    The other documents (originals) are sketched in chunks, by worker processes when it
+    pays; each chunk that comes back is joined on its band keys with every earlier document
+    (:class:`~neardup.index.lsh.LSHJoin`: lsh_join block by block), and every document
+    before the first original not yet sketched is decided, in input order, as streaming
+    would. A decision depends only on earlier documents, so the timing changes nothing.
+    """
+
+    #: the first chunks are this small, so that the workers start soon
+    MIN_CHUNK = 100
+    #: without the total size, worker processes start once this many characters came in
+    STREAM_POOL_AT = 300_000
+
+    def __init__(
+        self, cfg: DedupConfig, *, chunk: int = 2000, workers: int | None, chars: int | None
+    ) -> None:
+        if workers is not None and workers < 1:
+            raise ConfigError(f"workers must be at least 1, got {workers}")
+        if chunk < 1:
+            raise ConfigError(f"chunk must be at least 1, got {chunk}")
+        self.cfg, self.chunk = cfg, chunk
+        self.ids: list[str] = []
+        self.texts: list[str] = []
+        self.copy_of: list[int] = []  # the first copy of the same text, or -1
+        self.sketches: list[Sketch] = []
+        self.parent: list[int] = []
+        self.score: list[float] = []
+        self.measure: list[str | None] = []
+        self._first_copy: dict[int, int] = {}
+        self._pending: list[int] = []  # originals not yet sent to be sketched
+        self._sent: deque[tuple[list[int], Any]] = deque()  # (originals, future or sketches)
+        self._sent_docs = 0
+        self._workers = workers
+        self._chars_seen = 0
+        # workers=None: processes when the texts hold two million characters (they pay from
+        # there) and ``chars``, the total, says so; without a total, once STREAM_POOL_AT
+        # characters came in (the input goes on, likely: it is being read)
+        self._auto_at = self.STREAM_POOL_AT if chars is None else (0 if chars >= 2_000_000 else -1)
+        self._pool: Any = None
+        self._common = CommonShingles(limit=cfg.common_after)
+        self._join = LSHJoin(bucket_cap=cfg.bucket_cap)
+        self._next = 0  # the next document to decide
+        self._pairs = 0
+        # the live documents sketched so far (positions increasing), for the prefilter
+        self._known = 0
+        self._positions = np.zeros(0, dtype=np.int64)
+        self._sigs = np.zeros((0, cfg.num_perm), dtype=np.uint64)
+        self._vocab_sizes = np.zeros(0, dtype=np.int64)
+        self._units = np.zeros(0, dtype=np.int64)
+        self.timings = Stages()
+        for name in ("sketch", "candidates", "verify"):
+            self.timings.add(name, 0.0)
+
+    def __enter__(self) -> BatchRun:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(cancel_futures=True)
+            self._pool = None
+
+    def add(self, doc_id: str, text: str) -> None:
+        """Take the next document; decide those whose sketches are all in."""
+        i = len(self.ids)
+        self.ids.append(doc_id)
+        self.texts.append(text)
+        self.parent.append(-1)
+        self.score.append(0.0)
+        self.measure.append(None)
+        j = self._first_copy.setdefault(text_key(text), i)
+        self.copy_of.append(-1 if j == i else j)
+        if j == i:
+            self._pending.append(i)
+            self._chars_seen += len(text)
+            if len(self._pending) >= self._chunk_size():
+                self._send()
+        while self._sent and self._ready(self._sent[0][1]):
+            self._receive()
+
+    def finish(
+        self,
+        *,
+        keep: KeepPolicy = "first",
+        timestamps: Sequence[float | None] | None = None,
+        explain: bool = False,
+    ) -> BatchResult:
+        """Decide the rest, form the clusters, and shut the workers down."""
+        check_keep(keep)
+        if self._pending:
+            self._send()
+        while self._sent:
+            self._receive()
+        self._decide(len(self.ids))
+        self.__exit__()
+        t0 = time.perf_counter()
+        ids, sketches, parent = self.ids, self.sketches, self.parent
+        root = roots(parent)
+        kept_of = choose_kept(
+            np.array(root, dtype=np.int64),
+            np.arange(len(ids), dtype=np.int64),
+            keep,
+            lengths=np.array([len(t) for t in self.texts], dtype=np.int64),
+            timestamps=None
+            if timestamps is None
+            else np.array([np.nan if t is None else t for t in timestamps], dtype=np.float64),
+        ).tolist()
+        decisions = []
+        for i, doc_id in enumerate(ids):
+            kept = kept_of[i]
+            if kept == i:
+                decisions.append(Decision(doc_id, False, None, doc_id, 0.0, None))
+                continue
+            if parent[i] >= 0:
+                dup_of, s, m = parent[i], self.score[i], self.measure[i]
+            else:  # the first of a story whose longest or earliest document is kept instead
+                v = verify(sketches[i], sketches[kept], self.cfg)
+                dup_of, s, m = kept, v.score, v.measure
+            ev = evidence(sketches[i], sketches[dup_of]) if explain else ()
+            decisions.append(Decision(doc_id, True, ids[dup_of], ids[kept], s, m, ev))
+        self.timings.add("clusters", time.perf_counter() - t0)
+        verified = sum(1 for p in parent if p >= 0)
+        return BatchResult(decisions, self._pairs, verified, dict(self.timings.seconds))
+
+    def _chunk_size(self) -> int:
+        """A quarter of what was sent so far, from MIN_CHUNK up to ``chunk``: the workers
+        start soon, and the chunks stay few."""
+        return max(1, min(self.chunk, max(self.MIN_CHUNK, self._sent_docs // 4)))
+
+    def _send(self) -> None:
+        """Sketch the pending originals: on the workers, or here."""
+        block, self._pending = self._pending, []
+        self._sent_docs += len(block)
+        texts = [self.texts[i] for i in block]
+        if self._pool is None and self._wants_pool():
+            import multiprocessing
+            import os
+            from concurrent.futures import ProcessPoolExecutor
+
+            n = self._workers or min(4, os.cpu_count() or 1)
+            methods = multiprocessing.get_all_start_methods()
+            context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+            self._pool = ProcessPoolExecutor(max_workers=n, mp_context=context)
+        if self._pool is not None:
+            self._sent.append((block, self._pool.submit(_sketch_packed, texts, self.cfg)))
+            return
+        t0 = time.perf_counter()
+        self._sent.append((block, make_sketches(texts, self.cfg)))
+        self.timings.add("sketch", time.perf_counter() - t0)
+
+    def _wants_pool(self) -> bool:
+        if self._workers is not None:
+            return self._workers > 1
+        import os
+
+        return 0 <= self._auto_at <= self._chars_seen and (os.cpu_count() or 1) > 1
+
+    @staticmethod
+    def _ready(item: Any) -> bool:
+        return isinstance(item, list) or bool(item.done())
+
+    def _receive(self) -> None:
+        """Take the oldest sketched chunk, join it, and decide what it lets us decide."""
+        block, item = self._sent.popleft()
+        t0 = time.perf_counter()
+        part: list[Sketch] = item if isinstance(item, list) else unpack(item.result())
+        t1 = time.perf_counter()
+        self.timings.add("sketch", t1 - t0)
+        frontier = self._frontier()
+        self._grow(frontier, part[0])
+        for i, sk in zip(block, part, strict=True):
+            self.sketches[i] = sk
+        live = [i for i in block if not self.sketches[i].is_empty]
+        bands = [self.sketches[i].bands for i in live]
+        keys = np.stack(bands) if bands else np.zeros((0, self.cfg.bands_rows[0]), np.uint64)
+        pairs = self._join.extend(keys, np.array(live, dtype=np.int64))
+        self._pairs += len(pairs)
+        self._remember(live)
+        t2 = time.perf_counter()
+        self.timings.add("candidates", t2 - t1)
+        if len(pairs):  # the MinHash prefilter on every pair at once; verify repeats it
+            pairs = pairs[
+                may_verify(self._figures(pairs[:, 1]), self._figures(pairs[:, 0]), self.cfg)
+            ]
+        self.timings.add("verify", time.perf_counter() - t2)
+        self._decide(frontier, pairs)
+
+    def _grow(self, frontier: int, filler: Sketch | None) -> None:
+        """Make room in ``sketches`` for every document before ``frontier``: the slots are
+        filled with ``filler`` until the chunk's sketches, or a copy's original, are set."""
+        if filler is not None and len(self.sketches) < frontier:
+            self.sketches.extend([filler] * (frontier - len(self.sketches)))
+
+    def _remember(self, live: list[int]) -> None:
+        """Keep the signatures, vocabulary sizes and units of new documents in arrays, for
+        the prefilter over all of a chunk's pairs at once."""
+        n, more = self._known, len(live)
+        if n + more > len(self._positions):
+            size = max(2 * len(self._positions), n + more, 1024)
+            self._positions = np.resize(self._positions, size)
+            self._sigs = np.resize(self._sigs, (size, self.cfg.num_perm))
+            self._vocab_sizes = np.resize(self._vocab_sizes, size)
+            self._units = np.resize(self._units, size)
+        sks = [self.sketches[i] for i in live]
+        self._positions[n : n + more] = live
+        if more:
+            self._sigs[n : n + more] = np.stack([sk.signature for sk in sks])
+        self._vocab_sizes[n : n + more] = [len(sk.vocab) for sk in sks]
+        self._units[n : n + more] = [sk.n_units for sk in sks]
+        self._known = n + more
+
+    def _figures(self, positions: I64) -> tuple[np.ndarray, I64, I64]:
+        """Signatures, vocabulary sizes and units of documents already remembered."""
+        rows = np.searchsorted(self._positions[: self._known], positions)
+        return self._sigs[rows], self._vocab_sizes[rows], self._units[rows]
+
+    def _frontier(self) -> int:
+        """The first document that cannot be decided yet: the first original not sketched."""
+        if self._sent:
+            return self._sent[0][0][0]
+        if self._pending:
+            return self._pending[0]
+        return len(self.ids)
+
+    def _decide(self, frontier: int, pairs: I64 | None = None) -> None:
+        """Decide documents ``_next`` .. ``frontier - 1``, whose candidate pairs (sorted by
+        (later, earlier)) are ``pairs``: they came with the chunk that holds them."""
+        t0 = time.perf_counter()
+        nxt, cfg, common, sketches = self._next, self.cfg, self._common, self.sketches
+        self._grow(frontier, sketches[0] if sketches else None)
+        if pairs is None:
+            pairs = np.zeros((0, 2), dtype=np.int64)
+        # earlier partners of each document, in index order
+        bounds = np.searchsorted(pairs[:, 1], np.arange(nxt, frontier + 1)).tolist()
+        earlier = pairs[:, 0]
+        for i in range(nxt, frontier):
+            c = self.copy_of[i]
+            if c >= 0:
+                sketches[i] = sketches[c]
+                self.parent[i], self.score[i], self.measure[i] = c, 1.0, "identical"
+                continue
+            lo, hi = bounds[i - nxt], bounds[i - nxt + 1]
+            best = None
+            if lo < hi:
+                pool = ((str(j), sketches[j]) for j in earlier[lo:hi].tolist())
+                best = best_match(sketches[i], pool, cfg, common)
+            if best is None:
+                common.add(sketches[i].vocab)
+            else:
+                self.parent[i], self.score[i], self.measure[i] = int(best[0]), best[1], best[2]
+        self._next = max(nxt, frontier)
+        self.timings.add("verify", time.perf_counter() - t0)
+
+
+def _sketch_packed(texts: list[str], cfg: DedupConfig) -> Packed:
+    """Sketch a chunk (in a worker) and pack the sketches for the way back."""
+    return pack(make_sketches(texts, cfg))

@@ -1,0 +1,199 @@
+"""One codec for sketches, for every carrier: bytes (the stores), flat arrays (the sketch
+workers of a batch run) and Arrow columns (the Spark engine).
+
+Every carrier keeps the same fields — the prepared text, the shingle codes, the MinHash
+signature, the band keys, the units and the figures — and every decoder rebuilds the
+vocabulary the same way (:func:`~neardup.engine.sketches.distinct`, or
+:func:`~neardup.engine.sketches.distinct_with_index` where the carrier holds the index).
+
+Bytes: the shingle codes, signature and band keys raw and little-endian (they are
+random-looking and do not compress), the prepared text zlib-compressed, so a blob written on
+one machine reads the same on another.
+
+>>> from neardup.engine import DedupConfig, make_sketch
+>>> sk = make_sketch("北京地铁十九号线今天开通运营，全长二十二公里，设车站十座。", DedupConfig())
+>>> back = decode(encode(sk))
+>>> back.text == sk.text and (back.shingles == sk.shingles).all() and back.numbers == sk.numbers
+True
+>>> [s.text for s in unpack(pack([sk, sk]))] == [sk.text, sk.text]
+True
+>>> from_row(to_columns([sk])[0]).text == sk.text
+True
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple, cast
+
+import numpy as np
+
+from ..errors import NeardupError
+from .sketches import Sketch, distinct
+
+__all__ = [
+    "COLUMNS",
+    "Packed",
+    "decode",
+    "encode",
+    "from_row",
+    "pack",
+    "to_columns",
+    "unpack",
+]
+
+# -- bytes ----------------------------------------------------------------------------------
+
+_MAGIC = b"ND1\x00"
+_HEADER = struct.Struct("<4sIIIIII")
+
+
+def encode(sketch: Sketch) -> bytes:
+    """The bytes of one sketch (see :func:`decode`)."""
+    text = zlib.compress(sketch.text.encode("utf-8", "surrogatepass"), 1)
+    numbers = "\x1f".join(sorted(sketch.numbers)).encode("utf-8")
+    shingles = sketch.shingles.astype("<u4", copy=False).tobytes()
+    signature = sketch.signature.astype("<u8", copy=False).tobytes()
+    bands = sketch.bands.astype("<u8", copy=False).tobytes()
+    head = _HEADER.pack(
+        _MAGIC,
+        sketch.n_units,
+        len(sketch.shingles),
+        len(sketch.signature),
+        len(sketch.bands),
+        len(text),
+        len(numbers),
+    )
+    return b"".join((head, shingles, signature, bands, text, numbers))
+
+
+def decode(blob: bytes) -> Sketch:
+    """The sketch that :func:`encode` turned into ``blob``."""
+    try:
+        magic, n_units, n_sh, n_sig, n_bands, n_text, n_num = _HEADER.unpack_from(blob)
+    except struct.error as exc:
+        raise NeardupError(f"stored sketch is damaged ({len(blob)} bytes)") from exc
+    if magic != _MAGIC:
+        raise NeardupError("stored sketch has an unknown format")
+    at = _HEADER.size
+    shingles = np.frombuffer(blob, dtype="<u4", count=n_sh, offset=at).astype(np.uint32)
+    at += 4 * n_sh
+    signature = np.frombuffer(blob, dtype="<u8", count=n_sig, offset=at).astype(np.uint64)
+    at += 8 * n_sig
+    bands = np.frombuffer(blob, dtype="<u8", count=n_bands, offset=at).astype(np.uint64)
+    at += 8 * n_bands
+    text = zlib.decompress(blob[at : at + n_text]).decode("utf-8", "surrogatepass")
+    at += n_text
+    raw_numbers = blob[at : at + n_num].decode("utf-8")
+    numbers = frozenset(raw_numbers.split("\x1f")) if raw_numbers else frozenset()
+    return Sketch(
+        text=text,
+        shingles=shingles,
+        n_units=n_units,
+        signature=signature,
+        bands=bands,
+        vocab=distinct(shingles),
+        numbers=numbers,
+    )
+
+
+# -- flat arrays ------------------------------------------------------------------------------
+
+
+class Packed(NamedTuple):
+    """Many sketches as a few flat arrays: far quicker to pickle than Sketch objects."""
+
+    texts: list[str]
+    n_units: list[int]
+    signatures: np.ndarray
+    bands: np.ndarray
+    shingle_counts: np.ndarray
+    shingles: np.ndarray
+    vocab_counts: np.ndarray
+    vocabs: np.ndarray
+    numbers: list[frozenset[str]]
+    vocab_indexes: np.ndarray  # one per shingle, split like ``shingles``
+
+
+def pack(sketches: Sequence[Sketch]) -> Packed:
+    """Sketches (made by :func:`~neardup.engine.make_sketches`, so with their vocabulary
+    index) as flat arrays."""
+    return Packed(
+        [s.text for s in sketches],
+        [s.n_units for s in sketches],
+        np.stack([s.signature for s in sketches]),
+        np.stack([s.bands for s in sketches]),
+        np.array([len(s.shingles) for s in sketches], dtype=np.int64),
+        np.concatenate([s.shingles for s in sketches]),
+        np.array([len(s.vocab) for s in sketches], dtype=np.int64),
+        np.concatenate([s.vocab for s in sketches]),
+        [s.numbers for s in sketches],
+        np.concatenate([cast(np.ndarray, s.vocab_index) for s in sketches]),
+    )
+
+
+def unpack(p: Packed) -> list[Sketch]:
+    """The sketches of :func:`pack` (their arrays are views into the packed ones)."""
+    cuts = np.cumsum(p.shingle_counts)[:-1]
+    shingles = np.split(p.shingles, cuts)
+    indexes = np.split(p.vocab_indexes, cuts)
+    vocabs = np.split(p.vocabs, np.cumsum(p.vocab_counts)[:-1])
+    return [
+        Sketch(
+            text=p.texts[i],
+            shingles=shingles[i],
+            n_units=p.n_units[i],
+            signature=p.signatures[i],
+            bands=p.bands[i],
+            vocab=vocabs[i],
+            numbers=p.numbers[i],
+            vocab_index=indexes[i],
+        )
+        for i in range(len(p.texts))
+    ]
+
+
+# -- Arrow columns --------------------------------------------------------------------------
+
+#: The columns of :func:`to_columns`, as a Spark DDL fragment: units, prepared text, shingle
+#: codes, signature, band keys (signed), figures, and the vocabulary's size.
+COLUMNS = (
+    "n int, ptext string, sh binary, sig binary, bands array<long>, nums array<string>, nv int"
+)
+
+
+def to_columns(sketches: Sequence[Sketch]) -> list[dict[str, Any]]:
+    """One row (a dict keyed as :data:`COLUMNS`) per sketch, for Arrow or Spark."""
+    return [
+        {
+            "n": s.n_units,
+            "ptext": s.text,
+            "sh": s.shingles.astype("<u4", copy=False).tobytes(),
+            "sig": s.signature.astype("<u8", copy=False).tobytes(),
+            "bands": s.bands.view(np.int64).tolist(),
+            "nums": sorted(s.numbers),
+            "nv": len(s.vocab),
+        }
+        for s in sketches
+    ]
+
+
+def from_row(row: Mapping[str, Any], prefix: str = "") -> Sketch:
+    """The sketch of one row of :func:`to_columns` (its keys prefixed by ``prefix``).
+    Missing band keys (a row that carries only what verification reads) become none, and a
+    missing text (null) an empty one: coverage reads codes, signatures and figures alone."""
+    shingles = np.frombuffer(row[prefix + "sh"], dtype="<u4").astype(np.uint32)
+    bands = row.get(prefix + "bands")
+    return Sketch(
+        text=row.get(prefix + "ptext") or "",
+        shingles=shingles,
+        n_units=row[prefix + "n"],
+        signature=np.frombuffer(row[prefix + "sig"], dtype="<u8").astype(np.uint64),
+        bands=np.zeros(0, dtype=np.uint64)
+        if bands is None
+        else np.array(bands, dtype=np.int64).view(np.uint64),
+        vocab=distinct(shingles),
+        numbers=frozenset(row.get(prefix + "nums") or ()),
+    )

@@ -1,0 +1,112 @@
+"""The knobs of near-duplicate detection, the keep policies, and what a store depends on.
+
+>>> DedupConfig().threshold, check_keep("longest")
+(0.6, 'longest')
+>>> check_keep("newest")
+Traceback (most recent call last):
+...
+neardup.errors.ConfigError: keep must be 'first', 'longest' or 'earliest', got 'newest'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from ..errors import ConfigError
+from ..index.lsh import optimal_params
+from ..normalize import Normalizer
+
+__all__ = ["KEEP_POLICIES", "DedupConfig", "KeepPolicy", "check_keep", "store_fingerprint"]
+
+#: Which document of a cluster is kept and names it: the first seen (the streaming rule),
+#: the longest text, or the earliest timestamp.
+KeepPolicy = Literal["first", "longest", "earliest"]
+KEEP_POLICIES: tuple[KeepPolicy, ...] = ("first", "longest", "earliest")
+
+
+def check_keep(keep: object) -> KeepPolicy:
+    """``keep`` if it is a keep policy, else ConfigError naming the choices."""
+    if keep not in KEEP_POLICIES:
+        raise ConfigError(f"keep must be 'first', 'longest' or 'earliest', got {keep!r}")
+    return keep
+
+
+@dataclass(frozen=True)
+class DedupConfig:
+    """The knobs of near-duplicate detection, with defaults chosen on news in both languages.
+
+    ``threshold``: coverage a candidate needs to be called a duplicate.
+    ``title_threshold``: the character-measure score short texts need.
+    ``short_units``: texts with fewer units than this are compared as titles.
+    ``fragment_ratio``: below this length ratio (shorter / longer) the coverage needed rises
+    towards 1.0, so a short template sentence does not absorb every story that quotes it.
+    ``prefilter``: candidates whose MinHash-estimated containment is below this skip the exact
+    check (they could not reach ``threshold``).
+    ``common_after``: a shingle seen in this many stories is boilerplate or template and does
+    not count towards coverage (0 turns this off).
+    ``lsh_threshold``: the Jaccard level the LSH bands are tuned to catch (low, because the
+    verification, not the index, decides; excerpts have a low Jaccard but a high coverage).
+    """
+
+    threshold: float = 0.6
+    fragment_ratio: float = 0.3
+    prefilter: float = 0.3
+    common_after: int = 5
+    title_threshold: float = 0.75
+    short_units: int = 24
+    lsh_threshold: float = 0.15
+    num_perm: int = 128
+    lsh_params: tuple[int, int] | None = None
+    bucket_cap: int = 100
+    cjk_width: int = 5
+    word_width: int = 9
+    normalize: bool = True
+    strip_boilerplate: bool = True
+    normalizer: Normalizer = field(default_factory=Normalizer)
+
+    def __post_init__(self) -> None:
+        for name in ("threshold", "title_threshold"):
+            value = getattr(self, name)
+            if not 0.0 < value <= 1.0:
+                raise ConfigError(f"{name} must be in (0, 1], got {value}")
+        if self.short_units < 0:
+            raise ConfigError(f"short_units must be >= 0, got {self.short_units}")
+        if not (1 <= self.cjk_width <= 255 and 1 <= self.word_width <= 255):
+            raise ConfigError(
+                f"shingle widths must be between 1 and 255, got cjk_width={self.cjk_width}, "
+                f"word_width={self.word_width}"
+            )
+        n = self.num_perm
+        if n < 1 or n & (n - 1) or n > 4096:
+            raise ConfigError(f"num_perm must be a power of two between 1 and 4096, got {n}")
+        if self.bucket_cap < 1:
+            raise ConfigError(f"bucket_cap must be at least 1, got {self.bucket_cap}")
+        _ = self.bands_rows  # validates the LSH parameters
+
+    @property
+    def bands_rows(self) -> tuple[int, int]:
+        """(bands, rows) of the LSH index."""
+        if self.lsh_params is not None:
+            b, r = self.lsh_params
+            if b < 1 or r < 1 or b * r > self.num_perm:
+                raise ConfigError(
+                    f"b * r = {b} * {r} = {b * r} must not exceed num_perm {self.num_perm}"
+                )
+            return b, r
+        return optimal_params(self.lsh_threshold, self.num_perm, 0.2, 0.8)
+
+
+def store_fingerprint(cfg: DedupConfig) -> dict[str, object]:
+    """The settings a store's sketches depend on: a store filled under one fingerprint
+    refuses a Deduper with another (thresholds may change between runs; these may not)."""
+    n = cfg.normalizer
+    return {
+        "format": 1,
+        "num_perm": cfg.num_perm,
+        "bands_rows": list(cfg.bands_rows),
+        "cjk_width": cfg.cjk_width,
+        "word_width": cfg.word_width,
+        "normalize": [cfg.normalize, n.html, n.width, n.case, n.whitespace, n.script],
+        "strip_boilerplate": cfg.strip_boilerplate,
+    }

@@ -1,0 +1,143 @@
+"""What the engine keeps of one document: its :class:`Sketch`.
+
+A document's text is normalized and stripped of site boilerplate (the *prepared* text), cut
+into shingles hashed to 32-bit codes in text order (the lowest bit telling a CJK-started
+shingle from a Latin one), and summarized by a MinHash signature and its LSH band keys.
+Its vocabulary (the sorted distinct codes) and its figures serve verification.
+
+>>> sk = make_sketch("来源：某某日报\\n北京地铁十九号线今天开通运营，全长22公里。", DedupConfig())
+>>> sk.text, sk.n_units, len(sk.signature), sorted(sk.numbers)
+('北京地铁十九号线今天开通运营,全长22公里。', 20, 128, ['22'])
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ..boilerplate import strip_boilerplate
+from ..index.lsh import band_keys
+from ..shingling import pack_codes, shingle_hashes
+from ..sketch.minhash import minhash_batch
+from .config import DedupConfig
+
+__all__ = [
+    "MAX_VERIFY_CHARS",
+    "Sketch",
+    "distinct",
+    "distinct_with_index",
+    "figures",
+    "make_sketch",
+    "make_sketches",
+    "pack_codes",
+    "prepare",
+]
+
+U32 = npt.NDArray[np.uint32]
+U64 = npt.NDArray[np.uint64]
+_NUMBER = re.compile(r"\d+(?:[.,:/-]\d+)*")
+_YEAR_OR_DATE = re.compile(r"(?:19|20)\d\d(?:[-/.]\d{1,2}){0,2}")  # what site headers add
+
+#: Longest prepared text a sketch keeps for evidence and the title measures; the shingles,
+#: and so coverage, always cover the whole document.
+MAX_VERIFY_CHARS = 200_000
+
+
+@dataclass(frozen=True, slots=True)
+class Sketch:
+    """Everything the engine keeps of one document to find and verify its near-duplicates."""
+
+    text: str
+    shingles: U32
+    n_units: int
+    signature: U64
+    bands: U64
+    vocab: U32
+    numbers: frozenset[str] = frozenset()
+    #: where each of ``shingles`` is in ``vocab`` (None: not computed; verification then
+    #: looks the shingles up one by one, a few times slower)
+    vocab_index: npt.NDArray[np.integer[Any]] | None = None
+
+    @property
+    def is_empty(self) -> bool:
+        """A document with no letters, digits or CJK characters has nothing to compare."""
+        return self.n_units == 0
+
+
+def prepare(text: str, cfg: DedupConfig) -> str:
+    """The text as it is compared: normalized and stripped of boilerplate (as configured)."""
+    if cfg.normalize:
+        text = cfg.normalizer(text)
+    if cfg.strip_boilerplate:
+        text = strip_boilerplate(text)
+    return text
+
+
+def distinct(codes: U32) -> U32:
+    """The sorted distinct values (np.sort and a neighbour mask; faster than np.unique here)."""
+    out = np.sort(codes)
+    if len(out) > 1:
+        out = out[np.concatenate(([True], out[1:] != out[:-1]))]
+    return out
+
+
+def distinct_with_index(codes: U32) -> tuple[U32, npt.NDArray[np.integer[Any]]]:
+    """``distinct(codes)``, and where each code is in it: ``vocab[index] == codes``. The
+    index is uint16 (2 bytes a shingle) unless the text has more than 65,536 shingles.
+
+    >>> vocab, index = distinct_with_index(np.array([7, 3, 7, 5], dtype=np.uint32))
+    >>> vocab.tolist(), index.tolist(), index.dtype.name
+    ([3, 5, 7], [2, 0, 2, 1], 'uint16')
+    """
+    order = np.argsort(codes)
+    ordered = codes[order]
+    new = np.ones(len(codes), dtype=np.bool_)
+    np.not_equal(ordered[1:], ordered[:-1], out=new[1:])
+    index: npt.NDArray[np.integer[Any]] = np.empty(
+        len(codes), dtype=np.uint16 if len(codes) <= 1 << 16 else np.int32
+    )
+    index[order] = np.cumsum(new, dtype=np.int32) - 1
+    return ordered[new], index
+
+
+def figures(text: str) -> frozenset[str]:
+    """The figures of a text (two or more characters), leaving out years and dates."""
+    return frozenset(
+        n for n in _NUMBER.findall(text) if len(n) >= 2 and not _YEAR_OR_DATE.fullmatch(n)
+    )
+
+
+def make_sketches(texts: Sequence[str], cfg: DedupConfig) -> list[Sketch]:
+    """Sketch many documents at once (MinHash and band keys vectorized over the batch)."""
+    prepared = [prepare(t, cfg) for t in texts]
+    feats = [
+        shingle_hashes(t, cjk_width=cfg.cjk_width, word_width=cfg.word_width) for t in prepared
+    ]
+    signatures = minhash_batch([f.hashes for f in feats], num_perm=cfg.num_perm)
+    b, r = cfg.bands_rows
+    keys = band_keys(signatures, b, r)
+    packed = [pack_codes(f.hashes, cfg.cjk_width, f.widths) for f in feats]
+    vocabs = [distinct_with_index(codes) for codes in packed]
+    return [
+        Sketch(
+            text=p[:MAX_VERIFY_CHARS],
+            shingles=packed[i],
+            vocab=vocabs[i][0],
+            n_units=f.n_units,
+            signature=signatures[i],
+            bands=keys[i],
+            numbers=figures(p),
+            vocab_index=vocabs[i][1],
+        )
+        for i, (p, f) in enumerate(zip(prepared, feats, strict=True))
+    ]
+
+
+def make_sketch(text: str, cfg: DedupConfig) -> Sketch:
+    """Sketch one document."""
+    return make_sketches([text], cfg)[0]

@@ -1,0 +1,65 @@
+"""What a run writes: the CLUSTERS line of a decision, the counts of what was written, and
+where each output went (for the summary). Shared by the local and the Spark runs.
+
+>>> print(cluster_line(Decision("b", True, "a", "a", 0.987654, "coverage")))
+{"id": "b", "cluster": "a", "duplicate_of": "a", "score": 0.9877}
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..engine import Decision
+from ..records import Document, json_line
+
+__all__ = ["Tally", "cluster_line", "output_names"]
+
+
+def cluster_line(decision: Decision) -> str:
+    """One line of CLUSTERS: ``{"id", "cluster", "duplicate_of", "score"}`` (score to 4 places)."""
+    return json_line(
+        {
+            "id": decision.id,
+            "cluster": decision.cluster,
+            "duplicate_of": decision.duplicate_of,
+            "score": round(decision.score, 4),
+        }
+    )
+
+
+@dataclass
+class Tally:
+    """Counts of a run, and (with ``collect``) every document with its decision."""
+
+    collect: bool
+    errors: int = 0
+    kept: int = 0
+    duplicates: int = 0
+    timestamped: int = 0
+    decided: list[tuple[Document, Decision]] = field(default_factory=list)
+
+    def add(self, doc: Document, decision: Decision) -> None:
+        if decision.is_duplicate:
+            self.duplicates += 1
+        else:
+            self.kept += 1
+        if doc.timestamp is not None:
+            self.timestamped += 1
+        if self.collect:
+            self.decided.append((doc, decision))
+
+
+def output_names(
+    unique: str | None, clusters: str | None, errors: str | None, tally: Tally
+) -> dict[str, str]:
+    """Where the run wrote its kept records, clusters and errors, for the summary."""
+    outputs = {}
+    if unique is not None:
+        outputs["kept"] = "standard output" if unique == "-" else unique
+    if clusters is not None:
+        outputs["clusters"] = "standard output" if clusters == "-" else clusters
+    if tally.errors:
+        outputs["errors"] = {None: "standard error", "-": "standard output"}.get(
+            errors, errors or ""
+        )
+    return outputs

@@ -1,0 +1,134 @@
+"""Times and time windows, read one way everywhere: records, the Deduper, the Scrapy add-on,
+the service and the command line.
+
+>>> parse_timestamp("2024-01-05T08:00:00+08:00"), parse_timestamp(1704412800000)
+(1704412800.0, 1704412800.0)
+>>> timestamp_or_none(""), parse_window("90d")
+(None, 7776000.0)
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, date, datetime
+from email.utils import parsedate_to_datetime
+
+from .errors import ConfigError, InputError
+from .messages import json_type, shown
+
+__all__ = ["parse_timestamp", "parse_window", "timestamp_or_none"]
+
+# Numbers above this are taken as milliseconds: 1e11 seconds is the year 5138.
+_MILLISECONDS_ABOVE = 1e11
+_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
+_COMPACT_DATE = re.compile(r"\d{8}")
+
+
+def timestamp_or_none(value: object) -> float | None:
+    """:func:`parse_timestamp`, with None and a blank string read as no timestamp at all."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    return parse_timestamp(value)
+
+
+def parse_timestamp(value: object) -> float:
+    """Seconds since the epoch (UTC) of a record's timestamp, or InputError saying why not.
+
+    Numbers are epoch seconds, or milliseconds when above 1e11. Strings are ISO 8601 dates or
+    date-times (``Z`` and offsets understood; no offset means UTC), numeric strings as for
+    numbers, but eight digits as a compact date (``20240105``), or HTTP dates
+    (``Fri, 05 Jan 2024 00:00:00 GMT``). A ``datetime`` (UTC when it names no zone) or a
+    ``date`` is read as it is.
+
+    >>> parse_timestamp("2024-01-05T08:00:00+08:00"), parse_timestamp(1704412800000)
+    (1704412800.0, 1704412800.0)
+    >>> parse_timestamp("yesterday")
+    Traceback (most recent call last):
+    ...
+    neardup.errors.InputError: cannot read 'yesterday' as a time: use ISO 8601 (2024-01-05 or 2024-01-05T10:30:00Z), epoch seconds or milliseconds, or an HTTP date
+    """
+    if isinstance(value, datetime):
+        return _seconds(value)
+    if isinstance(value, date):
+        return _seconds(datetime(value.year, value.month, value.day))
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise InputError(f"a timestamp must be a number or a string, not {json_type(value)}")
+    if isinstance(value, str):
+        text = value.strip()
+        if not text:
+            raise InputError("the timestamp is an empty string")
+        if _COMPACT_DATE.fullmatch(text):  # eight digits of epoch seconds would be 1970-73
+            try:
+                return _seconds(datetime.fromisoformat(text))
+            except ValueError:
+                raise InputError(
+                    f"{shown(value)} is not a valid compact date (eight digits: YYYYMMDD)"
+                ) from None
+        if _NUMBER.fullmatch(text):
+            return _epoch(text, value)
+        try:
+            return _seconds(datetime.fromisoformat(text))
+        except ValueError:
+            pass
+        try:
+            return _seconds(parsedate_to_datetime(text))
+        except (TypeError, ValueError, IndexError):
+            pass
+        raise InputError(
+            f"cannot read {shown(value)} as a time: use ISO 8601 (2024-01-05 or "
+            "2024-01-05T10:30:00Z), epoch seconds or milliseconds, or an HTTP date"
+        )
+    return _epoch(value, value)
+
+
+def _seconds(moment: datetime) -> float:
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.timestamp()
+
+
+def _epoch(number: float | str, given: object) -> float:
+    """``number`` as epoch seconds, checked to be a time a calendar can show."""
+    try:
+        seconds = float(number)
+        if abs(seconds) > _MILLISECONDS_ABOVE:
+            seconds /= 1000
+        datetime.fromtimestamp(seconds, UTC)
+    except (OverflowError, OSError, ValueError):
+        raise InputError(
+            f"the timestamp {shown(str(given))} is not a time between the years 1 and 9999"
+        ) from None
+    return seconds
+
+
+_WINDOW = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
+_UNIT = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
+
+
+def parse_window(window: str | float | int | None) -> float | None:
+    """A time window in seconds: ``"90d"``, ``"12h"``, ``"30m"``, ``"2w"`` or a number of
+    seconds; None for no window.
+
+    >>> parse_window("90d"), parse_window(3600), parse_window(None)
+    (7776000.0, 3600.0, None)
+    >>> parse_window("soon")
+    Traceback (most recent call last):
+    ...
+    neardup.errors.ConfigError: window must be a number of seconds or like 90d, 12h, 30m, 2w; got 'soon'
+    """
+    if window is None:
+        return None
+    if isinstance(window, bool):
+        raise ConfigError(f"window must be a number of seconds or like 90d, got {window!r}")
+    if isinstance(window, int | float):
+        seconds = float(window)
+    else:
+        m = _WINDOW.match(str(window))
+        if not m:
+            raise ConfigError(
+                f"window must be a number of seconds or like 90d, 12h, 30m, 2w; got {window!r}"
+            )
+        seconds = float(m.group(1)) * _UNIT[m.group(2)]
+    if not seconds > 0:
+        raise ConfigError(f"window must be positive, got {window!r}")
+    return seconds
