@@ -25,17 +25,17 @@ from scrapy.exceptions import NotConfigured
 from scrapy.settings import Settings
 from scrapy.utils.test import get_crawler
 
-from neardup.errors import ConfigError
+from neardup.errors import ConfigError, InputError
 from neardup.scrapy import (
     Job,
     NearDupAddon,
     NearDupPipeline,
     Options,
     Worker,
-    _timestamp,
     default_store,
     shown_id,
 )
+from neardup.times import timestamp_or_none
 
 from .conftest import free_port
 from .scrapy_site import build, serve
@@ -385,13 +385,21 @@ def test_item_fields_are_read_as_documented() -> None:
         ("2024-05-01T08:00:00+08:00", 1714521600.0),
         ("2024-05-01", 1714521600.0),  # no zone: UTC
         (datetime(2024, 5, 1, tzinfo=UTC), 1714521600.0),
-        ("yesterday", None),
-        (True, None),
-        (float("nan"), None),
-        ("nan", None),
-        ([2024], None),
+        (1_704_412_800_000, 1_704_412_800.0),  # milliseconds, as records and the service read them
+        ("Fri, 05 Jan 2024 00:00:00 GMT", 1_704_412_800.0),
+        ("20240105", 1_704_412_800.0),
+        ("", None),
+        (None, None),
     ],
 )
 def test_timestamps(value: object, seconds: float | None) -> None:
-    """Timestamps: epoch seconds, ISO 8601 (UTC without a zone) or datetimes."""
-    assert _timestamp(value) == seconds
+    """Timestamps are read as everywhere else: epoch seconds or milliseconds, ISO 8601 (UTC
+    without a zone), compact and HTTP dates, datetimes; blank is none."""
+    assert timestamp_or_none(value) == seconds
+
+
+@pytest.mark.parametrize("value", ["yesterday", True, float("nan"), "nan", [2024]])
+def test_bad_timestamps(value: object) -> None:
+    """What is not a time is refused with a reason."""
+    with pytest.raises(InputError):
+        timestamp_or_none(value)

@@ -32,7 +32,6 @@ second process; the work then shares the GIL with the crawl).
 from __future__ import annotations
 
 import logging
-import math
 import multiprocessing
 import os
 import re
@@ -41,7 +40,6 @@ import signal
 from collections.abc import Callable, Mapping
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final, Literal, cast
 from urllib.parse import urlsplit, urlunsplit
 
@@ -52,8 +50,8 @@ from twisted.internet.defer import Deferred
 
 from .deduper import Decision, Deduper
 from .engine import DedupConfig
-from .errors import ConfigError, MissingDependencyError, StoreError
-from .store import parse_window
+from .errors import ConfigError, InputError, MissingDependencyError, StoreError
+from .times import parse_window, timestamp_or_none
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -143,29 +141,6 @@ def _text_value(value: object) -> str | None:
         return value
     if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
         return "\n".join(value)
-    return None
-
-
-def _timestamp(value: object) -> float | None:
-    """Seconds since the epoch from a number, a datetime or an ISO 8601 string (UTC when it
-    names no zone); None when it is none of those."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, str):
-        text = value.strip()
-        try:
-            value = float(text)
-        except ValueError:
-            try:
-                value = datetime.fromisoformat(text)
-            except ValueError:
-                return None
-    if isinstance(value, int | float):
-        return float(value) if math.isfinite(value) else None
-    if isinstance(value, datetime):
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=UTC)
-        return value.timestamp()
     return None
 
 
@@ -404,14 +379,10 @@ class NearDupPipeline:
         ts = None
         if self.timestamp_field is not None:
             raw_ts = adapter.get(self.timestamp_field)
-            if raw_ts is not None:
-                ts = _timestamp(raw_ts)
-                if ts is None:
-                    return Unusable(
-                        "bad_timestamp",
-                        f"{ident}: field {self.timestamp_field!r} = {raw_ts!r:.40} is not a "
-                        "time (seconds since the epoch, a datetime or ISO 8601)",
-                    )
+            try:
+                ts = timestamp_or_none(raw_ts)
+            except InputError as e:
+                return Unusable("bad_timestamp", f"{ident}: field {self.timestamp_field!r}: {e}")
         return Job(store_id, text, html, title, ts)
 
     def _apply(self, item: Any, adapter: ItemAdapter, d: Decision) -> Any:
