@@ -1,0 +1,542 @@
+"""The Spark pipeline: :func:`dedup` a DataFrame with the same decisions as
+:func:`~neardup.batch.dedup_batch`, in stages that call the engine for every rule.
+
+1. **check** (:func:`checked`, then repeated ids): rows with a null, non-string, empty or
+   whitespace-only text, a null id, or an id already used by an earlier usable row go to
+   the errors frame, each with its reason.
+2. **sketch**: :func:`~neardup.engine.make_sketches` on Arrow batches (``mapInArrow``); a
+   byte-identical copy of an earlier text is a duplicate of its first copy
+   (:data:`~neardup.engine.IDENTICAL`).
+3. **candidates**: the members of each LSH bucket paired as the engine pairs them, bucket
+   cap included (:func:`~neardup.index.lsh.bucket_pairs`).
+4. **verify**: the engine's prefilter on 16-bit signature prefixes (a superset of its
+   passes), then :func:`~neardup.engine.verify` on both sketches with the template guard
+   iterated to its fixed point (:mod:`neardup.spark.templates`), then each document's best
+   match (:func:`~neardup.engine.best_of`).
+5. **clusters**: the connected components of the links (:mod:`neardup.spark.graph`) and the
+   document each keeps (:func:`~neardup.engine.choose_kept`).
+
+The input order is the frame's own (``monotonically_increasing_id`` of the frame as given) or
+``order_col``. Nothing per document is collected on the driver except the counts of the run
+and the table of template shingles (12 bytes per shingle slot that reaches ``common_after``
+kept stories).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..engine import IDENTICAL, DedupConfig, KeepPolicy, check_keep, choose_kept
+from ..errors import ConfigError
+from ..index.lsh import bucket_pairs
+from ..timing import Stages
+from .columns import SKETCH_SCHEMA, Batches, BatchFn, blank, sketch_batches, sorted_rows
+from .graph import connected_components
+from .session import require_pyspark
+from .templates import guard_rows, pairs_at_risk, same_table, template_table
+from .verify import PAIR_SCHEMA, best_matches, prefilter_batches, verify_pairs
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = ["SparkResult", "checked", "dedup", "run_pipeline", "with_position"]
+
+#: Up to this many pairs, their positions are broadcast to pick the sketches to join.
+BROADCAST_PAIRS = 2_000_000
+
+
+@dataclass(frozen=True)
+class SparkResult:
+    """What :func:`dedup` returns.
+
+    ``clusters``: one row per usable input row — ``id``, ``cluster`` (the id kept for its
+    story), ``duplicate_of`` (the id it matched best, null when kept), ``score`` (0.0 when
+    kept), ``measure`` (null when kept) and ``position`` (its place in the input order,
+    0-based). ``errors``: one row per unusable input row — ``position``, ``id`` (null when
+    it has none) and ``reason``. Every input row is in exactly one of the two. ``stats``:
+    the counts and stage times of the run (candidate pairs, verification rounds, ...).
+    """
+
+    clusters: DataFrame
+    errors: DataFrame
+    stats: dict[str, Any] = field(default_factory=dict)
+
+
+def dedup(
+    df: DataFrame,
+    *,
+    id_col: str = "id",
+    text_col: str = "text",
+    title_col: str | None = None,
+    timestamp_col: str | None = None,
+    order_col: str | None = None,
+    config: DedupConfig | None = None,
+    keep: KeepPolicy = "first",
+    max_rounds: int = 10,
+    partitions: int | None = None,
+) -> SparkResult:
+    """Deduplicate the rows of ``df`` (one document per row) as ``dedup_batch`` would.
+
+    ``text_col`` is compared; ``id_col`` (strings or numbers) names each row in the result.
+    ``title_col``, when given, is carried into ``clusters`` as ``title`` (the local engine
+    compares texts only; pass ``text_col=<the title column>`` to deduplicate titles).
+    ``timestamp_col`` (a timestamp, a date or seconds since the epoch) is what
+    ``keep="earliest"`` looks at. ``order_col`` fixes the input order (smallest first; ties
+    broken arbitrarily); without it the frame's own order is used. ``max_rounds`` bounds the
+    template-guard iteration (``stats["converged"]`` says whether it reached the fixed point,
+    which takes two or three rounds on news). ``partitions``: how many partitions to sketch
+    in (default ``spark.sql.shuffle.partitions``). The result's frames are cached; call
+    ``unpersist()`` on them when done.
+
+    >>> result = dedup(spark.read.parquet("crawl/"), id_col="url", text_col="body")  # doctest: +SKIP
+    >>> result.clusters.filter("duplicate_of IS NULL").count()  # doctest: +SKIP
+    """
+    require_pyspark()
+    for name, col in (
+        ("id_col", id_col),
+        ("text_col", text_col),
+        ("title_col", title_col),
+        ("timestamp_col", timestamp_col),
+        ("order_col", order_col),
+    ):
+        if col is not None and col not in df.columns:
+            raise ConfigError(
+                f"{name}={col!r} is not a column of the frame; its columns are {df.columns}"
+            )
+    frame = checked(df, id_col, text_col, title_col, timestamp_col, order_col)
+    prepared = with_position(frame, order_by="_order" if order_col is not None else None)
+    return run_pipeline(
+        df.sparkSession,
+        prepared,
+        config=config,
+        keep=keep,
+        max_rounds=max_rounds,
+        partitions=partitions,
+        where="position",
+    )
+
+
+def checked(
+    df: DataFrame,
+    id_col: str,
+    text_col: str,
+    title_col: str | None,
+    timestamp_col: str | None,
+    order_col: str | None = None,
+    carry: Sequence[str] = (),
+) -> DataFrame:
+    """``_id, _text, _title, _ts, _problem`` (null when the row is usable) for each row,
+    and the ``carry`` columns as they are."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import NumericType, StringType
+
+    text_type = df.schema[text_col].dataType
+    text = F.col(text_col)
+    if isinstance(text_type, StringType):
+        text_problem = (
+            F.when(text.isNull(), F.lit(f"{text_col!r} is null"))
+            .when(F.length(text) == 0, F.lit(f"{text_col!r} is empty"))
+            .when(blank(text), F.lit(f"{text_col!r} is only whitespace"))
+        )
+        text_value = text
+    else:
+        text_problem = F.lit(f"{text_col!r} must be a string, not {text_type.simpleString()}")
+        text_value = F.lit(None).cast("string")
+    id_type = df.schema[id_col].dataType
+    raw_id = F.col(id_col)
+    if isinstance(id_type, StringType | NumericType):
+        ident = raw_id.cast("string")
+        id_problem = F.when(raw_id.isNull(), F.lit(f"{id_col!r} is null")).when(
+            ident == "", F.lit(f"{id_col!r} is empty")
+        )
+    else:
+        ident = F.lit(None).cast("string")
+        id_problem = F.lit(f"{id_col!r} must be a string or a number, not {id_type.simpleString()}")
+    ts = F.lit(None).cast("double")
+    if timestamp_col is not None:
+        tcol = F.col(timestamp_col)
+        kind = df.schema[timestamp_col].dataType.simpleString()
+        if kind.startswith("timestamp") or kind == "date":
+            ts = F.unix_micros(tcol.cast("timestamp")) / 1e6
+        else:
+            ts = tcol.cast("double")
+    title = F.col(title_col).cast("string") if title_col is not None else F.lit(None)
+    problem = F.concat_ws("; ", id_problem, text_problem)
+    return df.select(
+        ident.alias("_id"),
+        text_value.alias("_text"),
+        title.cast("string").alias("_title"),
+        ts.cast("double").alias("_ts"),
+        F.when(problem == "", None).otherwise(problem).alias("_problem"),
+        *([F.col(order_col).alias("_order")] if order_col is not None else []),
+        *carry,
+    )
+
+
+def with_position(df: DataFrame, *, order_by: str | None = None) -> DataFrame:
+    """``df`` with ``_pos``: 0, 1, 2... in the frame's order (or sorted by ``order_by``),
+    numbered where the rows are (one small job counts each partition's rows). The result
+    is checkpointed: the numbers must not change if the frame were computed again.
+
+    The pipeline checkpoints (rather than caches) the frames it reuses: a cached frame's plan
+    is printed inside every plan that reads it, and those descriptions grow past the
+    driver's memory on a plan as deep as this one."""
+    from pyspark.sql import functions as F
+    from pyspark.storagelevel import StorageLevel
+
+    if order_by is not None:
+        df = df.orderBy(order_by).drop(order_by)
+    tagged = (
+        df.withColumn("_pid", F.spark_partition_id())
+        .withColumn("_mid", F.monotonically_increasing_id())
+        .persist(StorageLevel.MEMORY_AND_DISK)
+    )
+    counts = sorted((r[0], r[1]) for r in tagged.groupBy("_pid").count().collect())
+    offsets, total = [], 0
+    for pid, n in counts:
+        offsets.append((pid, total))
+        total += n
+    table = df.sparkSession.createDataFrame(offsets or [(0, 0)], "_pid int, _offset long")
+    # monotonically_increasing_id is (partition index << 33) + the row's place in it
+    within = F.col("_mid") - F.shiftleft(F.col("_pid").cast("long"), 33)
+    numbered = (
+        tagged.join(F.broadcast(table), "_pid")
+        .withColumn("_pos", F.col("_offset") + within)
+        .drop("_pid", "_mid", "_offset")
+        .localCheckpoint()
+    )
+    tagged.unpersist()
+    return numbered
+
+
+def run_pipeline(
+    spark: SparkSession,
+    prepared: DataFrame,
+    *,
+    config: DedupConfig | None,
+    keep: KeepPolicy,
+    max_rounds: int,
+    partitions: int | None,
+    where: str,
+) -> SparkResult:
+    """The stages on ``_pos, _id, _text, _title, _ts, _problem`` (null problem: usable).
+
+    ``where`` names positions in messages: "line" (shown 1-based) or "position" (0-based).
+    """
+    cfg = config if config is not None else DedupConfig()
+    check_keep(keep)
+    if max_rounds < 1:
+        raise ConfigError(f"max_rounds must be at least 1, got {max_rounds}")
+    n_parts = partitions or int(spark.conf.get("spark.sql.shuffle.partitions") or 200)
+    run = _Run(spark, cfg, n_parts)
+    with run.stages.time("check"):
+        usable, errors = _check(run, prepared, where)
+    with run.stages.time("sketch"):
+        sketches, docs = _sketch(run, usable)
+    with run.stages.time("candidates"):
+        pairs = _candidates(run, sketches, docs)
+    links = _verify(run, pairs, sketches, docs, max_rounds)
+    with run.stages.time("clusters"):
+        clusters = _clusters(run, docs, links, sketches, keep)
+    links.unpersist()
+    run.stats["timings"] = run.stages.seconds
+    return SparkResult(clusters, errors, run.stats)
+
+
+@dataclass
+class _Run:
+    """One run of the pipeline: the session, the settings, and what it found so far."""
+
+    spark: SparkSession
+    cfg: DedupConfig
+    n_parts: int
+    stats: dict[str, Any] = field(default_factory=dict)
+    stages: Stages = field(default_factory=Stages)
+
+    @property
+    def disk(self) -> Any:
+        from pyspark.storagelevel import StorageLevel
+
+        return StorageLevel.MEMORY_AND_DISK
+
+
+def _check(run: _Run, prepared: DataFrame, where: str) -> tuple[DataFrame, DataFrame]:
+    """Every problem, and repeated ids (the first usable row keeps its id): the usable rows
+    and the errors frame."""
+    from pyspark.sql import functions as F
+
+    shift = 1 if where == "line" else 0
+    ids = prepared.filter(F.col("_id").isNotNull()).select(
+        "_id", "_pos", F.col("_problem").isNull().alias("_ok")
+    )
+    repeated = (
+        ids.groupBy("_id")
+        .agg(F.count("*").alias("_n"), F.min(F.when(F.col("_ok"), F.col("_pos"))).alias("_first"))
+        .filter((F.col("_n") > 1) & F.col("_first").isNotNull())
+        .select("_id", "_first")
+    )
+    shown = F.when(F.length("_id") > 60, F.concat(F.substring("_id", 1, 60), F.lit("…")))
+    note = F.when(
+        F.col("_first") < F.col("_pos"),
+        F.concat(
+            F.lit("repeated id '"),
+            F.coalesce(shown, F.col("_id")),
+            F.lit(f"', first on {where} "),
+            (F.col("_first") + shift).cast("string"),
+        ),
+    )
+    checked = (
+        prepared.join(repeated, "_id", "left")
+        .withColumn("_problem", F.concat_ws("; ", "_problem", note))
+        .withColumn("_problem", F.when(F.col("_problem") != "", F.col("_problem")))
+        .localCheckpoint()
+    )
+    errors = (
+        checked.filter(F.col("_problem").isNotNull())
+        .select(
+            (F.col("_pos") + shift).alias(where),
+            F.col("_id").alias("id"),
+            F.col("_problem").alias("reason"),
+        )
+        .persist(run.disk)
+    )
+    run.stats["errors"] = errors.count()
+    return checked.filter(F.col("_problem").isNull()), errors
+
+
+def _sketch(run: _Run, usable: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """The engine's sketches on Arrow batches, and each document with its first copy
+    (``_first``: the first position holding the same exact text, :func:`~neardup.engine.text_key`)."""
+    from pyspark.sql import functions as F
+
+    sketches = (
+        usable.select("_pos", "_text")
+        .repartition(run.n_parts, "_pos")
+        .mapInArrow(sketch_batches(run.cfg), SKETCH_SCHEMA)
+        .localCheckpoint()
+    )
+    docs = usable.select("_pos", "_id", "_title", "_ts").join(
+        sketches.select("_pos", "_tkey", "_n", "_chars"), "_pos"
+    )
+    firsts = docs.groupBy("_tkey").agg(F.min("_pos").alias("_first"))
+    docs = docs.join(firsts, "_tkey").drop("_tkey").localCheckpoint()
+    run.stats["documents"] = docs.count()
+    return sketches, docs
+
+
+def _candidates(run: _Run, sketches: DataFrame, docs: DataFrame) -> DataFrame:
+    """The candidate pairs ``i, j`` (earlier, later): the members of each LSH bucket
+    (:func:`~neardup.index.lsh.bucket_ids`), paired as the engine pairs them, bucket cap
+    included (:func:`~neardup.index.lsh.bucket_pairs`)."""
+    from pyspark.sql import functions as F
+
+    live = docs.filter((F.col("_first") == F.col("_pos")) & (F.col("_n") > 0)).select("_pos")
+    buckets = (
+        sketches.select("_pos", F.explode("_bids").alias("_bid"))
+        .join(live, "_pos")
+        .groupBy("_bid")
+        .agg(F.array_sort(F.collect_list("_pos")).alias("_m"))
+        .filter(F.size("_m") > 1)
+    )
+    pairs = (
+        buckets.select("_m")
+        .mapInArrow(_bucket_pair_batches(run.cfg.bucket_cap), "i long, j long")
+        .distinct()
+        .persist(run.disk)
+    )
+    run.stats["candidate_pairs"] = pairs.count()
+    return pairs
+
+
+def _bucket_pair_batches(cap: int) -> BatchFn:
+    """The ``mapInArrow`` function that pairs the members of each bucket (``_m``, sorted)."""
+
+    def run(batches: Batches) -> Iterator[pa.RecordBatch]:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        for batch in batches:
+            if batch.num_rows == 0:
+                continue
+            lists = batch.column("_m")
+            members = np.asarray(pc.list_flatten(lists).to_numpy(), dtype=np.int64)
+            sizes = np.asarray(pc.list_value_length(lists).to_numpy(), dtype=np.int64)
+            starts = np.cumsum(sizes) - sizes
+            for found in bucket_pairs(members, starts, sizes, cap):
+                yield pa.RecordBatch.from_arrays(
+                    [pa.array(found[:, 0]), pa.array(found[:, 1])], names=["i", "j"]
+                )
+
+    return run
+
+
+def _verify(
+    run: _Run, pairs: DataFrame, sketches: DataFrame, docs: DataFrame, max_rounds: int
+) -> DataFrame:
+    """The prefilter, then the engine's verify with the template guard iterated to its fixed
+    point, then each document's best match: the links ``_pos, _parent, _score, _measure``
+    (byte-identical copies link to their first copy)."""
+    from pyspark.sql import functions as F
+
+    spark, cfg, stats, n_parts = run.spark, run.cfg, run.stats, run.n_parts
+    with run.stages.time("prefilter"):
+        light = sketches.select("_pos", "_n", "_nv", "_light")
+        passed = (
+            pairs.join(light.toDF("i", "ni", "nvi", "li"), "i")
+            .join(light.toDF("j", "nj", "nvj", "lj"), "j")
+            .mapInArrow(prefilter_batches(cfg), PAIR_SCHEMA)
+            .persist(run.disk)
+        )
+        stats["prefiltered_pairs"] = passed.count()
+        pairs.unpersist()
+    with run.stages.time("templates"):
+        originals = docs.filter(F.col("_first") == F.col("_pos")).select("_pos")
+        later = passed.select(F.col("j").alias("_pos")).distinct()
+        guard = guard_rows(spark, sketches, originals, later, cfg, n_parts, stats)
+        table = template_table(guard.filter("_keep AND _sure"), cfg)
+    t0 = time.perf_counter()
+    few = stats["prefiltered_pairs"] <= BROADCAST_PAIRS
+    verdicts = verify_pairs(spark, passed, sketches, table, cfg, few_pairs=few)
+    verdicts = verdicts.localCheckpoint()
+    slot_lists: DataFrame | None = None
+    # verdicts hold at most the passed pairs: their later documents broadcast when few
+    few_removed = few
+    rounds, converged = 1, cfg.common_after <= 0
+    while not converged:
+        removed = verdicts.select(F.col("j").alias("_pos")).distinct()
+        kept = guard.filter("_keep").join(
+            F.broadcast(removed) if few_removed else removed, "_pos", "left_anti"
+        )
+        if not few_removed:  # a shuffle join loses the partitioning by slot
+            kept = kept.repartition(n_parts, "slot")
+        new_table = template_table(kept, cfg)
+        if same_table(table, new_table):
+            converged = True
+            break
+        if rounds >= max_rounds:
+            break
+        if slot_lists is None:
+            slot_lists = (
+                guard.filter("_vol")
+                .groupBy("_pos")
+                .agg(F.collect_list("slot").alias("_s"))
+                .persist(run.disk)
+            )
+        at_risk = pairs_at_risk(spark, passed, slot_lists, table, new_table)
+        few = at_risk.count() <= BROADCAST_PAIRS
+        redone = verify_pairs(spark, at_risk, sketches, new_table, cfg, few_pairs=few)
+        verdicts = (
+            verdicts.join(at_risk.select("i", "j"), ["i", "j"], "left_anti")
+            .unionByName(redone)
+            .localCheckpoint()
+        )
+        table = new_table
+        rounds += 1
+    stats["rounds"] = rounds
+    stats["converged"] = converged
+    stats["template_slots"] = len(table[0])
+    parents = best_matches(verdicts, n_parts)
+    copies = docs.filter(F.col("_first") != F.col("_pos")).select(
+        "_pos",
+        F.col("_first").alias("_parent"),
+        F.lit(IDENTICAL.score).alias("_score"),
+        F.lit(IDENTICAL.measure).alias("_measure"),
+    )
+    links = parents.unionByName(copies).persist(run.disk)
+    stats["linked"] = links.count()
+    for frame in (passed, guard, slot_lists):
+        if frame is not None:
+            frame.unpersist()
+    run.stages.add("verify", time.perf_counter() - t0)
+    return links
+
+
+def _clusters(
+    run: _Run, docs: DataFrame, links: DataFrame, sketches: DataFrame, keep: KeepPolicy
+) -> DataFrame:
+    """The connected components of the links, the document each story keeps
+    (:func:`~neardup.engine.choose_kept`), and every usable row's decision."""
+    from pyspark.sql import functions as F
+
+    components = connected_components(links, src="_pos", dst="_parent")
+    members = (
+        docs.join(components.toDF("_pos", "_component"), "_pos", "left")
+        .withColumn("_root", F.coalesce("_component", "_pos"))
+        .drop("_component")
+    )
+    if keep == "first":
+        label = members.select("_pos", F.col("_root").alias("_kept"))
+    else:
+        label = (
+            members.select("_root", "_pos", "_chars", "_ts")
+            .repartition(run.n_parts, "_root")
+            .mapInArrow(_kept_batches(keep), "_pos long, _kept long")
+        )
+    # checkpointed: the plans below use it twice, and would otherwise grow large
+    decided = members.join(label, "_pos").join(links, "_pos", "left").localCheckpoint()
+    # the first of a cluster whose longest or earliest copy is kept is matched to that copy
+    orphans = decided.filter(F.col("_parent").isNull() & (F.col("_pos") != F.col("_kept")))
+    rescored = verify_pairs(
+        run.spark,
+        orphans.select(F.col("_pos").alias("j"), F.col("_kept").alias("i")),
+        sketches,
+        None,
+        run.cfg,
+        keep_all=True,
+    ).toDF("_k2", "_pos", "_s2", "_m2")
+    decided = (
+        decided.join(rescored, "_pos", "left")
+        .withColumn("_parent", F.coalesce("_parent", "_k2"))
+        .withColumn("_score", F.coalesce("_score", "_s2"))
+        .withColumn("_measure", F.coalesce("_measure", "_m2"))
+    )
+    names = docs.select("_pos", "_id")
+    is_kept = F.col("_pos") == F.col("_kept")
+    clusters = (
+        decided.join(names.toDF("_kept", "_cluster_id"), "_kept")
+        .join(names.toDF("_parent", "_parent_id"), "_parent", "left")
+        .select(
+            F.col("_id").alias("id"),
+            F.col("_cluster_id").alias("cluster"),
+            F.when(~is_kept, F.col("_parent_id")).alias("duplicate_of"),
+            F.when(is_kept, F.lit(0.0)).otherwise(F.col("_score")).alias("score"),
+            F.when(~is_kept, F.col("_measure")).alias("measure"),
+            F.col("_title").alias("title"),
+            F.col("_pos").alias("position"),
+        )
+        .persist(run.disk)
+    )
+    run.stats["kept"] = clusters.filter(F.col("duplicate_of").isNull()).count()
+    run.stats["duplicates"] = run.stats["documents"] - run.stats["kept"]
+    return clusters
+
+
+def _kept_batches(keep: KeepPolicy) -> BatchFn:
+    """The ``mapInArrow`` function that picks the document each story keeps, on partitions
+    holding whole stories (``_root``)."""
+
+    def run(batches: Batches) -> Iterator[pa.RecordBatch]:
+        import pyarrow as pa
+
+        cols = sorted_rows(batches, ["_root", "_pos", "_chars", "_ts"])
+        if not cols:
+            return
+        root, pos, chars, ts = cols
+        kept = choose_kept(
+            root.astype(np.int64),
+            pos.astype(np.int64),
+            keep,
+            lengths=chars.astype(np.int64),
+            timestamps=ts.astype(np.float64),
+        )
+        yield pa.RecordBatch.from_arrays(
+            [pa.array(pos.astype(np.int64)), pa.array(kept)], names=["_pos", "_kept"]
+        )
+
+    return run

@@ -1,0 +1,293 @@
+"""The template guard on Spark: the input position from which each shingle slot is common.
+
+The local engine counts a shingle once it has been seen in ``common_after`` *kept* stories
+earlier in the input (:class:`~neardup.engine.CommonShingles`), so a verdict depends on which
+earlier documents were kept. Spark computes, for every slot, the input position of the
+``common_after``-th kept document containing it (:func:`template_table`), verifies with
+those positions (:class:`~neardup.engine.TemplateTable`), recomputes the kept set, and
+repeats on the pairs whose guard changed (:func:`pairs_at_risk`) until nothing changes.
+Position ``p``'s decision depends only on earlier positions, so the fixed point is unique
+and is the local engine's answer. The rounds are cheap: only original documents count (a
+byte-identical copy is never kept), and a document that is the later one of no passed pair
+is kept in every round, so each slot keeps its memberships up to its ``common_after``-th
+such document, once, partitioned by slot (:func:`guard_rows`); a round drops the
+duplicates found and takes the ``common_after``-th position of each slot in place, without
+a shuffle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ..engine import DedupConfig
+from ..engine.templates import slots
+from .columns import Batches, BatchFn, arrow_schema, column, groups, sorted_rows
+from .verify import PAIR_SCHEMA, Table
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = [
+    "GUARD_SCHEMA",
+    "common_candidates",
+    "guard_rows",
+    "pairs_at_risk",
+    "same_table",
+    "slots_of",
+    "template_table",
+]
+
+I64 = npt.NDArray[np.int64]
+NO_POSITION = np.iinfo(np.int64).max
+#: Up to this many documents, the flags of the guard's rows are broadcast.
+BROADCAST_ROWS = 2_000_000
+
+_SLOT_ROWS_SCHEMA = "slot int, _pos long, _sure boolean"
+GUARD_SCHEMA = "slot int, _pos long, _sure boolean, _keep boolean, _vol boolean"
+_FIRSTS_SCHEMA = "slot long, first long"
+
+
+def slots_of(blob: bytes) -> I64:
+    """The distinct template-guard slots of a document's shingle codes."""
+    codes = np.frombuffer(blob, dtype="<u4")
+    return np.unique(slots(codes).astype(np.int64))
+
+
+def common_candidates(docs: DataFrame, cfg: DedupConfig) -> I64:
+    """Slots found in ``common_after`` or more of ``docs`` (``_sh``; sorted): given the
+    original documents, a superset of the slots the guard can ever count as common,
+    whichever of them are kept (a byte-identical copy is never kept)."""
+    from pyspark.sql import functions as F
+
+    if cfg.common_after <= 0:
+        return np.zeros(0, dtype=np.int64)
+
+    def count(batches: Batches) -> Iterator[pa.RecordBatch]:
+        import pyarrow as pa
+
+        parts = [slots_of(blob) for batch in batches for blob in batch.column("_sh").to_pylist()]
+        if not parts:
+            return
+        slots, counts = np.unique(np.concatenate(parts), return_counts=True)
+        step = 1 << 20
+        for lo in range(0, len(slots), step):
+            yield pa.RecordBatch.from_arrays(
+                [
+                    pa.array(slots[lo : lo + step].astype(np.int32)),
+                    pa.array(counts[lo : lo + step].astype(np.int32)),
+                ],
+                names=["slot", "n"],
+            )
+
+    found = (
+        docs.select("_sh")
+        .mapInArrow(count, "slot int, n int")
+        .groupBy("slot")
+        .agg(F.sum("n").alias("n"))
+        .filter(F.col("n") >= cfg.common_after)
+        .select("slot")
+    )
+    return np.sort(column(found, "slot"))
+
+
+def guard_rows(
+    spark: SparkSession,
+    sketches: DataFrame,
+    originals: DataFrame,
+    later: DataFrame,
+    cfg: DedupConfig,
+    n_parts: int,
+    stats: dict[str, Any],
+) -> DataFrame:
+    """The (slot, document) memberships the template guard can ever need, partitioned by
+    slot (persisted): ``slot, _pos, _sure, _keep, _vol``.
+
+    Only original documents are counted (a byte-identical copy is never kept), and only in
+    the candidate slots of :func:`common_candidates`. A document that is the later one of
+    no passed pair (``_sure``) is kept whatever the verdicts, so a slot's table entry is
+    never after ``t``, the position of its ``common_after``-th sure document: the rows after
+    ``t`` never matter and are dropped (``_keep`` marks the rest). A slot is volatile
+    (``_vol``: its entry may change between rounds) when an unsure document comes before
+    ``t``; all its rows are kept for the lists of :func:`pairs_at_risk`.
+    """
+    from pyspark.sql import functions as F
+    from pyspark.storagelevel import StorageLevel
+
+    if cfg.common_after <= 0:
+        stats["template_candidates"] = 0
+        return spark.createDataFrame([], GUARD_SCHEMA)
+    flags = originals.join(later.withColumn("_u", F.lit(True)), "_pos", "left").persist()
+    small = stats["documents"] <= BROADCAST_ROWS
+    docs = sketches.select("_pos", "_sh").join(F.broadcast(flags) if small else flags, "_pos")
+    candidates = common_candidates(docs, cfg)
+    stats["template_candidates"] = len(candidates)
+    common = spark.sparkContext.broadcast(candidates)
+    rows = (
+        docs.mapInArrow(slot_rows(common), _SLOT_ROWS_SCHEMA)
+        .repartition(n_parts, "slot")
+        .mapInArrow(trim_rows(cfg.common_after), GUARD_SCHEMA)
+        .persist(StorageLevel.MEMORY_AND_DISK)
+    )
+    stats["template_rows"] = rows.count()
+    flags.unpersist()
+    common.destroy()
+    return rows
+
+
+def slot_rows(common: Any) -> BatchFn:
+    """Each document's distinct slots among the broadcast candidates, one row each, with
+    whether the document is sure to be kept (``_u`` null: the later one of no pair)."""
+
+    def run(batches: Batches) -> Iterator[pa.RecordBatch]:
+        import pyarrow as pa
+
+        cand: I64 = common.value
+        schema = arrow_schema(_SLOT_ROWS_SCHEMA)
+        if len(cand) == 0:
+            return
+        for batch in batches:
+            if batch.num_rows == 0:
+                continue
+            pos = np.asarray(batch.column("_pos").to_numpy(), dtype=np.int64)
+            sure = np.asarray(batch.column("_u").is_null().to_numpy(zero_copy_only=False))
+            found = []
+            for blob in batch.column("_sh").to_pylist():
+                slots = slots_of(blob)
+                at = np.minimum(np.searchsorted(cand, slots), len(cand) - 1)
+                found.append(slots[cand[at] == slots])
+            counts = [len(f) for f in found]
+            yield pa.RecordBatch.from_arrays(
+                [
+                    pa.array(np.concatenate(found).astype(np.int32)),
+                    pa.array(np.repeat(pos, counts)),
+                    pa.array(np.repeat(sure, counts)),
+                ],
+                schema=schema,
+            )
+
+    return run
+
+
+def trim_rows(limit: int) -> BatchFn:
+    """The ``mapInArrow`` function of :func:`guard_rows` on a partition of whole slots."""
+
+    def run(batches: Batches) -> Iterator[pa.RecordBatch]:
+        import pyarrow as pa
+
+        cols = sorted_rows(batches, ["slot", "_pos", "_sure"])
+        if not cols:
+            return
+        slot, pos, sure = cols[0].astype(np.int64), cols[1].astype(np.int64), cols[2]
+        sure = sure.astype(np.bool_)
+        starts, sizes, group = groups(slot)
+        done = np.cumsum(sure)  # sure rows up to and including each row
+        rank = done - (done[starts] - sure[starts])[group]
+        ends = np.full(len(starts), NO_POSITION, dtype=np.int64)
+        at = np.flatnonzero(sure & (rank == limit))
+        ends[group[at]] = pos[at]
+        end = ends[group]
+        reach = (sizes >= limit)[group]
+        keep = reach & (pos <= end)
+        vol_group = np.zeros(len(starts), dtype=np.bool_)
+        vol_group[group[~sure & (pos < end)]] = True
+        vol = reach & vol_group[group]
+        out = np.flatnonzero(keep | vol)
+        schema = arrow_schema(GUARD_SCHEMA)
+        step = 1 << 20
+        for lo in range(0, len(out), step):
+            take = out[lo : lo + step]
+            yield pa.RecordBatch.from_arrays(
+                [
+                    pa.array(slot[take].astype(np.int32)),
+                    pa.array(pos[take]),
+                    pa.array(sure[take]),
+                    pa.array(keep[take]),
+                    pa.array(vol[take]),
+                ],
+                schema=schema,
+            )
+
+    return run
+
+
+def template_table(rows: DataFrame, cfg: DedupConfig) -> Table:
+    """For each slot held by ``common_after`` of the documents in ``rows`` (``slot, _pos``,
+    partitioned by slot: the kept documents' rows of :func:`guard_rows`), the position of
+    the ``common_after``-th of them: from there on the engine counts the slot as a template.
+    """
+    limit = cfg.common_after
+    if limit <= 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+
+    def run(batches: Batches) -> Iterator[pa.RecordBatch]:
+        import pyarrow as pa
+
+        cols = sorted_rows(batches, ["slot", "_pos"])
+        if not cols:
+            return
+        slot, pos = cols[0].astype(np.int64), cols[1].astype(np.int64)
+        starts, sizes, _ = groups(slot)
+        ok = starts[sizes >= limit]
+        yield pa.RecordBatch.from_arrays(
+            [pa.array(slot[ok]), pa.array(pos[ok + limit - 1])],
+            schema=arrow_schema(_FIRSTS_SCHEMA),
+        )
+
+    found = rows.select("slot", "_pos").mapInArrow(run, _FIRSTS_SCHEMA)
+    slots, firsts = column(found, "slot"), column(found, "first")
+    order = np.argsort(slots, kind="stable")
+    return slots[order], firsts[order]
+
+
+def same_table(a: Table, b: Table) -> bool:
+    return bool(np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1]))
+
+
+def pairs_at_risk(
+    spark: SparkSession, pairs: DataFrame, slot_lists: DataFrame, old: Table, new: Table
+) -> DataFrame:
+    """The pairs whose shorter document holds a slot that the later document sees as
+    common under one table and not under the other: the only verdicts that can change."""
+    from pyspark.sql import functions as F
+
+    every = np.union1d(old[0], new[0])
+
+    def firsts(table: Table) -> I64:
+        out = np.full(len(every), NO_POSITION, dtype=np.int64)
+        out[np.searchsorted(every, table[0])] = table[1]
+        return out
+
+    before, after = firsts(old), firsts(new)
+    differ = before != after
+    delta = spark.sparkContext.broadcast((every[differ], before[differ], after[differ]))
+    short = F.when(F.col("nj") <= F.col("ni"), F.col("j")).otherwise(F.col("i"))
+    joined = pairs.withColumn("_pos", short).join(slot_lists, "_pos")
+
+    def run(batches: Batches) -> Iterator[pa.RecordBatch]:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        slots, was, now = delta.value
+        schema = arrow_schema(PAIR_SCHEMA)
+        if len(slots) == 0:
+            return
+        for batch in batches:
+            if batch.num_rows == 0:
+                continue
+            lists = batch.column("_s")
+            held = np.asarray(pc.list_flatten(lists).to_numpy(), dtype=np.int64)
+            row = np.asarray(pc.list_parent_indices(lists).to_numpy(), dtype=np.int64)
+            j = np.asarray(batch.column("j").to_numpy(), dtype=np.int64)[row]
+            at = np.minimum(np.searchsorted(slots, held), len(slots) - 1)
+            flips = (slots[at] == held) & ((was[at] < j) != (now[at] < j))
+            keep = np.unique(row[flips])
+            if len(keep):
+                out = batch.select(["i", "j", "ni", "nj"]).take(pa.array(keep))
+                yield pa.RecordBatch.from_arrays(list(out.columns), schema=schema)
+
+    return joined.mapInArrow(run, PAIR_SCHEMA).localCheckpoint()

@@ -1,0 +1,166 @@
+"""Verification on Spark: the engine's prefilter, ``verify`` and best match, on Arrow batches.
+
+Pairs are ``i`` (earlier) and ``j`` (later) input positions. The prefilter first runs on
+16-bit prefixes of the MinHash values (:data:`~neardup.spark.columns.LIGHT_BITS`), which
+can only agree more often than the full values, so it keeps a superset of the pairs the
+engine's prefilter keeps (:func:`~neardup.engine.may_verify_counts`); ``verify`` then
+applies the full one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ..engine import DedupConfig, Sketch, TemplateTable, best_of, may_verify_counts, verify
+from ..engine.codec import from_row
+from .columns import Batches, BatchFn, arrow_schema, sorted_rows
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = [
+    "PAIR_SCHEMA",
+    "VERDICT_SCHEMA",
+    "Table",
+    "best_matches",
+    "prefilter_batches",
+    "verify_pairs",
+]
+
+I64 = npt.NDArray[np.int64]
+
+PAIR_SCHEMA = "i long, j long, ni int, nj int"
+VERDICT_SCHEMA = "i long, j long, score double, measure string"
+
+#: The template guard of a whole run: (sorted slots, input position of the
+#: ``common_after``-th kept story holding each) — see :class:`~neardup.engine.TemplateTable`.
+Table = tuple[I64, I64]
+
+
+def prefilter_batches(cfg: DedupConfig) -> BatchFn:
+    """The ``mapInArrow`` function that drops the pairs the engine's MinHash prefilter
+    rejects, judged on the light signatures (``li``, ``lj``) with the vocabulary sizes
+    (``nvi``, ``nvj``) and units (``ni``, ``nj``)."""
+
+    def run(batches: Batches) -> Iterator[pa.RecordBatch]:
+        import pyarrow as pa
+
+        schema = arrow_schema(PAIR_SCHEMA)
+        for batch in batches:
+            if batch.num_rows == 0:
+                continue
+            ni, nj, nvi, nvj = (
+                np.asarray(batch.column(name).to_numpy(), dtype=np.int64)
+                for name in ("ni", "nj", "nvi", "nvj")
+            )
+            li = np.frombuffer(b"".join(batch.column("li").to_pylist()), dtype="<u2")
+            lj = np.frombuffer(b"".join(batch.column("lj").to_pylist()), dtype="<u2")
+            rows = batch.num_rows
+            agree = np.count_nonzero((li == lj).reshape(rows, -1), axis=1) / (len(li) // rows)
+            keep = np.flatnonzero(may_verify_counts(agree, nvj, nj, nvi, ni, cfg))
+            if len(keep):
+                out = batch.select(["i", "j", "ni", "nj"]).take(pa.array(keep))
+                yield pa.RecordBatch.from_arrays(list(out.columns), schema=schema)
+
+    return run
+
+
+def verify_pairs(
+    spark: SparkSession,
+    pairs: DataFrame,
+    sketches: DataFrame,
+    table: Table | None,
+    cfg: DedupConfig,
+    *,
+    keep_all: bool = False,
+    few_pairs: bool = False,
+) -> DataFrame:
+    """``verify(later, earlier)`` on each pair (``i`` earlier, ``j`` later) with the template
+    guard ``table`` as j sees it: the duplicate verdicts (every verdict with ``keep_all``).
+
+    Only pairs compared as titles carry the prepared texts through the join; the coverage
+    measure reads shingles, signatures and figures alone. ``few_pairs`` (a few million at
+    most) broadcasts their positions so that only the sketches they need are shuffled.
+    """
+    from pyspark.sql import functions as F
+
+    cols = ["_n", "_ptext", "_sh", "_sig", "_nums"]
+    full = sketches.select("_pos", *cols)
+    if few_pairs:
+        # only the sketches these pairs need travel to the join (the positions broadcast)
+        needed = pairs.select(F.col("i").alias("_pos")).union(pairs.select(F.col("j")))
+        full = full.join(F.broadcast(needed.distinct()), "_pos", "left_semi")
+    left = full.toDF("i", *(f"i{c}" for c in cols))
+    right = full.toDF("j", *(f"j{c}" for c in cols))
+    joined = pairs.select("i", "j").join(left, "i").join(right, "j")
+    titles = (F.least("i_n", "j_n") < cfg.short_units) | F.lit(keep_all)
+    joined = joined.withColumn("i_ptext", F.when(titles, F.col("i_ptext"))).withColumn(
+        "j_ptext", F.when(titles, F.col("j_ptext"))
+    )
+    shared = spark.sparkContext.broadcast(table) if table is not None else None
+    limit = cfg.common_after
+
+    def run(batches: Batches) -> Iterator[pa.RecordBatch]:
+        import pyarrow as pa
+
+        schema = arrow_schema(VERDICT_SCHEMA)
+        # a document's sketch is rebuilt once per batch side; with or without its text
+        cache: dict[tuple[str, int, bool], Sketch] = {}
+        for batch in batches:
+            out: dict[str, list[Any]] = {"i": [], "j": [], "score": [], "measure": []}
+            for row in batch.to_pylist():
+                i, j = row["i"], row["j"]
+                if len(cache) > 4096:
+                    cache.clear()
+                ka = ("j", j, row["j_ptext"] is not None)
+                kb = ("i", i, row["i_ptext"] is not None)
+                a = cache.get(ka) or from_row(row, "j_")
+                b = cache.get(kb) or from_row(row, "i_")
+                cache[ka], cache[kb] = a, b
+                guard = None
+                if shared is not None:
+                    slot_ids, firsts = shared.value
+                    guard = TemplateTable(slot_ids, firsts, at=j, limit=limit)
+                v = verify(a, b, cfg, guard)
+                if v.is_duplicate or keep_all:
+                    out["i"].append(i)
+                    out["j"].append(j)
+                    out["score"].append(float(v.score))
+                    out["measure"].append(v.measure)
+            if out["i"]:
+                yield pa.RecordBatch.from_pydict(out, schema=schema)
+
+    return joined.mapInArrow(run, VERDICT_SCHEMA)
+
+
+def best_matches(verdicts: DataFrame, n_parts: int) -> DataFrame:
+    """For each later document ``j``, its best verdict as the engine picks it
+    (:func:`~neardup.engine.best_of`: the highest score, the earliest ``i`` on ties):
+    ``_pos, _parent, _score, _measure``."""
+
+    def run(batches: Batches) -> Iterator[pa.RecordBatch]:
+        import pyarrow as pa
+
+        cols = sorted_rows(batches, ["j", "i", "score", "measure"])
+        if not cols:
+            return
+        j, i, score, measure = cols
+        rows = best_of(j.astype(np.int64), i.astype(np.int64), score.astype(np.float64))
+        yield pa.RecordBatch.from_arrays(
+            [
+                pa.array(j[rows].astype(np.int64)),
+                pa.array(i[rows].astype(np.int64)),
+                pa.array(score[rows].astype(np.float64)),
+                pa.array(measure[rows].tolist(), type=pa.string()),
+            ],
+            schema=arrow_schema("_pos long, _parent long, _score double, _measure string"),
+        )
+
+    return verdicts.repartition(n_parts, "j").mapInArrow(
+        run, "_pos long, _parent long, _score double, _measure string"
+    )
