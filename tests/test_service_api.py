@@ -54,7 +54,7 @@ async def served(**options: object) -> AsyncIterator[httpx.AsyncClient]:
     app = create_app(**options)  # type: ignore[arg-type]
     transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
     try:
-        async with httpx.AsyncClient(transport=transport, base_url="http://neardup") as c:
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as c:
             yield c
     finally:
         app.state.service.close()
@@ -526,6 +526,36 @@ async def test_the_key_is_checked_before_the_body() -> None:
     assert_error(r, 401, "unauthorized")
 
 
+@pytest.mark.parametrize(
+    ("allowed", "host", "status"),
+    [
+        ((), "neardup", 400),
+        ((), "localhost:8000", 200),
+        (("neardup",), "neardup", 200),
+        (("neardup",), "neardup.evil.example", 400),
+        (("*",), "anything.example", 200),
+        (("0.0.0.0",), "192.168.1.20:8000", 200),
+        (("0.0.0.0",), "nas.local", 400),
+    ],
+)
+async def test_create_app_answers_only_the_allowed_hosts(
+    allowed: tuple[str, ...], host: str, status: int
+) -> None:
+    """create_app(allowed_hosts=) adds Host names to the loopback ones; others are a 400."""
+    async with served(allowed_hosts=allowed) as c:
+        r = await c.get("/v1/clusters", headers={"Host": host})
+    assert r.status_code == status, r.text
+    if status == 400:
+        assert_error(r, 400, "bad_host")
+
+
+@pytest.mark.parametrize("bad", ["a b", "http://x/", "", "x:y"])
+def test_create_app_refuses_a_malformed_allowed_host(bad: str) -> None:
+    """An allowed host that is no host name or address is a ValueError at once."""
+    with pytest.raises(ValueError, match="is not a host name"):
+        create_app(allowed_hosts=[bad])
+
+
 async def test_openapi_declares_the_key_on_writes_only() -> None:
     """With a key the OpenAPI document puts Bearer security and 401 on writes, not reads."""
     app = create_app(api_key=KEY)
@@ -585,7 +615,7 @@ async def test_an_internal_error_is_json_without_a_traceback(tmp_path: Path) -> 
     app = create_app(dd)
     dd.close()
     transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
-    async with httpx.AsyncClient(transport=transport, base_url="http://neardup") as c:
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as c:
         r = await c.post("/v1/documents", json={"id": "a", "text": "正文。"})
     assert_error(r, 500, "internal")
     assert "sqlite" not in r.text.lower() and "closed" not in r.text

@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
@@ -16,7 +16,7 @@ from fastapi import FastAPI
 from .. import __version__
 from ..deduper import Deduper
 from ._errors import ERRORS, install_error_handlers
-from ._middleware import BodyLimit, Measure
+from ._middleware import BodyLimit, HostCheck, Measure
 from ._routes import add_routes
 from ._service import Service
 from ._settings import DEFAULT_MAX_BODY, Settings
@@ -40,6 +40,7 @@ def create_app(
     window: str | float | None = None,
     api_key: str | None = None,
     max_body: int = DEFAULT_MAX_BODY,
+    allowed_hosts: Iterable[str] = (),
 ) -> FastAPI:
     """The service as an ASGI application.
 
@@ -47,8 +48,18 @@ def create_app(
     ``window`` and closed when the application shuts down. With ``api_key``, the endpoints
     that add or delete need ``Authorization: Bearer <api_key>``. Bodies over ``max_body``
     bytes are refused with 413.
+
+    Requests are answered only when their Host header names ``localhost``, ``127.0.0.1``,
+    ``[::1]`` or one of ``allowed_hosts`` (with or without a port), against DNS rebinding;
+    ``"*"`` allows any, and a wildcard address (``"0.0.0.0"``, ``"::"``) any IP address.
+    Others get 400. Put here the names clients use to reach the service, e.g.
+    ``allowed_hosts=["dedup.internal"]`` behind a proxy that keeps the Host.
     """
-    settings = Settings(api_key=api_key or None, max_body=max_body)
+    settings = Settings(
+        api_key=api_key or None,
+        max_body=max_body,
+        allowed_hosts=(allowed_hosts,) if isinstance(allowed_hosts, str) else tuple(allowed_hosts),
+    )
     owned = deduper is None
     dd = deduper if deduper is not None else Deduper(store=store, window=window)
     service = Service(dd, settings, owned=owned)
@@ -74,6 +85,8 @@ def _application(service: Service) -> FastAPI:
     )
     app.state.service = service
     install_error_handlers(app)
+    # the last added runs first: count every request, then check its Host, then its size
     app.add_middleware(BodyLimit, limit=service.settings.max_body)
+    app.add_middleware(HostCheck, allowed=service.settings.allowed_hosts)
     app.add_middleware(Measure, metrics=service.metrics)
     return app

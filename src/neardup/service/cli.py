@@ -66,6 +66,16 @@ def _port(value: str) -> int:
     return port
 
 
+def _host(value: str) -> str:
+    from ._middleware import allowed_name  # standard library only
+
+    if value != "*" and allowed_name(value) is None:
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not a host name or address (or '*' for any)"
+        )
+    return value
+
+
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Add ``serve`` to the command line's subcommands."""
     p: argparse.ArgumentParser = subparsers.add_parser(
@@ -101,6 +111,16 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         metavar="SIZE",
         default=10 * 1024 * 1024,
         help="refuse request bodies larger than this with 413 (default: 10M)",
+    )
+    p.add_argument(
+        "--allowed-host",
+        action="append",
+        type=_host,
+        default=[],
+        metavar="NAME",
+        help="also answer requests whose Host header is NAME (repeatable; '*' answers any). "
+        "Only localhost, 127.0.0.1, [::1] and the --host address are answered otherwise, "
+        "against DNS rebinding",
     )
     p.add_argument(
         "--access-log",
@@ -183,7 +203,13 @@ def run(args: argparse.Namespace) -> int:
     sock = _listen(args.host, args.port)
     try:
         try:
-            app = create_app(store=url, window=args.window, api_key=api_key, max_body=args.max_body)
+            app = create_app(
+                store=url,
+                window=args.window,
+                api_key=api_key,
+                max_body=args.max_body,
+                allowed_hosts=[args.host, *args.allowed_host],
+            )
         except ConfigError:
             raise
         except Exception as e:  # a store that cannot be reached: one line, not a traceback
