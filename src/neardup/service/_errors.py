@@ -17,7 +17,16 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from ..errors import InputError, NeardupError
 from . import _models as m
 
-__all__ = ["ERRORS", "UNAUTHORIZED", "error_response", "errors", "install_error_handlers"]
+__all__ = [
+    "ERRORS",
+    "UNAUTHORIZED",
+    "ServiceError",
+    "busy",
+    "error_response",
+    "errors",
+    "install_error_handlers",
+    "store_failure",
+]
 
 log = logging.getLogger("neardup.service")
 
@@ -52,6 +61,39 @@ def error_response(
     """The service's JSON error."""
     body = m.ErrorOut(error=code, message=message, field=field, problems=list(problems))
     return JSONResponse(body.model_dump(), status_code=status, headers=headers)
+
+
+class ServiceError(Exception):
+    """An answer other than the endpoint's own, raised from anywhere in it: a status, the
+    error's code and its one-line message (and headers, such as Retry-After)."""
+
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        message: str,
+        *,
+        field: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.field = field
+        self.headers = headers
+
+    def response(self) -> JSONResponse:
+        """The JSON error."""
+        return error_response(
+            self.status, self.code, self.message, self.field, headers=self.headers
+        )
+
+
+def busy(status: int, message: str, retry_after: int = 1) -> ServiceError:
+    """Too much at once: 429 (this client's kind of work) or 503 (the store), with
+    Retry-After."""
+    return ServiceError(status, "busy", message, headers={"Retry-After": str(retry_after)})
 
 
 # -- request validation -----------------------------------------------------------------------
@@ -105,6 +147,36 @@ def _unreachable(exc: BaseException | None) -> bool:
     return isinstance(exc, (sqlite3.OperationalError, OSError, *_redis_unreachable()))
 
 
+def _chain(exc: BaseException) -> list[BaseException]:
+    """An exception and those it was raised from or during, nearest first."""
+    seen: list[BaseException] = []
+    at: BaseException | None = exc
+    while at is not None and len(seen) < 8 and all(at is not s for s in seen):
+        seen.append(at)
+        at = at.__cause__ or at.__context__
+    return seen
+
+
+def store_failure(exc: BaseException) -> ServiceError | None:
+    """The 503 for an error a call to the store raised, or None when it is no store failure
+    (a wrong input, or a bug: the 422 or 500 handlers answer those).
+
+    A store failure is a SQLite or Redis error that says the store cannot be used now
+    (locked, unreachable, timed out), an OSError, or a NeardupError other than an InputError
+    (:class:`~neardup.errors.StoreError` included)."""
+    chain = _chain(exc)
+    if isinstance(exc, InputError):
+        return None
+    if any(_unreachable(e) for e in chain) or isinstance(exc, NeardupError):
+        return ServiceError(
+            503,
+            "unavailable",
+            "the store cannot be reached now; the server's log has the details",
+            headers={"Retry-After": "5"},
+        )
+    return None
+
+
 def _allowed(request: Request) -> list[str]:
     """The methods the routes matching this request's path take."""
     methods: set[str] = set()
@@ -153,6 +225,11 @@ async def _unavailable(request: Request, exc: Exception) -> JSONResponse:
     )
 
 
+async def _service_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, ServiceError)
+    return exc.response()
+
+
 async def _internal(request: Request, exc: Exception) -> JSONResponse:
     # the traceback goes to the server's log, never to the client
     log.error("error on %s %s", request.method, request.url.path, exc_info=exc)
@@ -169,6 +246,7 @@ async def _neardup_error(request: Request, exc: Exception) -> JSONResponse:
 
 def install_error_handlers(app: FastAPI) -> None:
     """Answer every error as the service's JSON error, never with a traceback."""
+    app.add_exception_handler(ServiceError, _service_error)
     app.add_exception_handler(RequestValidationError, _invalid)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(NeardupError, _neardup_error)

@@ -200,7 +200,7 @@ def _service_routes(app: FastAPI, service: Service) -> None:
         summary="Whether the service is up and its store reachable",
     )
     async def healthz() -> m.Health:
-        await service.call(work.healthy)
+        await service.health()
         kind = _store_kind(service.deduper.store.url)
         return m.Health(status="ok", version=__version__, store=kind)
 
@@ -212,10 +212,7 @@ def _service_routes(app: FastAPI, service: Service) -> None:
         responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}}}},
     )
     async def metrics() -> PlainTextResponse:
-        try:
-            stats = await service.call(work.stats)
-        except Exception:  # the counters are still worth serving when the store is down
-            stats = {}
+        stats = await service.stats()  # nothing when the store does not answer at once
         return PlainTextResponse(
             service.metrics.render(stats), media_type="text/plain; version=0.0.4"
         )

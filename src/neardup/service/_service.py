@@ -1,32 +1,51 @@
-"""The state behind the endpoints: the Deduper, used by one thread at a time."""
+"""The state behind the endpoints: the Deduper, used by one thread at a time, and what the
+endpoints that must answer at once use instead of it."""
 
 from __future__ import annotations
 
 import functools
+import logging
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from starlette.concurrency import run_in_threadpool
+import anyio
 
 from ..deduper import Deduper
+from ._errors import ServiceError, busy, store_failure
 from ._metrics import Metrics
+from ._probe import StoreProbe
 from ._settings import Settings
 
 __all__ = ["Service"]
+
+log = logging.getLogger("neardup.service")
 
 T = TypeVar("T")
 
 
 class Service:
-    """The state behind the endpoints: one Deduper, used by one thread at a time."""
+    """The state behind the endpoints: one Deduper, used by one thread at a time.
+
+    A request for the Deduper waits for its turn without holding a thread (so the
+    endpoints that never need the Deduper always find one), at most
+    ``settings.queue_timeout`` seconds and behind at most ``settings.max_queue`` others;
+    past either it is answered 503 with Retry-After. When the store fails a call (it timed
+    out, it cannot be reached), the requests that were waiting behind that call are answered
+    503 at once rather than each trying the store again: a hung store costs one timeout per
+    wave of requests, not one per request. Requests that come later try the store again."""
 
     def __init__(self, deduper: Deduper, settings: Settings, *, owned: bool) -> None:
         self.deduper = deduper
         self.settings = settings
         self.owned = owned
         self.metrics = Metrics()
-        self._lock = threading.Lock()
+        self.probe = StoreProbe(deduper.store)
+        self._lock = threading.Lock()  # the Deduper, on whichever thread runs it
+        self._turn = anyio.Lock()  # whose turn it is, waited for on the event loop
+        self._waiting = 0
+        self._failures = 0  # store failures so far, to fail their waiting requests fast
+        self._failure: ServiceError | None = None
 
     @property
     def api_key(self) -> str | None:
@@ -35,15 +54,86 @@ class Service:
 
     async def call(self, fn: Callable[..., T], *args: Any) -> T:
         """Run ``fn(deduper, *args)`` on a worker thread, one call at a time (a Deduper is
-        not safe to share between threads), so the event loop keeps serving."""
-        return await run_in_threadpool(self._locked, functools.partial(fn, self.deduper, *args))
+        not safe to share between threads), so the event loop keeps serving. A store that
+        fails is a :class:`ServiceError` 503."""
+        if self._waiting >= self.settings.max_queue:
+            raise busy(
+                503,
+                f"{self._waiting} requests are already waiting for the store; try again later",
+            )
+        self._waiting += 1
+        failures = self._failures
+        try:
+            with anyio.move_on_after(self.settings.queue_timeout) as wait:
+                await self._turn.acquire()
+        finally:
+            self._waiting -= 1
+        if wait.cancelled_caught:
+            raise busy(
+                503,
+                f"the store was busy for {self.settings.queue_timeout:g} s with the requests "
+                "before this one; try again later",
+            )
+        try:
+            if self._failures != failures and self._failure is not None:
+                failed = self._failure
+                raise ServiceError(
+                    failed.status,
+                    failed.code,
+                    f"{failed.message} (it failed the request before this one)",
+                    headers=failed.headers,
+                )
+            work = functools.partial(fn, self.deduper, *args)
+            return await anyio.to_thread.run_sync(self._locked, work)
+        except ServiceError:
+            raise
+        except Exception as exc:
+            answer = store_failure(exc)
+            if answer is None:
+                raise
+            log.error("store error in %s: %s", getattr(fn, "__name__", fn), exc)
+            self._failures += 1
+            self._failure = answer
+            raise answer from exc
+        finally:
+            self._turn.release()
 
     def _locked(self, fn: Callable[[], T]) -> T:
         with self._lock:
             return fn()
 
+    async def health(self) -> None:
+        """Whether the store answers a read within ``settings.health_timeout`` seconds,
+        without waiting for the Deduper; a :class:`ServiceError` 503 when it does not."""
+        timeout = self.settings.health_timeout
+        try:
+            await self.probe.health(timeout)
+        except TimeoutError:
+            raise ServiceError(
+                503,
+                "unavailable",
+                f"the store did not answer within {timeout:g} s",
+                headers={"Retry-After": "5"},
+            ) from None
+        except Exception as exc:
+            answer = store_failure(exc)
+            if answer is None:
+                raise
+            log.error("health probe: %s", exc)
+            raise answer from exc
+
+    async def stats(self) -> dict[str, object]:
+        """What the store holds, or nothing when it does not say within the health timeout
+        (the counters of /metrics are still worth serving then)."""
+        try:
+            return await self.probe.stats(self.settings.health_timeout)
+        except Exception as exc:
+            log.warning("store counts for /metrics: %s", exc or type(exc).__name__)
+            return {}
+
     def close(self) -> None:
-        """Close the store when the service opened it."""
+        """Close the store when the service opened it (and the probe's own connection)."""
+        self.probe.close()
         if self.owned:
             with self._lock:
                 self.deduper.close()

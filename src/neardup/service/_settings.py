@@ -6,10 +6,22 @@ from dataclasses import dataclass
 
 from ._middleware import allowed_name
 
-__all__ = ["DEFAULT_MAX_BODY", "Settings"]
+__all__ = [
+    "DEFAULT_HEALTH_TIMEOUT",
+    "DEFAULT_MAX_BODY",
+    "DEFAULT_MAX_QUEUE",
+    "DEFAULT_QUEUE_TIMEOUT",
+    "Settings",
+]
 
 #: The largest request body accepted by default: 10 MB.
 DEFAULT_MAX_BODY = 10 * 1024 * 1024
+#: How long /healthz and /metrics wait for the store by default, in seconds.
+DEFAULT_HEALTH_TIMEOUT = 1.0
+#: How long a request waits for its turn at the store by default, in seconds.
+DEFAULT_QUEUE_TIMEOUT = 30.0
+#: How many requests may wait for their turn at the store by default.
+DEFAULT_MAX_QUEUE = 64
 
 
 @dataclass(frozen=True)
@@ -19,10 +31,19 @@ class Settings:
     api_key: str | None = None
     max_body: int = DEFAULT_MAX_BODY
     allowed_hosts: tuple[str, ...] = ()
+    health_timeout: float = DEFAULT_HEALTH_TIMEOUT
+    queue_timeout: float = DEFAULT_QUEUE_TIMEOUT
+    max_queue: int = DEFAULT_MAX_QUEUE
 
     def __post_init__(self) -> None:
         if self.max_body < 1:
             raise ValueError(f"max_body must be at least 1 byte, got {self.max_body}")
+        for name in ("health_timeout", "queue_timeout"):
+            value = getattr(self, name)
+            if not 0 < value < 1e6:
+                raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
+        if self.max_queue < 1:
+            raise ValueError(f"max_queue must be at least 1, got {self.max_queue}")
         for host in self.allowed_hosts:
             if host != "*" and allowed_name(host) is None:
                 raise ValueError(

@@ -17,8 +17,6 @@ __all__ = [
     "compare_texts",
     "delete",
     "document",
-    "healthy",
-    "stats",
 ]
 
 
@@ -125,16 +123,6 @@ def cluster(dd: Deduper, label: str, limit: int, offset: int) -> m.ClusterOut | 
             )
         )
     return m.ClusterOut(id=label, size=len(members), members=out, limit=limit, offset=offset)
-
-
-def healthy(dd: Deduper) -> None:
-    """One read from the store."""
-    dd.entry("\x00neardup-health")
-
-
-def stats(dd: Deduper) -> dict[str, object]:
-    """What the store holds."""
-    return dd.stats()
 
 
 def compare_texts(body: m.CompareIn) -> m.CompareOut:

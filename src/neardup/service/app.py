@@ -19,7 +19,13 @@ from ._errors import ERRORS, install_error_handlers
 from ._middleware import BodyLimit, HostCheck, Measure
 from ._routes import add_routes
 from ._service import Service
-from ._settings import DEFAULT_MAX_BODY, Settings
+from ._settings import (
+    DEFAULT_HEALTH_TIMEOUT,
+    DEFAULT_MAX_BODY,
+    DEFAULT_MAX_QUEUE,
+    DEFAULT_QUEUE_TIMEOUT,
+    Settings,
+)
 
 __all__ = ["DEFAULT_MAX_BODY", "Service", "Settings", "create_app"]
 
@@ -41,6 +47,9 @@ def create_app(
     api_key: str | None = None,
     max_body: int = DEFAULT_MAX_BODY,
     allowed_hosts: Iterable[str] = (),
+    health_timeout: float = DEFAULT_HEALTH_TIMEOUT,
+    queue_timeout: float = DEFAULT_QUEUE_TIMEOUT,
+    max_queue: int = DEFAULT_MAX_QUEUE,
 ) -> FastAPI:
     """The service as an ASGI application.
 
@@ -54,11 +63,20 @@ def create_app(
     ``"*"`` allows any, and a wildcard address (``"0.0.0.0"``, ``"::"``) any IP address.
     Others get 400. Put here the names clients use to reach the service, e.g.
     ``allowed_hosts=["dedup.internal"]`` behind a proxy that keeps the Host.
+
+    The Deduper serves one request at a time; a request waits for its turn at most
+    ``queue_timeout`` seconds, behind at most ``max_queue`` others, else it is answered 503
+    with Retry-After. ``/healthz`` and ``/metrics`` never wait for the Deduper: they read the
+    store on their own threads and wait ``health_timeout`` seconds for it (``/healthz`` then
+    answers 503, ``/metrics`` leaves out the store's counts).
     """
     settings = Settings(
         api_key=api_key or None,
         max_body=max_body,
         allowed_hosts=(allowed_hosts,) if isinstance(allowed_hosts, str) else tuple(allowed_hosts),
+        health_timeout=health_timeout,
+        queue_timeout=queue_timeout,
+        max_queue=max_queue,
     )
     owned = deduper is None
     dd = deduper if deduper is not None else Deduper(store=store, window=window)

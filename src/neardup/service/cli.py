@@ -17,6 +17,13 @@ from urllib.parse import urlsplit
 
 from .._options import store_options, store_url
 from ..errors import ConfigError, MissingDependencyError
+from ._middleware import allowed_name
+from ._settings import (  # standard library only, as is everything this module imports
+    DEFAULT_HEALTH_TIMEOUT,
+    DEFAULT_MAX_BODY,
+    DEFAULT_MAX_QUEUE,
+    DEFAULT_QUEUE_TIMEOUT,
+)
 
 __all__ = ["add_parser", "is_loopback", "parse_size", "run"]
 
@@ -66,9 +73,27 @@ def _port(value: str) -> int:
     return port
 
 
-def _host(value: str) -> str:
-    from ._middleware import allowed_name  # standard library only
+def _seconds(value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1.0
+    if not 0 < seconds < 1e6:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a positive number of seconds")
+    return seconds
 
+
+def _count(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number of at least 1")
+    return n
+
+
+def _host(value: str) -> str:
     if value != "*" and allowed_name(value) is None:
         raise argparse.ArgumentTypeError(
             f"{value!r} is not a host name or address (or '*' for any)"
@@ -109,7 +134,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "--max-body",
         type=parse_size,
         metavar="SIZE",
-        default=10 * 1024 * 1024,
+        default=DEFAULT_MAX_BODY,
         help="refuse request bodies larger than this with 413 (default: 10M)",
     )
     p.add_argument(
@@ -121,6 +146,30 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="also answer requests whose Host header is NAME (repeatable; '*' answers any). "
         "Only localhost, 127.0.0.1, [::1] and the --host address are answered otherwise, "
         "against DNS rebinding",
+    )
+    p.add_argument(
+        "--queue-timeout",
+        type=_seconds,
+        metavar="SECONDS",
+        default=DEFAULT_QUEUE_TIMEOUT,
+        help="answer 503 to a request that waited this long for its turn at the store "
+        "(default: %(default)g)",
+    )
+    p.add_argument(
+        "--max-queue",
+        type=_count,
+        metavar="N",
+        default=DEFAULT_MAX_QUEUE,
+        help="answer 503 at once to a request that would wait behind N others for the store "
+        "(default: %(default)s)",
+    )
+    p.add_argument(
+        "--health-timeout",
+        type=_seconds,
+        metavar="SECONDS",
+        default=DEFAULT_HEALTH_TIMEOUT,
+        help="how long /healthz (503 after it) and /metrics wait for the store "
+        "(default: %(default)g)",
     )
     p.add_argument(
         "--access-log",
@@ -209,6 +258,9 @@ def run(args: argparse.Namespace) -> int:
                 api_key=api_key,
                 max_body=args.max_body,
                 allowed_hosts=[args.host, *args.allowed_host],
+                health_timeout=args.health_timeout,
+                queue_timeout=args.queue_timeout,
+                max_queue=args.max_queue,
             )
         except ConfigError:
             raise
