@@ -18,6 +18,8 @@ pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 import httpx
 
+from neardup import Deduper
+from neardup.service import create_app
 from tests.conftest import start_redis_server
 from tests.test_service_api import reprint, story
 from tests.test_service_serve import _run, serving
@@ -164,3 +166,92 @@ def test_requests_wait_for_the_store_only_so_long(
             first.join(30)
         finally:
             proc.send_signal(signal.SIGCONT)
+
+
+# -- a damaged SQLite file ----------------------------------------------------------------------
+
+
+def _fill(db: Path, n: int = 300) -> None:
+    """A SQLite store of ``n`` documents (a few MB), closed."""
+    rng = random.Random(50)
+    dd = Deduper(store=f"sqlite:///{db}")
+    dd.check_and_add_many(
+        [{"id": f"d{i}", "text": story(rng), "title": f"第{i}篇"} for i in range(n)]
+    )
+    dd.close()
+    assert not Path(f"{db}-wal").exists()  # all of it is in the file
+
+
+def _damage(db: Path) -> None:
+    """Overwrite 32 KiB in the middle of the file, as a failing disk or a bad copy would."""
+    size = db.stat().st_size
+    with open(db, "r+b") as f:
+        f.seek(size // 2 - 16384)
+        f.write(bytes(range(256)) * 128)
+
+
+def _assert_damaged(r: httpx.Response) -> str:
+    assert r.status_code == 503, (r.request.url, r.text)
+    body = r.json()
+    assert body["error"] == "damaged", body
+    message: str = body["message"]
+    assert "damaged" in message and "restore" in message and "rebuild" in message
+    assert "\n" not in message and "Traceback" not in r.text
+    return message
+
+
+def _every_store_endpoint(client: httpx.Client) -> list[httpx.Response]:
+    doc = {"id": "new", "text": "一段正文。"}
+    return [
+        client.get("healthz"),
+        client.post("v1/check", json=doc),
+        client.post("v1/documents", json=doc),
+        client.post("v1/documents:batch", json={"documents": [doc]}),
+        client.get("v1/documents/d5"),
+        client.get("v1/documents/d150"),
+        client.delete("v1/documents/d7"),
+        client.get("v1/clusters"),
+        client.get("v1/clusters/d3"),
+    ]
+
+
+def test_a_damaged_sqlite_file_is_503_naming_the_problem(tmp_path: Path) -> None:
+    """`neardup serve --db` on a file whose middle was overwritten: /healthz and every
+    endpoint that touches the store answer 503 with one line that says the file is damaged
+    and to restore or rebuild it (never 200 "ok", never 500); comparing still works."""
+    db = tmp_path / "crawl.db"
+    _fill(db)
+    _damage(db)
+    with serving("--db", str(db), healthy=False) as s, httpx.Client(base_url=s.url) as c:
+        for r in _every_store_endpoint(c):
+            _assert_damaged(r)
+        r = c.post("v1/compare", json={"a": "北京今天天气晴朗。", "b": "北京今天天气晴朗！"})
+        assert r.status_code == 200
+        assert c.get("metrics").status_code == 200 and c.get("").status_code == 200
+    assert "damaged" in "".join(s.log)  # and the server's log says so
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_damage_found_while_serving_is_503_from_then_on(
+    tmp_path: Path, anyio_backend: str
+) -> None:
+    """A file damaged after the service opened it (its start-up check passed): the first read
+    that meets the damage is a 503 that says so, and so is everything after it, /healthz too."""
+    db = tmp_path / "crawl.db"
+    _fill(db)
+    app = create_app(store=f"sqlite:///{db}")
+    service = app.state.service
+    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+    try:
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as c:
+            assert (await c.get("/healthz")).status_code == 200  # the start-up check passed
+            _damage(db)
+            r = await c.get("/v1/documents/d150")  # its text lies in the damaged pages
+            first = _assert_damaged(r)
+            assert "malformed" in first
+            _assert_damaged(await c.get("/healthz"))
+            _assert_damaged(await c.get("/v1/documents/d5"))  # intact, but the file is not
+            _assert_damaged(await c.post("/v1/documents", json={"id": "x", "text": "正文。"}))
+    finally:
+        service.close()

@@ -38,7 +38,7 @@ class Server:
         self.log = log
 
 
-def _start(*args: str, env: dict[str, str] | None = None) -> Server:
+def _start(*args: str, env: dict[str, str] | None = None, healthy: bool = True) -> Server:
     proc = subprocess.Popen(
         [sys.executable, "-m", "neardup", "serve", "--port", "0", "--no-access-log", *args],
         stdout=subprocess.DEVNULL,
@@ -62,7 +62,7 @@ def _start(*args: str, env: dict[str, str] | None = None) -> Server:
     threading.Thread(target=lambda: log.extend(stream), daemon=True).start()
     for _ in range(300):  # the socket is bound before the line; wait until it answers
         try:
-            if httpx.get(url + "healthz", timeout=5).status_code == 200:
+            if httpx.get(url + "healthz", timeout=5).status_code == 200 or not healthy:
                 break
         except httpx.TransportError:
             time.sleep(0.05)
@@ -73,10 +73,12 @@ def _start(*args: str, env: dict[str, str] | None = None) -> Server:
 
 
 @contextmanager
-def serving(*args: str, env: dict[str, str] | None = None) -> Iterator[Server]:
+def serving(
+    *args: str, env: dict[str, str] | None = None, healthy: bool = True
+) -> Iterator[Server]:
     """A running ``neardup serve ARGS``, stopped with SIGTERM afterwards (and checked to
-    stop cleanly)."""
-    server = _start(*args, env=env)
+    stop cleanly). It has answered /healthz with 200, or anything when not ``healthy``."""
+    server = _start(*args, env=env, healthy=healthy)
     try:
         yield server
     finally:

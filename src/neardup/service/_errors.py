@@ -21,6 +21,7 @@ __all__ = [
     "ERRORS",
     "UNAUTHORIZED",
     "ServiceError",
+    "StoreDamaged",
     "busy",
     "error_response",
     "errors",
@@ -87,6 +88,22 @@ class ServiceError(Exception):
         """The JSON error."""
         return error_response(
             self.status, self.code, self.message, self.field, headers=self.headers
+        )
+
+
+class StoreDamaged(ServiceError):
+    """The 503 of a store whose file is damaged: it will not mend by itself."""
+
+    def __init__(self, detail: str) -> None:
+        detail = " ".join(detail.split())
+        if len(detail) > 200:
+            detail = detail[:200] + "…"
+        super().__init__(
+            503,
+            "damaged",
+            f"the store's SQLite file is damaged ({detail}): restore it from a backup, or "
+            "rebuild it by adding the documents again to a new store, then restart the "
+            "service; the server's log has the file's path",
         )
 
 
@@ -157,16 +174,38 @@ def _chain(exc: BaseException) -> list[BaseException]:
     return seen
 
 
+_DAMAGE = ("malformed", "not a database", "file is encrypted")
+
+
+def _damaged(exc: BaseException) -> bool:
+    """Whether an error says a SQLite file is damaged (SQLITE_CORRUPT, SQLITE_NOTADB)."""
+    if not isinstance(exc, sqlite3.DatabaseError | NeardupError):
+        return False
+    if isinstance(exc, sqlite3.DatabaseError):
+        name = str(getattr(exc, "sqlite_errorname", ""))
+        if name.startswith("SQLITE_CORRUPT") or name == "SQLITE_NOTADB":
+            return True
+        if type(exc) is sqlite3.DatabaseError:  # what SQLite's corruption codes map to
+            return True
+    return any(words in str(exc) for words in _DAMAGE)
+
+
 def store_failure(exc: BaseException) -> ServiceError | None:
     """The 503 for an error a call to the store raised, or None when it is no store failure
     (a wrong input, or a bug: the 422 or 500 handlers answer those).
 
-    A store failure is a SQLite or Redis error that says the store cannot be used now
-    (locked, unreachable, timed out), an OSError, or a NeardupError other than an InputError
-    (:class:`~neardup.errors.StoreError` included)."""
+    A store failure is a damaged SQLite file (:class:`StoreDamaged`), a SQLite or Redis
+    error that says the store cannot be used now (locked, unreachable, timed out), an
+    OSError, or a NeardupError other than an InputError
+    (:class:`~neardup.errors.StoreError` included), raised itself or as the cause."""
     chain = _chain(exc)
     if isinstance(exc, InputError):
         return None
+    if any(_damaged(e) for e in chain):
+        # SQLite's own words, without the file's path that the store's errors add
+        sqlite = [e for e in chain if isinstance(e, sqlite3.DatabaseError)]
+        detail = str(sqlite[0]) if sqlite else str(exc).rsplit(": ", 1)[-1]
+        return StoreDamaged(detail)
     if any(_unreachable(e) for e in chain) or isinstance(exc, NeardupError):
         return ServiceError(
             503,

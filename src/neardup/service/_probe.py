@@ -8,10 +8,14 @@ store holds a thread or two, never one per request.
 
 SQLite reads go through a connection of their own (the Deduper's connection is held for the
 whole of each of its atomic sections); the other stores are safe to share across threads.
+A SQLite file is also checked once when the service starts (``PRAGMA quick_check``, on a
+read-only connection of its own, in the background): a file damaged in the middle answers
+most reads until one meets the damage, and /healthz should say so from the start.
 """
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 import time
 from collections.abc import Callable
@@ -75,8 +79,8 @@ class StoreProbe:
                 self._reader = SQLiteStore(self._path, timeout=10.0)
             return self._reader
 
-    def start(self, kind: str, fn: Callable[[Store], T]) -> Future[T]:
-        """``fn(store)`` on a thread of its own, or the one of this kind already running."""
+    def start(self, kind: str, fn: Callable[[], T]) -> Future[T]:
+        """``fn()`` on a thread of its own, or the one of this kind already running."""
         with self._guard:
             running = self._running.get(kind)
             if running is not None and not running.done():
@@ -88,19 +92,27 @@ class StoreProbe:
         ).start()
         return future
 
-    def _work(self, future: Future[T], fn: Callable[[Store], T]) -> None:
+    def _work(self, future: Future[T], fn: Callable[[], T]) -> None:
         try:
-            future.set_result(fn(self._store()))
+            future.set_result(fn())
         except BaseException as exc:
             future.set_exception(exc)
 
+    def check_file(self) -> Future[str] | None:
+        """Start checking a SQLite store's file (None for other stores): the future says
+        "ok", or what is damaged."""
+        path = self._path
+        if path is None:
+            return None
+        return self.start("check", lambda: _quick_check(path))
+
     async def health(self, timeout: float) -> None:
         """One read from the store, within ``timeout`` seconds (else TimeoutError)."""
-        await outcome(self.start("health", lambda s: s.entries([HEALTH_ID])), timeout)
+        await outcome(self.start("health", lambda: self._store().entries([HEALTH_ID])), timeout)
 
     async def stats(self, timeout: float) -> dict[str, object]:
         """What the store holds, within ``timeout`` seconds (else TimeoutError)."""
-        return await outcome(self.start("stats", lambda s: s.stats()), timeout)
+        return await outcome(self.start("stats", lambda: self._store().stats()), timeout)
 
     def close(self) -> None:
         """Close the connection of these reads, if one was opened."""
@@ -109,3 +121,19 @@ class StoreProbe:
             reader, self._reader = self._reader, None
         if reader is not None:
             reader.close()
+
+
+def _quick_check(path: str) -> str:
+    """What ``PRAGMA quick_check`` says of a SQLite file: "ok", or its first problems."""
+    from urllib.parse import quote
+
+    db = sqlite3.connect(f"file:{quote(path)}?mode=ro", uri=True, timeout=10.0)
+    try:
+        rows = db.execute("PRAGMA quick_check(3)").fetchall()
+    finally:
+        db.close()
+    lines = [line.strip() for r in rows for line in str(r[0]).splitlines()]
+    found = [line for line in lines if line and not line.startswith("***")]
+    if found == ["ok"]:
+        return "ok"
+    return "PRAGMA quick_check: " + "; ".join(found[:3])

@@ -3,6 +3,7 @@ endpoints that must answer at once use instead of it."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import threading
@@ -12,9 +13,9 @@ from typing import Any, TypeVar
 import anyio
 
 from ..deduper import Deduper
-from ._errors import ServiceError, busy, store_failure
+from ._errors import ServiceError, StoreDamaged, busy, store_failure
 from ._metrics import Metrics
-from ._probe import StoreProbe
+from ._probe import StoreProbe, outcome
 from ._settings import Settings
 
 __all__ = ["Service"]
@@ -33,7 +34,11 @@ class Service:
     past either it is answered 503 with Retry-After. When the store fails a call (it timed
     out, it cannot be reached), the requests that were waiting behind that call are answered
     503 at once rather than each trying the store again: a hung store costs one timeout per
-    wave of requests, not one per request. Requests that come later try the store again."""
+    wave of requests, not one per request. Requests that come later try the store again.
+
+    A damaged SQLite file, found by the check the service starts with or by any call that
+    meets the damage, makes every request for the store a 503 :class:`StoreDamaged` from
+    then on: it will not mend by itself, and writing to it could make it worse."""
 
     def __init__(self, deduper: Deduper, settings: Settings, *, owned: bool) -> None:
         self.deduper = deduper
@@ -46,16 +51,44 @@ class Service:
         self._waiting = 0
         self._failures = 0  # store failures so far, to fail their waiting requests fast
         self._failure: ServiceError | None = None
+        self._damage: StoreDamaged | None = None
+        self._file_check = self.probe.check_file()
 
     @property
     def api_key(self) -> str | None:
         """The key writes need, if any."""
         return self.settings.api_key
 
+    def damage(self) -> StoreDamaged | None:
+        """The 503 of a damaged store, once the damage is known."""
+        check = self._file_check
+        if self._damage is None and check is not None and check.done():
+            self._file_check = None
+            try:
+                found = check.result()
+            except Exception as exc:  # a file too damaged to check, or a check that failed
+                answer = store_failure(exc)
+                if isinstance(answer, StoreDamaged):
+                    self._damaged(answer, exc)
+                else:
+                    log.warning("could not check the store's file: %s", exc)
+            else:
+                if found != "ok":
+                    self._damaged(StoreDamaged(found), found)
+        return self._damage
+
+    def _damaged(self, answer: StoreDamaged, cause: object) -> None:
+        if self._damage is None:
+            log.error("the store %s is damaged: %s", self.deduper.store.url, cause)
+            self._damage = answer
+
     async def call(self, fn: Callable[..., T], *args: Any) -> T:
         """Run ``fn(deduper, *args)`` on a worker thread, one call at a time (a Deduper is
         not safe to share between threads), so the event loop keeps serving. A store that
         fails is a :class:`ServiceError` 503."""
+        damage = self.damage()
+        if damage is not None:
+            raise damage
         if self._waiting >= self.settings.max_queue:
             raise busy(
                 503,
@@ -92,6 +125,8 @@ class Service:
             if answer is None:
                 raise
             log.error("store error in %s: %s", getattr(fn, "__name__", fn), exc)
+            if isinstance(answer, StoreDamaged):
+                self._damaged(answer, exc)
             self._failures += 1
             self._failure = answer
             raise answer from exc
@@ -106,6 +141,13 @@ class Service:
         """Whether the store answers a read within ``settings.health_timeout`` seconds,
         without waiting for the Deduper; a :class:`ServiceError` 503 when it does not."""
         timeout = self.settings.health_timeout
+        check = self._file_check
+        if check is not None and not check.done():  # a large file may take longer: go on
+            with contextlib.suppress(Exception):
+                await outcome(check, timeout / 2)
+        damage = self.damage()
+        if damage is not None:
+            raise damage
         try:
             await self.probe.health(timeout)
         except TimeoutError:
@@ -120,11 +162,15 @@ class Service:
             if answer is None:
                 raise
             log.error("health probe: %s", exc)
+            if isinstance(answer, StoreDamaged):
+                self._damaged(answer, exc)
             raise answer from exc
 
     async def stats(self) -> dict[str, object]:
         """What the store holds, or nothing when it does not say within the health timeout
         (the counters of /metrics are still worth serving then)."""
+        if self.damage() is not None:
+            return {}
         try:
             return await self.probe.stats(self.settings.health_timeout)
         except Exception as exc:
