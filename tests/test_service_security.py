@@ -4,7 +4,11 @@ rebinding, and the limits on what one client can make the service compute."""
 from __future__ import annotations
 
 import json
+import random
 import socket
+import threading
+import time
+from collections.abc import Callable
 from urllib.parse import urlsplit
 
 import pytest
@@ -36,6 +40,14 @@ def raw(url: str, request: str, body: bytes = b"") -> tuple[int, dict[str, str],
         name, _, value = line.partition(":")
         headers[name.strip().lower()] = value.strip()
     return int(lines[0].split()[1]), headers, payload
+
+
+def _timed(
+    fn: Callable[..., httpx.Response], *args: object, **kwargs: object
+) -> tuple[httpx.Response, float]:
+    start = time.monotonic()
+    r = fn(*args, **kwargs)
+    return r, time.monotonic() - start
 
 
 def _port(url: str) -> int:
@@ -102,3 +114,72 @@ def test_a_public_address_answers_its_name_and_addresses_only() -> None:
             status, _, body = raw(url, f"GET /healthz HTTP/1.1\nHost: {host}")
             assert status == 200, (host, body)
         _refused(*raw(url, "GET /healthz HTTP/1.1\nHost: attacker.example"))
+
+
+# -- the work one request can cause ---------------------------------------------------------
+
+
+def _text(rng: random.Random, n: int) -> str:
+    """n characters of two letters (normalization keeps them all): slow for mcc and
+    contiguity, whose runs of agreeing characters are many."""
+    return "".join(rng.choice("ab") for _ in range(n))
+
+
+def test_a_huge_pair_is_refused_at_once() -> None:
+    """Texts over --max-compare-chars (100,000 by default) and pairs whose lengths multiply to
+    more than --max-compare-cells (25,000,000) are refused with 422 before any measure runs:
+    in well under a second, where the measures would take seconds."""
+    rng = random.Random(60)
+    with serving() as s, httpx.Client(base_url=s.url, timeout=60) as c:
+        huge = _text(rng, 200_000)
+        r, seconds = _timed(c.post, "v1/compare", json={"a": huge, "b": huge[::-1]})
+        assert r.status_code == 422 and seconds < 1.0, (r.text, seconds)
+        error = r.json()
+        assert error["field"] == "a" and "200,000 characters" in error["message"]
+        assert "100,000" in error["message"] and "--max-compare-chars" in error["message"]
+        long = _text(rng, 6_000)
+        r, seconds = _timed(c.post, "v1/compare", json={"a": long, "b": long[::-1]})
+        assert r.status_code == 422 and seconds < 1.0, (r.text, seconds)
+        assert "6,000 x 6,000" in r.json()["message"] and "25,000,000" in r.json()["message"]
+        ok = _text(rng, 4_000)
+        assert c.post("v1/compare", json={"a": ok, "b": ok[::-1]}).status_code == 200
+
+
+def test_the_compare_limits_are_options() -> None:
+    """--max-compare-chars and --max-compare-cells set the limits."""
+    with serving("--max-compare-chars", "50", "--max-compare-cells", "100") as s:
+        r = httpx.post(s.url + "v1/compare", json={"a": "x" * 51, "b": "y"})
+        assert r.status_code == 422 and r.json()["field"] == "a"
+        r = httpx.post(s.url + "v1/compare", json={"a": "x" * 20, "b": "y" * 20})
+        assert r.status_code == 422 and "limit of 100 " in r.json()["message"]
+        assert httpx.post(s.url + "v1/compare", json={"a": "x" * 10, "b": "y" * 10}).is_success
+
+
+def test_one_compare_too_many_at_once_is_429() -> None:
+    """--max-concurrent-compare 2: of three slow comparisons sent at once, two are computed
+    and one is answered 429 with Retry-After; other requests go on meanwhile."""
+    rng = random.Random(61)
+    pair = {"a": _text(rng, 4_900), "b": _text(rng, 4_900)}  # about half a second each
+    with serving("--max-concurrent-compare", "2") as s:
+        barrier = threading.Barrier(3)
+        answers: list[httpx.Response] = []
+
+        def client() -> None:
+            with httpx.Client(base_url=s.url, timeout=60) as c:
+                barrier.wait()
+                answers.append(c.post("v1/compare", json=pair))
+
+        threads = [threading.Thread(target=client) for _ in range(3)]
+        for t in threads:
+            t.start()
+        time.sleep(0.2)
+        assert httpx.get(s.url + "healthz", timeout=5).status_code == 200
+        for t in threads:
+            t.join(60)
+        statuses = sorted(r.status_code for r in answers)
+        assert statuses == [200, 200, 429], [r.text[:200] for r in answers]
+        [refused] = [r for r in answers if r.status_code == 429]
+        assert refused.json()["error"] == "busy" and refused.headers["retry-after"] == "1"
+        assert "--max-concurrent-compare" in refused.json()["message"]
+        # and the places are given back
+        assert httpx.post(s.url + "v1/compare", json=pair, timeout=60).status_code == 200

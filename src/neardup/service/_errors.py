@@ -36,6 +36,11 @@ ERRORS: dict[int | str, dict[str, Any]] = {
     404: {"model": m.ErrorOut, "description": "No such document or cluster."},
     413: {"model": m.ErrorOut, "description": "The body is larger than the service accepts."},
     422: {"model": m.ErrorOut, "description": "Malformed JSON, or a field is wrong or missing."},
+    429: {
+        "model": m.ErrorOut,
+        "description": "As many comparisons are running as the service runs at once: try "
+        "again after the Retry-After seconds.",
+    },
     503: {"model": m.ErrorOut, "description": "The store cannot be reached."},
 }
 UNAUTHORIZED: dict[int | str, dict[str, Any]] = {

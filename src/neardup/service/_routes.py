@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import math
 import secrets
 from importlib.resources import files
 from typing import Annotated, Any
@@ -17,7 +18,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from .. import __version__
 from . import _models as m
 from . import _work as work
-from ._errors import UNAUTHORIZED, errors
+from ._errors import UNAUTHORIZED, ServiceError, errors
 from ._service import Service
 
 __all__ = ["add_routes"]
@@ -69,23 +70,44 @@ def _store_kind(url: str) -> str:
 def add_routes(app: FastAPI, service: Service) -> None:
     """Every endpoint of the service, in the order the OpenAPI document lists them."""
     writes = _Writes(service.api_key)
-    _compare_routes(app)
+    _compare_routes(app, service)
     _document_routes(app, service, writes)
     _cluster_routes(app, service)
     _service_routes(app, service)
     _page_routes(app)
 
 
-def _compare_routes(app: FastAPI) -> None:
+def _compare_routes(app: FastAPI, service: Service) -> None:
+    settings = service.settings
+    chars, cells = settings.max_compare_chars, settings.max_compare_cells
+
     @app.post(
         "/v1/compare",
         response_model=m.CompareOut,
-        responses=errors(422),
+        responses=errors(422, 429),
         tags=["compare"],
         summary="Every measure for two texts, and the passages they share",
+        description=f"""\
+Each text may have up to {chars:,} characters, and the two together, after normalization,
+up to {cells:,} for len(a) × len(b) (two texts of {math.isqrt(cells):,} characters): mcc
+and contiguity compare every offset, so their work grows with that product. Larger pairs are
+refused with 422 before any work, rather than scored without those measures: every score
+of the answer is always there. At most {settings.max_concurrent_compare} comparisons run at
+once; more are answered 429 with Retry-After.""",
     )
     async def compare_texts(body: m.CompareIn) -> m.CompareOut:
-        return await run_in_threadpool(work.compare_texts, body)
+        for name, text in (("a", body.a), ("b", body.b)):
+            if len(text) > chars:
+                raise ServiceError(
+                    422,
+                    "invalid",
+                    f"{name}: {len(text):,} characters is over this service's limit of "
+                    f"{chars:,} a text for /v1/compare; send a shorter text, or start the "
+                    "service with a larger --max-compare-chars",
+                    field=name,
+                )
+        async with service.comparing():
+            return await run_in_threadpool(work.compare_texts, body, cells)
 
 
 def _document_routes(app: FastAPI, service: Service, writes: _Writes) -> None:

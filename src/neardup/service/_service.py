@@ -7,7 +7,7 @@ import contextlib
 import functools
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any, TypeVar
 
 import anyio
@@ -53,6 +53,7 @@ class Service:
         self._failure: ServiceError | None = None
         self._damage: StoreDamaged | None = None
         self._file_check = self.probe.check_file()
+        self._comparing = 0
 
     @property
     def api_key(self) -> str | None:
@@ -132,6 +133,22 @@ class Service:
             raise answer from exc
         finally:
             self._turn.release()
+
+    @contextlib.asynccontextmanager
+    async def comparing(self) -> AsyncIterator[None]:
+        """A place among the ``settings.max_concurrent_compare`` comparisons that may run
+        at once, or a 429 with Retry-After at once when none is free."""
+        if self._comparing >= self.settings.max_concurrent_compare:
+            raise busy(
+                429,
+                f"{self._comparing} comparisons are running, as many as this service runs at "
+                "once (--max-concurrent-compare); try again in a moment",
+            )
+        self._comparing += 1
+        try:
+            yield
+        finally:
+            self._comparing -= 1
 
     def _locked(self, fn: Callable[[], T]) -> T:
         with self._lock:

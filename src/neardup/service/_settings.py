@@ -9,6 +9,9 @@ from ._middleware import allowed_name
 __all__ = [
     "DEFAULT_HEALTH_TIMEOUT",
     "DEFAULT_MAX_BODY",
+    "DEFAULT_MAX_COMPARE_CELLS",
+    "DEFAULT_MAX_COMPARE_CHARS",
+    "DEFAULT_MAX_CONCURRENT_COMPARE",
     "DEFAULT_MAX_QUEUE",
     "DEFAULT_QUEUE_TIMEOUT",
     "Settings",
@@ -22,6 +25,14 @@ DEFAULT_HEALTH_TIMEOUT = 1.0
 DEFAULT_QUEUE_TIMEOUT = 30.0
 #: How many requests may wait for their turn at the store by default.
 DEFAULT_MAX_QUEUE = 64
+#: The longest text /v1/compare takes by default, in characters as sent.
+DEFAULT_MAX_COMPARE_CHARS = 100_000
+#: The largest len(a) * len(b), after normalization, /v1/compare takes by default: mcc and
+#: contiguity compare every offset, so their work grows with the product (about 0.5 s of CPU
+#: for two texts of 5,000 characters).
+DEFAULT_MAX_COMPARE_CELLS = 25_000_000
+#: How many comparisons run at once by default; more are answered 429.
+DEFAULT_MAX_CONCURRENT_COMPARE = 2
 
 
 @dataclass(frozen=True)
@@ -34,6 +45,9 @@ class Settings:
     health_timeout: float = DEFAULT_HEALTH_TIMEOUT
     queue_timeout: float = DEFAULT_QUEUE_TIMEOUT
     max_queue: int = DEFAULT_MAX_QUEUE
+    max_compare_chars: int = DEFAULT_MAX_COMPARE_CHARS
+    max_compare_cells: int = DEFAULT_MAX_COMPARE_CELLS
+    max_concurrent_compare: int = DEFAULT_MAX_CONCURRENT_COMPARE
 
     def __post_init__(self) -> None:
         if self.max_body < 1:
@@ -42,8 +56,13 @@ class Settings:
             value = getattr(self, name)
             if not 0 < value < 1e6:
                 raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
-        if self.max_queue < 1:
-            raise ValueError(f"max_queue must be at least 1, got {self.max_queue}")
+        for name in ("max_queue", "max_compare_chars", "max_compare_cells"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+        if self.max_concurrent_compare < 1:
+            raise ValueError(
+                f"max_concurrent_compare must be at least 1, got {self.max_concurrent_compare}"
+            )
         for host in self.allowed_hosts:
             if host != "*" and allowed_name(host) is None:
                 raise ValueError(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ..compare import compare
 from ..deduper import Decision, Deduper
+from ..errors import InputError
 from ..normalize import normalize
 from ..passages import shared_passages
 from . import _models as m
@@ -125,9 +126,19 @@ def cluster(dd: Deduper, label: str, limit: int, offset: int) -> m.ClusterOut | 
     return m.ClusterOut(id=label, size=len(members), members=out, limit=limit, offset=offset)
 
 
-def compare_texts(body: m.CompareIn) -> m.CompareOut:
-    """Every measure for two texts and the passages they share."""
-    c = compare(body.a, body.b, processor=None if body.raw else normalize)
+def compare_texts(body: m.CompareIn, max_cells: int) -> m.CompareOut:
+    """Every measure for two texts and the passages they share; an InputError when
+    len(a) * len(b), after normalization, is over ``max_cells`` (before any measure)."""
+    a, b = (body.a, body.b) if body.raw else (normalize(body.a), normalize(body.b))
+    if len(a) * len(b) > max_cells:
+        raise InputError(
+            f"a and b are too long to compare together: {len(a):,} x {len(b):,} characters "
+            f"(after normalization) is over this service's limit of {max_cells:,} for "
+            "len(a) x len(b), because mcc and contiguity compare every offset; send shorter "
+            "texts (such as the parts to compare), or start the service with a larger "
+            "--max-compare-cells"
+        )
+    c = compare(a, b, processor=None)
     return m.CompareOut(
         scores=m.Scores(**c.scores),
         passages=[

@@ -22,6 +22,9 @@ from ._service import Service
 from ._settings import (
     DEFAULT_HEALTH_TIMEOUT,
     DEFAULT_MAX_BODY,
+    DEFAULT_MAX_COMPARE_CELLS,
+    DEFAULT_MAX_COMPARE_CHARS,
+    DEFAULT_MAX_CONCURRENT_COMPARE,
     DEFAULT_MAX_QUEUE,
     DEFAULT_QUEUE_TIMEOUT,
     Settings,
@@ -50,6 +53,9 @@ def create_app(
     health_timeout: float = DEFAULT_HEALTH_TIMEOUT,
     queue_timeout: float = DEFAULT_QUEUE_TIMEOUT,
     max_queue: int = DEFAULT_MAX_QUEUE,
+    max_compare_chars: int = DEFAULT_MAX_COMPARE_CHARS,
+    max_compare_cells: int = DEFAULT_MAX_COMPARE_CELLS,
+    max_concurrent_compare: int = DEFAULT_MAX_CONCURRENT_COMPARE,
 ) -> FastAPI:
     """The service as an ASGI application.
 
@@ -69,6 +75,11 @@ def create_app(
     with Retry-After. ``/healthz`` and ``/metrics`` never wait for the Deduper: they read the
     store on their own threads and wait ``health_timeout`` seconds for it (``/healthz`` then
     answers 503, ``/metrics`` leaves out the store's counts).
+
+    ``/v1/compare`` takes texts of up to ``max_compare_chars`` characters each, whose
+    lengths after normalization multiply to at most ``max_compare_cells`` (the work of mcc
+    and contiguity), else 422; it runs at most ``max_concurrent_compare`` comparisons at
+    once, else 429 with Retry-After.
     """
     settings = Settings(
         api_key=api_key or None,
@@ -77,6 +88,9 @@ def create_app(
         health_timeout=health_timeout,
         queue_timeout=queue_timeout,
         max_queue=max_queue,
+        max_compare_chars=max_compare_chars,
+        max_compare_cells=max_compare_cells,
+        max_concurrent_compare=max_concurrent_compare,
     )
     owned = deduper is None
     dd = deduper if deduper is not None else Deduper(store=store, window=window)

@@ -21,6 +21,9 @@ from ._middleware import allowed_name
 from ._settings import (  # standard library only, as is everything this module imports
     DEFAULT_HEALTH_TIMEOUT,
     DEFAULT_MAX_BODY,
+    DEFAULT_MAX_COMPARE_CELLS,
+    DEFAULT_MAX_COMPARE_CHARS,
+    DEFAULT_MAX_CONCURRENT_COMPARE,
     DEFAULT_MAX_QUEUE,
     DEFAULT_QUEUE_TIMEOUT,
 )
@@ -148,6 +151,28 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "against DNS rebinding",
     )
     p.add_argument(
+        "--max-compare-chars",
+        type=_count,
+        metavar="N",
+        default=DEFAULT_MAX_COMPARE_CHARS,
+        help="refuse /v1/compare texts longer than N characters with 422 (default: %(default)s)",
+    )
+    p.add_argument(
+        "--max-compare-cells",
+        type=_count,
+        metavar="N",
+        default=DEFAULT_MAX_COMPARE_CELLS,
+        help="refuse /v1/compare pairs whose lengths after normalization multiply to more "
+        "than N with 422: mcc and contiguity cost len(a) x len(b) (default: %(default)s)",
+    )
+    p.add_argument(
+        "--max-concurrent-compare",
+        type=_count,
+        metavar="N",
+        default=DEFAULT_MAX_CONCURRENT_COMPARE,
+        help="run at most N comparisons at once, answer more with 429 (default: %(default)s)",
+    )
+    p.add_argument(
         "--queue-timeout",
         type=_seconds,
         metavar="SECONDS",
@@ -261,6 +286,9 @@ def run(args: argparse.Namespace) -> int:
                 health_timeout=args.health_timeout,
                 queue_timeout=args.queue_timeout,
                 max_queue=args.max_queue,
+                max_compare_chars=args.max_compare_chars,
+                max_compare_cells=args.max_compare_cells,
+                max_concurrent_compare=args.max_concurrent_compare,
             )
         except ConfigError:
             raise
