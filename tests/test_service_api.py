@@ -254,6 +254,21 @@ async def test_timestamps_in_every_form(timestamp: object, seconds: float) -> No
     assert doc["timestamp"] == seconds and doc["title"] == "标题"
 
 
+@pytest.mark.parametrize("timestamp", ["", "  ", None])
+@pytest.mark.parametrize("endpoint", ["/v1/check", "/v1/documents"])
+async def test_an_empty_timestamp_is_no_timestamp(endpoint: str, timestamp: str | None) -> None:
+    """An empty (or blank) timestamp is absent, as in `neardup dedup`: the time it is added."""
+    import time
+
+    async with served() as c:
+        body = {"id": "a", "text": "正文。", "timestamp": timestamp}
+        r = await c.post(endpoint, json=body)
+        assert r.status_code == 200, r.text
+        if endpoint == "/v1/documents":
+            doc = (await c.get("/v1/documents/a")).json()
+            assert abs(doc["timestamp"] - time.time()) < 60
+
+
 @pytest.mark.parametrize(
     ("body", "field"),
     [
