@@ -354,10 +354,22 @@ async def test_get_document_gives_decision_text_and_cluster(store_url: str) -> N
 
 @pytest.mark.parametrize(
     "doc_id",
-    ["https://news.example.cn/2026/01/18/a.html?x=1", "带空格 和/斜杠", "a%2Fb", "#hash", " "],
+    [
+        "https://news.example.cn/2026/01/18/a.html?x=1",
+        "https://新闻.例子.中国/国内/2026/01/18/a.html#top",
+        "带空格 和/斜杠",
+        "a%2Fb",
+        "#hash",
+        " ",
+        "a\nb",
+        "\n",
+        "line\r\nbreak/",
+        "tab\there\u2028",
+    ],
 )
 async def test_any_id_round_trips_through_the_path(doc_id: str) -> None:
-    """URLs and other ids with slashes, spaces and percent signs work once percent-encoded."""
+    """URLs and other ids with slashes, spaces, percent signs and newlines work once
+    percent-encoded."""
     from urllib.parse import quote
 
     async with served(api_key=KEY) as c:

@@ -185,6 +185,25 @@ def test_the_store_outlives_the_server(tmp_path: Path) -> None:
         assert d.json()["duplicate_of"] == "a"
 
 
+def test_ids_with_newlines_and_urls_round_trip_through_uvicorn(tmp_path: Path) -> None:
+    """Ids with newlines (which some crawls have) and URLs, percent-encoded in the path, are
+    found, listed as clusters and deleted through a real server."""
+    from urllib.parse import quote
+
+    ids = ["a\nb", "title\r\n", "https://news.example.cn/a/b.html?x=1&y=%2F#c"]
+    with serving("--db", str(tmp_path / "ids.db")) as s, httpx.Client(base_url=s.url) as c:
+        rng = random.Random(70)
+        for doc_id in ids:  # three stories: each is its own cluster
+            r = c.post("v1/documents", json={"id": doc_id, "text": story(rng)})
+            assert r.status_code == 200, r.text
+        for doc_id in ids:
+            path = quote(doc_id, safe="")
+            assert c.get(f"v1/documents/{path}").json()["id"] == doc_id
+            assert c.get(f"v1/clusters/{path}").json()["id"] == doc_id
+            assert c.delete(f"v1/documents/{path}").json() == {"id": doc_id, "deleted": True}
+            assert c.get(f"v1/documents/{path}").status_code == 404
+
+
 def _run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "neardup", "serve", *args],

@@ -13,6 +13,7 @@ from fastapi import Depends, FastAPI, Query
 from fastapi.responses import PlainTextResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.concurrency import run_in_threadpool
+from starlette.convertors import Convertor, register_url_convertor
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from .. import __version__
@@ -22,6 +23,22 @@ from ._errors import UNAUTHORIZED, ServiceError, errors
 from ._service import Service
 
 __all__ = ["add_routes"]
+
+
+class _AnyText(Convertor[str]):
+    """A path parameter of any characters, slashes and newlines included (Starlette's
+    ``path`` stops at a newline): ids are any string, percent-encoded in the path."""
+
+    regex = r"[\s\S]*"
+
+    def convert(self, value: str) -> str:
+        return value
+
+    def to_string(self, value: str) -> str:
+        return value
+
+
+register_url_convertor("neardup_any", _AnyText())
 
 _BEARER = HTTPBearer(
     auto_error=False,
@@ -154,7 +171,7 @@ def _document_routes(app: FastAPI, service: Service, writes: _Writes) -> None:
         )
 
     @app.get(
-        "/v1/documents/{doc_id:path}",
+        "/v1/documents/{doc_id:neardup_any}",
         response_model=m.DocumentOut,
         responses=errors(404, 503),
         tags=["documents"],
@@ -167,7 +184,7 @@ def _document_routes(app: FastAPI, service: Service, writes: _Writes) -> None:
         return found
 
     @app.delete(
-        "/v1/documents/{doc_id:path}",
+        "/v1/documents/{doc_id:neardup_any}",
         response_model=m.Deleted,
         responses={**writes.errors, **errors(404)},
         dependencies=writes.dependencies,
@@ -196,7 +213,7 @@ def _cluster_routes(app: FastAPI, service: Service) -> None:
         return m.ClusterList(clusters=found, limit=limit, offset=offset)
 
     @app.get(
-        "/v1/clusters/{cluster_id:path}",
+        "/v1/clusters/{cluster_id:neardup_any}",
         response_model=m.ClusterOut,
         responses=errors(404, 422, 503),
         tags=["clusters"],
