@@ -583,6 +583,37 @@ def test_create_app_refuses_a_malformed_allowed_host(bad: str) -> None:
         create_app(allowed_hosts=[bad])
 
 
+async def test_every_response_says_nosniff(tmp_path: Path) -> None:
+    """X-Content-Type-Options: nosniff on every answer, errors of every layer included (a
+    browser never runs a stored text as a script or a page); the page keeps its CSP."""
+    async with served(max_body=100) as c:
+        answers = [
+            await c.get("/v1/clusters"),
+            await c.get("/"),
+            await c.get("/static/page.js"),
+            await c.get("/openapi.json"),
+            await c.get("/docs"),
+            await c.get("/metrics"),
+            await c.get("/healthz"),
+            await c.get("/v1/nothing"),
+            await c.put("/v1/documents/a"),
+            await c.post("/v1/compare", json={"a": "x" * 100, "b": "y"}),
+            await c.post("/v1/compare", json={"a": "x"}),
+            await c.get("/healthz", headers={"Host": "attacker.example"}),
+        ]
+        assert [r.status_code for r in answers] == [*[200] * 7, 404, 405, 413, 422, 400]
+        assert "default-src 'self'" in answers[1].headers["content-security-policy"]
+    dd = Deduper(store=f"sqlite:///{tmp_path / 'x.db'}")
+    app = create_app(dd)
+    dd.close()
+    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as c:
+        answers.append(await c.get("/v1/clusters"))
+    assert answers[-1].status_code == 500
+    for r in answers:
+        assert r.headers.get("x-content-type-options") == "nosniff", (r.request.url, r.headers)
+
+
 async def test_openapi_declares_the_key_on_writes_only() -> None:
     """With a key the OpenAPI document puts Bearer security and 401 on writes, not reads."""
     app = create_app(api_key=KEY)

@@ -16,6 +16,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..errors import InputError, NeardupError
 from . import _models as m
+from ._middleware import SECURITY_HEADERS
 
 __all__ = [
     "ERRORS",
@@ -277,7 +278,11 @@ async def _service_error(request: Request, exc: Exception) -> JSONResponse:
 async def _internal(request: Request, exc: Exception) -> JSONResponse:
     # the traceback goes to the server's log, never to the client
     log.error("error on %s %s", request.method, request.url.path, exc_info=exc)
-    return error_response(500, "internal", "internal error; the server's log has the details")
+    # Starlette answers a 500 outside every middleware: the headers they add go here too
+    headers = {name.decode(): value.decode() for name, value in SECURITY_HEADERS}
+    return error_response(
+        500, "internal", "internal error; the server's log has the details", headers=headers
+    )
 
 
 async def _neardup_error(request: Request, exc: Exception) -> JSONResponse:

@@ -1,6 +1,6 @@
-"""Small ASGI layers around the service: the Host check (against DNS rebinding), a body-size
-limit (413 before the body is parsed), and the request counter and latency histogram behind
-``/metrics``."""
+"""Small ASGI layers around the service: the headers every answer carries, the Host check
+(against DNS rebinding), a body-size limit (413 before the body is parsed), and the request
+counter and latency histogram behind ``/metrics``."""
 
 from __future__ import annotations
 
@@ -36,6 +36,33 @@ async def send_json(send: Send, status: int, body: dict[str, object]) -> None:
         }
     )
     await send({"type": "http.response.body", "body": data})
+
+
+#: Headers on every answer: no browser guesses a type other than the one sent (a stored
+#: text that looks like HTML or script is never run as such).
+SECURITY_HEADERS = ((b"x-content-type-options", b"nosniff"),)
+
+
+class SecurityHeaders:
+    """Add :data:`SECURITY_HEADERS` to every answer that does not set them itself."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def sending(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", ()))
+                present = {name.lower() for name, _ in headers}
+                headers += [(n, v) for n, v in SECURITY_HEADERS if n not in present]
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, receive, sending)
 
 
 #: The names of this machine's loopback addresses, always answered.

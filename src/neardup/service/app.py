@@ -16,7 +16,7 @@ from fastapi import FastAPI
 from .. import __version__
 from ..deduper import Deduper
 from ._errors import ERRORS, install_error_handlers
-from ._middleware import BodyLimit, HostCheck, Measure
+from ._middleware import BodyLimit, HostCheck, Measure, SecurityHeaders
 from ._routes import add_routes
 from ._service import Service
 from ._settings import (
@@ -117,8 +117,10 @@ def _application(service: Service) -> FastAPI:
     )
     app.state.service = service
     install_error_handlers(app)
-    # the last added runs first: count every request, then check its Host, then its size
+    # the last added runs first: headers on every answer, count every request, then check
+    # its Host, then its size (a 500 is answered outside these: its handler adds the headers)
     app.add_middleware(BodyLimit, limit=service.settings.max_body)
     app.add_middleware(HostCheck, allowed=service.settings.allowed_hosts)
     app.add_middleware(Measure, metrics=service.metrics)
+    app.add_middleware(SecurityHeaders)
     return app
