@@ -224,13 +224,31 @@ def test_refuses_a_public_address_without_a_key() -> None:
 
 def test_a_key_from_the_environment_guards_writes() -> None:
     """NEARDUP_API_KEY allows a public address and makes writes need the key."""
-    with serving("--host", "0.0.0.0", env={"NEARDUP_API_KEY": "k3y"}) as s:
+    key = "k3y-of-sixteen-chars"
+    with serving("--host", "0.0.0.0", env={"NEARDUP_API_KEY": key}) as s:
         port = s.url.rsplit(":", 1)[1].rstrip("/")
         url = f"http://127.0.0.1:{port}/"
         doc = {"id": "a", "text": "一段正文。"}
         assert httpx.post(url + "v1/documents", json=doc).status_code == 401
-        r = httpx.post(url + "v1/documents", json=doc, headers={"Authorization": "Bearer k3y"})
+        r = httpx.post(url + "v1/documents", json=doc, headers={"Authorization": f"Bearer {key}"})
         assert r.status_code == 200
+        assert "writes need the API key" in "".join(s.log)
+
+
+@pytest.mark.parametrize("where", ["env", "option"])
+def test_a_short_key_is_refused_on_a_public_address(where: str) -> None:
+    """A key under 16 characters is guessable by anyone who can reach a public address:
+    status 2 and one line; on loopback a short key is still taken."""
+    key = "k3y-fifteen-chr"
+    assert len(key) == 15
+    args = ("--api-key", key) if where == "option" else ()
+    env = {"NEARDUP_API_KEY": key} if where == "env" else {}
+    r = _run("--host", "0.0.0.0", "--port", "0", *args, env=env)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.startswith("neardup: error: the API key has 15 characters")
+    assert "at least 16" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert key not in r.stderr
+    with serving(*args, env={"NEARDUP_API_KEY": key} if where == "env" else None) as s:
         assert "writes need the API key" in "".join(s.log)
 
 

@@ -28,7 +28,7 @@ from ._settings import (  # standard library only, as is everything this module 
     DEFAULT_QUEUE_TIMEOUT,
 )
 
-__all__ = ["add_parser", "is_loopback", "parse_size", "run"]
+__all__ = ["MIN_PUBLIC_KEY", "add_parser", "is_loopback", "parse_size", "run"]
 
 _DESCRIPTION = """\
 Serve the Deduper over HTTP: JSON endpoints under /v1 for crawlers in any language (check,
@@ -40,12 +40,19 @@ _EPILOG = """\
 security:
   With a key (--api-key, or the NEARDUP_API_KEY environment variable, which keeps it out of
   the process list), adding and deleting need the header Authorization: Bearer KEY. Reading
-  and comparing need none. Without a key the service listens only on a loopback address.
+  and comparing need none. Without a key the service listens only on a loopback address;
+  beyond loopback the key must have 16 characters or more. Requests are answered only when
+  their Host header names localhost, 127.0.0.1, [::1], the --host address or an
+  --allowed-host (against DNS rebinding); /v1/compare takes bounded texts, a few at once.
 
 examples:
   neardup serve --db crawl.db
-  NEARDUP_API_KEY=s3cret neardup serve --db crawl.db --host 0.0.0.0 --port 8000
+  export NEARDUP_API_KEY=$(python3 -c 'import secrets; print(secrets.token_urlsafe(24))')
+  neardup serve --db crawl.db --host 0.0.0.0 --allowed-host dedup.internal
   neardup serve --store 'redis://127.0.0.1:6379/0?namespace=crawl' --window 90d"""
+
+#: The shortest API key taken for a service others can reach (beyond loopback).
+MIN_PUBLIC_KEY = 16
 
 _SIZE = re.compile(r"^\s*(\d+)\s*([kmg]?)i?b?\s*$", re.IGNORECASE)
 
@@ -264,6 +271,12 @@ def run(args: argparse.Namespace) -> int:
             f"refusing to listen on {args.host} without an API key: anyone who can reach it "
             "could add and delete documents. Set NEARDUP_API_KEY (or --api-key), or listen "
             "on 127.0.0.1"
+        )
+    if api_key is not None and len(api_key) < MIN_PUBLIC_KEY and not is_loopback(args.host):
+        raise ConfigError(
+            f"the API key has {len(api_key)} characters; on {args.host}, which others can "
+            f"reach, use one of at least {MIN_PUBLIC_KEY} (such as the output of python3 -c "
+            "'import secrets; print(secrets.token_urlsafe(24))')"
         )
     url = store_url(args) or "memory://"
     try:
