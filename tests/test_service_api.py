@@ -307,7 +307,13 @@ async def test_bad_documents_are_422_naming_the_field(
         (b"", {"content-type": "application/json"}, "JSON object is required"),
         (b'{"id": "a", "text": "x"}', {"content-type": "text/plain"}, "Content-Type"),
         (b"id=a&text=x", {"content-type": "application/x-www-form-urlencoded"}, "Content-Type"),
-        (b"\xff\xfe{", {"content-type": "application/json"}, ""),
+        (b"\xff\xfe{", {"content-type": "application/json"}, "UTF-8"),
+        (b"[" * 100_000 + b"]" * 100_000, {"content-type": "application/json"}, "too deeply"),
+        (
+            b'{"id": "a", "text": ' + b'{"x": ' * 50_000 + b"1" + b"}" * 50_001,
+            {"content-type": "application/json"},
+            "nested too deeply",
+        ),
     ],
 )
 async def test_bodies_that_are_not_a_json_object_are_422(

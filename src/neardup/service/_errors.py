@@ -251,10 +251,15 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     if exc.status_code == 404 and message == "Not Found":
         message = f"no such endpoint: {request.url.path} (see /docs)"
     if exc.status_code == 400 and message == "There was an error parsing the body":
-        # FastAPI's answer to a body that is not UTF-8: a malformed body like any other
-        return error_response(
-            422, "invalid", "the body is not valid JSON: it must be UTF-8", "body"
-        )
+        # FastAPI's answer to a body it could not read: a malformed body like any other
+        if isinstance(exc.__cause__, RecursionError):
+            message = (
+                "the body's JSON is nested too deeply to read (arrays or objects hundreds of "
+                "levels within one another); send an object of strings and numbers"
+            )
+        else:
+            message = "the body is not valid JSON: it must be UTF-8"
+        return error_response(422, "invalid", message, "body")
     headers = dict(exc.headers) if exc.headers else None
     if exc.status_code == 405:
         message = f"{request.method} is not allowed on {request.url.path}"
