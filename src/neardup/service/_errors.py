@@ -42,7 +42,12 @@ ERRORS: dict[int | str, dict[str, Any]] = {
         "description": "As many comparisons are running as the service runs at once: try "
         "again after the Retry-After seconds.",
     },
-    503: {"model": m.ErrorOut, "description": "The store cannot be reached."},
+    503: {
+        "model": m.ErrorOut,
+        "description": "The store cannot be reached or did not answer in time (unavailable), "
+        "its file is damaged (damaged), or too many requests wait for it (busy); Retry-After "
+        "says when to try again, where trying again may help.",
+    },
 }
 UNAUTHORIZED: dict[int | str, dict[str, Any]] = {
     401: {

@@ -279,7 +279,10 @@ class ErrorOut(BaseModel):
 
     error: Annotated[
         str,
-        Field(description="unauthorized, not_found, too_large, invalid, unavailable or internal"),
+        Field(
+            description="bad_host, unauthorized, not_found, method_not_allowed, too_large, "
+            "invalid, busy, unavailable, damaged or internal"
+        ),
     ]
     message: str
     field: str | None = None

@@ -39,7 +39,13 @@ send copies at once), compare two texts by every measure, and browse the cluster
 
 Writes and deletes need `Authorization: Bearer <key>` when the service was started with a key
 (`--api-key` or `NEARDUP_API_KEY`). Every error is a JSON object with `error`, `message` and,
-for a 422, the `field` at fault. The page at `/` compares texts and shows the clusters."""
+for a 422, the `field` at fault. The page at `/` compares texts and shows the clusters.
+
+The service answers only requests whose `Host` names it (`localhost`, `127.0.0.1`, `[::1]`,
+the address it listens on, or a name it was started with): others get 400 `bad_host`, so a
+web page cannot reach it through DNS rebinding. `/v1/compare` takes bounded texts and runs a
+few comparisons at once (429 `busy` with `Retry-After` beyond). A request waits only so long
+for the store (503 `busy`); `/healthz` answers within a second, 503 when the store does not."""
 
 
 def create_app(
