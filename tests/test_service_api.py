@@ -54,7 +54,7 @@ async def served(**options: object) -> AsyncIterator[httpx.AsyncClient]:
     app = create_app(**options)  # type: ignore[arg-type]
     transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
     try:
-        async with httpx.AsyncClient(transport=transport, base_url="http://neardup") as c:
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as c:
             yield c
     finally:
         app.state.service.close()
@@ -254,6 +254,21 @@ async def test_timestamps_in_every_form(timestamp: object, seconds: float) -> No
     assert doc["timestamp"] == seconds and doc["title"] == "标题"
 
 
+@pytest.mark.parametrize("timestamp", ["", "  ", None])
+@pytest.mark.parametrize("endpoint", ["/v1/check", "/v1/documents"])
+async def test_an_empty_timestamp_is_no_timestamp(endpoint: str, timestamp: str | None) -> None:
+    """An empty (or blank) timestamp is absent, as in `neardup dedup`: the time it is added."""
+    import time
+
+    async with served() as c:
+        body = {"id": "a", "text": "正文。", "timestamp": timestamp}
+        r = await c.post(endpoint, json=body)
+        assert r.status_code == 200, r.text
+        if endpoint == "/v1/documents":
+            doc = (await c.get("/v1/documents/a")).json()
+            assert abs(doc["timestamp"] - time.time()) < 60
+
+
 @pytest.mark.parametrize(
     ("body", "field"),
     [
@@ -292,7 +307,13 @@ async def test_bad_documents_are_422_naming_the_field(
         (b"", {"content-type": "application/json"}, "JSON object is required"),
         (b'{"id": "a", "text": "x"}', {"content-type": "text/plain"}, "Content-Type"),
         (b"id=a&text=x", {"content-type": "application/x-www-form-urlencoded"}, "Content-Type"),
-        (b"\xff\xfe{", {"content-type": "application/json"}, ""),
+        (b"\xff\xfe{", {"content-type": "application/json"}, "UTF-8"),
+        (b"[" * 100_000 + b"]" * 100_000, {"content-type": "application/json"}, "too deeply"),
+        (
+            b'{"id": "a", "text": ' + b'{"x": ' * 50_000 + b"1" + b"}" * 50_001,
+            {"content-type": "application/json"},
+            "nested too deeply",
+        ),
     ],
 )
 async def test_bodies_that_are_not_a_json_object_are_422(
@@ -339,10 +360,22 @@ async def test_get_document_gives_decision_text_and_cluster(store_url: str) -> N
 
 @pytest.mark.parametrize(
     "doc_id",
-    ["https://news.example.cn/2026/01/18/a.html?x=1", "带空格 和/斜杠", "a%2Fb", "#hash", " "],
+    [
+        "https://news.example.cn/2026/01/18/a.html?x=1",
+        "https://新闻.例子.中国/国内/2026/01/18/a.html#top",
+        "带空格 和/斜杠",
+        "a%2Fb",
+        "#hash",
+        " ",
+        "a\nb",
+        "\n",
+        "line\r\nbreak/",
+        "tab\there\u2028",
+    ],
 )
 async def test_any_id_round_trips_through_the_path(doc_id: str) -> None:
-    """URLs and other ids with slashes, spaces and percent signs work once percent-encoded."""
+    """URLs and other ids with slashes, spaces, percent signs and newlines work once
+    percent-encoded."""
     from urllib.parse import quote
 
     async with served(api_key=KEY) as c:
@@ -526,6 +559,67 @@ async def test_the_key_is_checked_before_the_body() -> None:
     assert_error(r, 401, "unauthorized")
 
 
+@pytest.mark.parametrize(
+    ("allowed", "host", "status"),
+    [
+        ((), "neardup", 400),
+        ((), "localhost:8000", 200),
+        (("neardup",), "neardup", 200),
+        (("neardup",), "neardup.evil.example", 400),
+        (("*",), "anything.example", 200),
+        (("0.0.0.0",), "192.168.1.20:8000", 200),
+        (("0.0.0.0",), "nas.local", 400),
+    ],
+)
+async def test_create_app_answers_only_the_allowed_hosts(
+    allowed: tuple[str, ...], host: str, status: int
+) -> None:
+    """create_app(allowed_hosts=) adds Host names to the loopback ones; others are a 400."""
+    async with served(allowed_hosts=allowed) as c:
+        r = await c.get("/v1/clusters", headers={"Host": host})
+    assert r.status_code == status, r.text
+    if status == 400:
+        assert_error(r, 400, "bad_host")
+
+
+@pytest.mark.parametrize("bad", ["a b", "http://x/", "", "x:y"])
+def test_create_app_refuses_a_malformed_allowed_host(bad: str) -> None:
+    """An allowed host that is no host name or address is a ValueError at once."""
+    with pytest.raises(ValueError, match="is not a host name"):
+        create_app(allowed_hosts=[bad])
+
+
+async def test_every_response_says_nosniff(tmp_path: Path) -> None:
+    """X-Content-Type-Options: nosniff on every answer, errors of every layer included (a
+    browser never runs a stored text as a script or a page); the page keeps its CSP."""
+    async with served(max_body=100) as c:
+        answers = [
+            await c.get("/v1/clusters"),
+            await c.get("/"),
+            await c.get("/static/page.js"),
+            await c.get("/openapi.json"),
+            await c.get("/docs"),
+            await c.get("/metrics"),
+            await c.get("/healthz"),
+            await c.get("/v1/nothing"),
+            await c.put("/v1/documents/a"),
+            await c.post("/v1/compare", json={"a": "x" * 100, "b": "y"}),
+            await c.post("/v1/compare", json={"a": "x"}),
+            await c.get("/healthz", headers={"Host": "attacker.example"}),
+        ]
+        assert [r.status_code for r in answers] == [*[200] * 7, 404, 405, 413, 422, 400]
+        assert "default-src 'self'" in answers[1].headers["content-security-policy"]
+    dd = Deduper(store=f"sqlite:///{tmp_path / 'x.db'}")
+    app = create_app(dd)
+    dd.close()
+    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as c:
+        answers.append(await c.get("/v1/clusters"))
+    assert answers[-1].status_code == 500
+    for r in answers:
+        assert r.headers.get("x-content-type-options") == "nosniff", (r.request.url, r.headers)
+
+
 async def test_openapi_declares_the_key_on_writes_only() -> None:
     """With a key the OpenAPI document puts Bearer security and 401 on writes, not reads."""
     app = create_app(api_key=KEY)
@@ -585,7 +679,7 @@ async def test_an_internal_error_is_json_without_a_traceback(tmp_path: Path) -> 
     app = create_app(dd)
     dd.close()
     transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
-    async with httpx.AsyncClient(transport=transport, base_url="http://neardup") as c:
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as c:
         r = await c.post("/v1/documents", json={"id": "a", "text": "正文。"})
     assert_error(r, 500, "internal")
     assert "sqlite" not in r.text.lower() and "closed" not in r.text

@@ -160,6 +160,19 @@ def test_errors_are_shown_not_thrown(page: Any, server: Server) -> None:
     assert "no cluster 'no-such-cluster'" in page.locator("#cluster-error").text_content()
 
 
+def test_a_malformed_cluster_address_is_shown_not_thrown(page: Any, server: Server) -> None:
+    """#cluster/%E0%A4%A is no percent-encoding: the page says so (no uncaught URIError),
+    and the next address works again."""
+    page.goto(server.url + "#cluster/%E0%A4%A")
+    page.wait_for_selector("#cluster-error:not([hidden])")
+    shown = page.locator("#cluster-error").text_content()
+    assert "%E0%A4%A" in shown and "percent-encod" in shown
+    assert page.locator(".member").count() == 0
+    page.evaluate("location.hash = '#cluster/story-1'")
+    page.wait_for_selector(".member")
+    assert page.locator("#cluster-error").is_hidden()
+
+
 def test_browse_clusters_largest_first_and_open_one(page: Any, server: Server) -> None:
     """The clusters list comes largest first; opening one shows its members side by side,
     the kept one marked, each copy with its score and its shared passages highlighted."""

@@ -14,7 +14,7 @@ from neardup.service import create_app
 
 KEY = "schema-test-key"
 
-app = create_app(api_key=KEY)
+app = create_app(api_key=KEY, allowed_hosts=["testserver"])  # the Host schemathesis sends
 schema = schemathesis.openapi.from_asgi("/openapi.json", app)
 
 

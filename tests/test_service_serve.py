@@ -38,7 +38,7 @@ class Server:
         self.log = log
 
 
-def _start(*args: str, env: dict[str, str] | None = None) -> Server:
+def _start(*args: str, env: dict[str, str] | None = None, healthy: bool = True) -> Server:
     proc = subprocess.Popen(
         [sys.executable, "-m", "neardup", "serve", "--port", "0", "--no-access-log", *args],
         stdout=subprocess.DEVNULL,
@@ -62,7 +62,7 @@ def _start(*args: str, env: dict[str, str] | None = None) -> Server:
     threading.Thread(target=lambda: log.extend(stream), daemon=True).start()
     for _ in range(300):  # the socket is bound before the line; wait until it answers
         try:
-            if httpx.get(url + "healthz", timeout=5).status_code == 200:
+            if httpx.get(url + "healthz", timeout=5).status_code == 200 or not healthy:
                 break
         except httpx.TransportError:
             time.sleep(0.05)
@@ -73,10 +73,12 @@ def _start(*args: str, env: dict[str, str] | None = None) -> Server:
 
 
 @contextmanager
-def serving(*args: str, env: dict[str, str] | None = None) -> Iterator[Server]:
+def serving(
+    *args: str, env: dict[str, str] | None = None, healthy: bool = True
+) -> Iterator[Server]:
     """A running ``neardup serve ARGS``, stopped with SIGTERM afterwards (and checked to
-    stop cleanly)."""
-    server = _start(*args, env=env)
+    stop cleanly). It has answered /healthz with 200, or anything when not ``healthy``."""
+    server = _start(*args, env=env, healthy=healthy)
     try:
         yield server
     finally:
@@ -183,6 +185,25 @@ def test_the_store_outlives_the_server(tmp_path: Path) -> None:
         assert d.json()["duplicate_of"] == "a"
 
 
+def test_ids_with_newlines_and_urls_round_trip_through_uvicorn(tmp_path: Path) -> None:
+    """Ids with newlines (which some crawls have) and URLs, percent-encoded in the path, are
+    found, listed as clusters and deleted through a real server."""
+    from urllib.parse import quote
+
+    ids = ["a\nb", "title\r\n", "https://news.example.cn/a/b.html?x=1&y=%2F#c"]
+    with serving("--db", str(tmp_path / "ids.db")) as s, httpx.Client(base_url=s.url) as c:
+        rng = random.Random(70)
+        for doc_id in ids:  # three stories: each is its own cluster
+            r = c.post("v1/documents", json={"id": doc_id, "text": story(rng)})
+            assert r.status_code == 200, r.text
+        for doc_id in ids:
+            path = quote(doc_id, safe="")
+            assert c.get(f"v1/documents/{path}").json()["id"] == doc_id
+            assert c.get(f"v1/clusters/{path}").json()["id"] == doc_id
+            assert c.delete(f"v1/documents/{path}").json() == {"id": doc_id, "deleted": True}
+            assert c.get(f"v1/documents/{path}").status_code == 404
+
+
 def _run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "neardup", "serve", *args],
@@ -203,13 +224,31 @@ def test_refuses_a_public_address_without_a_key() -> None:
 
 def test_a_key_from_the_environment_guards_writes() -> None:
     """NEARDUP_API_KEY allows a public address and makes writes need the key."""
-    with serving("--host", "0.0.0.0", env={"NEARDUP_API_KEY": "k3y"}) as s:
+    key = "k3y-of-sixteen-chars"
+    with serving("--host", "0.0.0.0", env={"NEARDUP_API_KEY": key}) as s:
         port = s.url.rsplit(":", 1)[1].rstrip("/")
         url = f"http://127.0.0.1:{port}/"
         doc = {"id": "a", "text": "一段正文。"}
         assert httpx.post(url + "v1/documents", json=doc).status_code == 401
-        r = httpx.post(url + "v1/documents", json=doc, headers={"Authorization": "Bearer k3y"})
+        r = httpx.post(url + "v1/documents", json=doc, headers={"Authorization": f"Bearer {key}"})
         assert r.status_code == 200
+        assert "writes need the API key" in "".join(s.log)
+
+
+@pytest.mark.parametrize("where", ["env", "option"])
+def test_a_short_key_is_refused_on_a_public_address(where: str) -> None:
+    """A key under 16 characters is guessable by anyone who can reach a public address:
+    status 2 and one line; on loopback a short key is still taken."""
+    key = "k3y-fifteen-chr"
+    assert len(key) == 15
+    args = ("--api-key", key) if where == "option" else ()
+    env = {"NEARDUP_API_KEY": key} if where == "env" else {}
+    r = _run("--host", "0.0.0.0", "--port", "0", *args, env=env)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.startswith("neardup: error: the API key has 15 characters")
+    assert "at least 16" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert key not in r.stderr
+    with serving(*args, env={"NEARDUP_API_KEY": key} if where == "env" else None) as s:
         assert "writes need the API key" in "".join(s.log)
 
 

@@ -63,11 +63,13 @@ class DocumentIn(BaseModel):
     timestamp: Annotated[
         Annotated[float, Field(ge=_EARLIEST, le=_LATEST_MS)]
         | Annotated[StrictStr, Field(json_schema_extra={"format": "date-time"})]
+        | Annotated[StrictStr, Field(pattern=r"^\s*$", description="No timestamp.")]
         | None,
         Field(
             description="When it was published: seconds (or milliseconds) since the epoch, or "
             "an ISO 8601 time such as 2026-01-18T10:05:00+08:00. Documents are compared only "
-            "with those within the service's window of it; the time it is added when absent.",
+            "with those within the service's window of it; the time it is added when absent "
+            "(or an empty string).",
         ),
     ] = None
 
@@ -79,8 +81,8 @@ class DocumentIn(BaseModel):
     @field_validator("timestamp", mode="before")
     @classmethod
     def _seconds(cls, value: Any) -> float | None:
-        if value is None:
-            return None
+        if value is None or (isinstance(value, str) and not value.strip()):
+            return None  # as `neardup dedup` reads an empty date: no timestamp
         if isinstance(value, bool) or not isinstance(value, int | float | str):
             raise ValueError("must be a number of seconds since the epoch or an ISO 8601 time")
         try:
@@ -278,7 +280,10 @@ class ErrorOut(BaseModel):
 
     error: Annotated[
         str,
-        Field(description="unauthorized, not_found, too_large, invalid, unavailable or internal"),
+        Field(
+            description="bad_host, unauthorized, not_found, method_not_allowed, too_large, "
+            "invalid, busy, unavailable, damaged or internal"
+        ),
     ]
     message: str
     field: str | None = None

@@ -17,8 +17,18 @@ from urllib.parse import urlsplit
 
 from .._options import store_options, store_url
 from ..errors import ConfigError, MissingDependencyError
+from ._middleware import allowed_name
+from ._settings import (  # standard library only, as is everything this module imports
+    DEFAULT_HEALTH_TIMEOUT,
+    DEFAULT_MAX_BODY,
+    DEFAULT_MAX_COMPARE_CELLS,
+    DEFAULT_MAX_COMPARE_CHARS,
+    DEFAULT_MAX_CONCURRENT_COMPARE,
+    DEFAULT_MAX_QUEUE,
+    DEFAULT_QUEUE_TIMEOUT,
+)
 
-__all__ = ["add_parser", "is_loopback", "parse_size", "run"]
+__all__ = ["MIN_PUBLIC_KEY", "add_parser", "is_loopback", "parse_size", "run"]
 
 _DESCRIPTION = """\
 Serve the Deduper over HTTP: JSON endpoints under /v1 for crawlers in any language (check,
@@ -30,12 +40,19 @@ _EPILOG = """\
 security:
   With a key (--api-key, or the NEARDUP_API_KEY environment variable, which keeps it out of
   the process list), adding and deleting need the header Authorization: Bearer KEY. Reading
-  and comparing need none. Without a key the service listens only on a loopback address.
+  and comparing need none. Without a key the service listens only on a loopback address;
+  beyond loopback the key must have 16 characters or more. Requests are answered only when
+  their Host header names localhost, 127.0.0.1, [::1], the --host address or an
+  --allowed-host (against DNS rebinding); /v1/compare takes bounded texts, a few at once.
 
 examples:
   neardup serve --db crawl.db
-  NEARDUP_API_KEY=s3cret neardup serve --db crawl.db --host 0.0.0.0 --port 8000
+  export NEARDUP_API_KEY=$(python3 -c 'import secrets; print(secrets.token_urlsafe(24))')
+  neardup serve --db crawl.db --host 0.0.0.0 --allowed-host dedup.internal
   neardup serve --store 'redis://127.0.0.1:6379/0?namespace=crawl' --window 90d"""
+
+#: The shortest API key taken for a service others can reach (beyond loopback).
+MIN_PUBLIC_KEY = 16
 
 _SIZE = re.compile(r"^\s*(\d+)\s*([kmg]?)i?b?\s*$", re.IGNORECASE)
 
@@ -64,6 +81,34 @@ def _port(value: str) -> int:
     if not 0 <= port <= 65535:
         raise argparse.ArgumentTypeError(f"a port is between 0 and 65535, not {port}")
     return port
+
+
+def _seconds(value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1.0
+    if not 0 < seconds < 1e6:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a positive number of seconds")
+    return seconds
+
+
+def _count(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number of at least 1")
+    return n
+
+
+def _host(value: str) -> str:
+    if value != "*" and allowed_name(value) is None:
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not a host name or address (or '*' for any)"
+        )
+    return value
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -99,8 +144,64 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "--max-body",
         type=parse_size,
         metavar="SIZE",
-        default=10 * 1024 * 1024,
+        default=DEFAULT_MAX_BODY,
         help="refuse request bodies larger than this with 413 (default: 10M)",
+    )
+    p.add_argument(
+        "--allowed-host",
+        action="append",
+        type=_host,
+        default=[],
+        metavar="NAME",
+        help="also answer requests whose Host header is NAME (repeatable; '*' answers any). "
+        "Only localhost, 127.0.0.1, [::1] and the --host address are answered otherwise, "
+        "against DNS rebinding",
+    )
+    p.add_argument(
+        "--max-compare-chars",
+        type=_count,
+        metavar="N",
+        default=DEFAULT_MAX_COMPARE_CHARS,
+        help="refuse /v1/compare texts longer than N characters with 422 (default: %(default)s)",
+    )
+    p.add_argument(
+        "--max-compare-cells",
+        type=_count,
+        metavar="N",
+        default=DEFAULT_MAX_COMPARE_CELLS,
+        help="refuse /v1/compare pairs whose lengths after normalization multiply to more "
+        "than N with 422: mcc and contiguity cost len(a) x len(b) (default: %(default)s)",
+    )
+    p.add_argument(
+        "--max-concurrent-compare",
+        type=_count,
+        metavar="N",
+        default=DEFAULT_MAX_CONCURRENT_COMPARE,
+        help="run at most N comparisons at once, answer more with 429 (default: %(default)s)",
+    )
+    p.add_argument(
+        "--queue-timeout",
+        type=_seconds,
+        metavar="SECONDS",
+        default=DEFAULT_QUEUE_TIMEOUT,
+        help="answer 503 to a request that waited this long for its turn at the store "
+        "(default: %(default)g)",
+    )
+    p.add_argument(
+        "--max-queue",
+        type=_count,
+        metavar="N",
+        default=DEFAULT_MAX_QUEUE,
+        help="answer 503 at once to a request that would wait behind N others for the store "
+        "(default: %(default)s)",
+    )
+    p.add_argument(
+        "--health-timeout",
+        type=_seconds,
+        metavar="SECONDS",
+        default=DEFAULT_HEALTH_TIMEOUT,
+        help="how long /healthz (503 after it) and /metrics wait for the store "
+        "(default: %(default)g)",
     )
     p.add_argument(
         "--access-log",
@@ -171,6 +272,12 @@ def run(args: argparse.Namespace) -> int:
             "could add and delete documents. Set NEARDUP_API_KEY (or --api-key), or listen "
             "on 127.0.0.1"
         )
+    if api_key is not None and len(api_key) < MIN_PUBLIC_KEY and not is_loopback(args.host):
+        raise ConfigError(
+            f"the API key has {len(api_key)} characters; on {args.host}, which others can "
+            f"reach, use one of at least {MIN_PUBLIC_KEY} (such as the output of python3 -c "
+            "'import secrets; print(secrets.token_urlsafe(24))')"
+        )
     url = store_url(args) or "memory://"
     try:
         import uvicorn
@@ -183,7 +290,19 @@ def run(args: argparse.Namespace) -> int:
     sock = _listen(args.host, args.port)
     try:
         try:
-            app = create_app(store=url, window=args.window, api_key=api_key, max_body=args.max_body)
+            app = create_app(
+                store=url,
+                window=args.window,
+                api_key=api_key,
+                max_body=args.max_body,
+                allowed_hosts=[args.host, *args.allowed_host],
+                health_timeout=args.health_timeout,
+                queue_timeout=args.queue_timeout,
+                max_queue=args.max_queue,
+                max_compare_chars=args.max_compare_chars,
+                max_compare_cells=args.max_compare_cells,
+                max_concurrent_compare=args.max_concurrent_compare,
+            )
         except ConfigError:
             raise
         except Exception as e:  # a store that cannot be reached: one line, not a traceback

@@ -12,6 +12,11 @@ round trips, whatever its size.
 With ``ttl`` (``?ttl=90d``, or the Deduper's window) every key of a document expires that long
 after it was added, and buckets forget members whose document expired.
 
+A Redis that stops answering (a hung server, a lost network) fails a call after
+``socket_timeout`` seconds, 5 by default (``?socket_timeout=2``), and a connection that cannot be
+made after ``socket_connect_timeout``, also 5 (``?socket_connect_timeout=2``), with
+:class:`~neardup.errors.StoreError`: never a wait of minutes.
+
 Keys: ``NS:d:ID`` (entry, JSON), ``NS:s:ID`` (sketch), ``NS:b:KEY`` (bucket: a sorted set
 of ``seq|ts|id`` by seq), ``NS:x:HASH`` (first id with that exact text), ``NS:log`` (ids of kept
 documents, in order), ``NS:c:LABEL`` (a cluster's members by seq), ``NS:clusters`` (sizes),
@@ -32,7 +37,25 @@ from ..engine.codec import decode, encode
 from ..errors import ConfigError, MissingDependencyError, NeardupError, StoreError
 from . import BandKey, Entry, NewEntry, Store, bucket_keys, parse_window
 
-__all__ = ["RedisStore"]
+__all__ = ["DEFAULT_TIMEOUT", "RedisStore"]
+
+#: Seconds a Redis call (``socket_timeout``) or a connection (``socket_connect_timeout``) may
+#: take before it fails, unless the URL says otherwise.
+DEFAULT_TIMEOUT = 5.0
+
+
+def _timeout(query: Mapping[str, list[str]], name: str) -> float:
+    """A positive number of seconds from the URL's query, or the default."""
+    values = query.get(name)
+    if not values:
+        return DEFAULT_TIMEOUT
+    try:
+        seconds = float(values[0])
+    except ValueError:
+        seconds = -1.0
+    if not 0 < seconds < 1e6:
+        raise ConfigError(f"{name} must be a positive number of seconds, got {values[0]!r}")
+    return seconds
 
 
 def _entry_json(e: Entry, text_key: int) -> str:
@@ -164,8 +187,12 @@ class RedisStore(Store):
         self.url = f"{safe}?namespace={namespace}"
         self.ns = namespace
         self._redis = redis
+        timeout = _timeout(query, "socket_timeout")
+        connect_timeout = _timeout(query, "socket_connect_timeout")
         try:
-            self._r = redis.Redis.from_url(bare, socket_timeout=60, socket_connect_timeout=10)
+            self._r = redis.Redis.from_url(
+                bare, socket_timeout=timeout, socket_connect_timeout=connect_timeout
+            )
             self._r.ping()
         except (redis.RedisError, ValueError) as exc:
             raise ConfigError(f"cannot reach Redis at {safe}: {exc}") from exc

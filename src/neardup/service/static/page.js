@@ -194,7 +194,7 @@ async function loadCluster(id, more) {
   showError($("cluster-error"), null);
   try {
     const r = await api("GET", `/v1/clusters/${encodeURIComponent(id)}?limit=${PAGE}&offset=${memberState.offset}`);
-    if (memberState.id !== id) return;
+    if (!memberState || memberState.id !== id) return;
     for (const member of r.members) {
       if (member.id === r.id) memberState.keptText = member.text;
       $("members").append(memberCard(member, r.id));
@@ -254,7 +254,23 @@ function route() {
   $("nav-compare").classList.toggle("current", view === "compare");
   $("nav-clusters").classList.toggle("current", view !== "compare");
   if (view === "clusters") loadClusters(false);
-  if (view === "cluster") loadCluster(decodeURIComponent(hash.slice("#cluster/".length)), false);
+  if (view === "cluster") {
+    const encoded = hash.slice("#cluster/".length);
+    let id;
+    try {
+      id = decodeURIComponent(encoded);
+    } catch (err) { // a hand-made address that is no percent-encoding: say so, never throw
+      memberState = null;
+      $("members").replaceChildren();
+      $("members-more").hidden = true;
+      $("cluster-title").textContent = "No such cluster";
+      $("cluster-info").textContent = "";
+      showError($("cluster-error"),
+        new Error(`the address names no cluster: ${encoded} is not valid percent-encoding`));
+      return;
+    }
+    loadCluster(id, false);
+  }
 }
 
 document.addEventListener("DOMContentLoaded", () => {
