@@ -50,7 +50,8 @@ from twisted.internet.defer import Deferred
 
 from .deduper import Decision, Deduper
 from .engine import DedupConfig
-from .errors import ConfigError, InputError, MissingDependencyError, StoreError
+from .errors import ConfigError, InputError, StoreError
+from .records.extract import main_text_extractor
 from .times import parse_window, timestamp_or_none
 
 if TYPE_CHECKING:
@@ -145,30 +146,12 @@ def _text_value(value: object) -> str | None:
 
 
 def _load_extractor() -> Callable[[str | bytes], str | None]:
-    """trafilatura's main-text extraction, or MissingDependencyError."""
-    try:
-        import trafilatura
-    except ImportError as exc:
-        raise MissingDependencyError(
-            "NEARDUP_HTML_FIELD needs trafilatura to extract the main text: "
-            "pip install 'neardup[scrapy]'"
-        ) from exc
-
-    # trafilatura logs several DEBUG lines a page; Scrapy's default LOG_LEVEL shows them all
-    quiet = logging.getLogger("trafilatura")
-    if quiet.level == logging.NOTSET:
-        quiet.setLevel(logging.INFO)
-
-    # without the fallback extractors: 40 % faster, and the same text on news pages
-    import inspect
-
-    fast = "fast" if "fast" in inspect.signature(trafilatura.extract).parameters else "no_fallback"
-    options: dict[str, Any] = {"include_comments": False, "include_tables": True, fast: True}
-
-    def extract(html: str | bytes) -> str | None:
-        return trafilatura.extract(html, **options)
-
-    return extract
+    """trafilatura's main-text extraction (:mod:`neardup.records.extract`, as WARC input
+    uses it), or MissingDependencyError."""
+    return main_text_extractor(
+        "NEARDUP_HTML_FIELD needs trafilatura to extract the main text: "
+        "pip install 'neardup[scrapy]'"
+    )
 
 
 def _fraction(name: str, value: object) -> float:
