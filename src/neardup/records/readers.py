@@ -651,12 +651,7 @@ class _CsvRows:
     def _unterminated(self, row: list[str]) -> _Problem:
         """The input ended inside a quoted field: report the row up to the line where that
         quote opened, and read the lines after it again."""
-        parity, opened_at = 0, 0
-        for k, (_, _, line) in enumerate(self._fed):
-            count = line.count('"')
-            if count % 2 and not parity:
-                opened_at = k
-            parity ^= count % 2
+        opened_at = _quote_opened_at([line for _, _, line in self._fed])
         first = self._fed[0][0]
         opened_line = self._fed[opened_at][0]
         again = self._fed[opened_at + 1 :]
@@ -678,6 +673,27 @@ class _CsvRows:
     def raw(self) -> str:
         """The current row exactly as it came in."""
         return "".join(line for _, _, line in self._fed)
+
+
+def _quote_opened_at(lines: list[str]) -> int:
+    """Which of a row's ``lines`` opens the quoted field that is still open at their end."""
+    inside, opened, field_start = False, 0, True
+    for k, line in enumerate(lines):
+        i = 0
+        while i < len(line):
+            c = line[i]
+            if inside:
+                if c == '"':
+                    if line.startswith('"', i + 1):  # "" is a quote inside the field
+                        i += 2
+                        continue
+                    inside = False
+            elif c == '"' and field_start:
+                inside, opened, field_start = True, k, False
+            else:
+                field_start = c in ",\r\n"
+            i += 1
+    return opened
 
 
 def _decode_file(data: bytes, *, html: bool) -> str:
