@@ -23,9 +23,11 @@ from __future__ import annotations
 import gzip
 import itertools
 import os
+import re
 import shutil
 import sys
 import tempfile
+import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any, cast
@@ -146,7 +148,10 @@ def warc_records(
         else:
             counts[f"{_kind(rec, w)} records"] += 1
             continue
-        uri = rec.headers.get("WARC-Target-URI") or f"{part.name}#{ordinal + 1}"
+        uri = (rec.headers.get("WARC-Target-URI") or "").strip()
+        if uri.startswith("<") and uri.endswith(">"):  # WARC 1.0's examples, and wget, write <uri>
+            uri = uri[1:-1]
+        uri = uri or f"{part.name}#{ordinal + 1}"
         doc_id = f"{uri} {record_id}" if uri in seen else uri
         seen.add(uri)
         n = ordinal + 1
@@ -190,6 +195,44 @@ def warc_records(
     offsets = index.offsets
     if any(b <= a for a, b in itertools.pairwise(offsets)):
         part.info["whole_gzip"] = True  # offsets inside one gzip stream: not record by record
+    elif part.path != "-":
+        problem = _tail_problem(part.path, offsets[-1] if offsets else 0, index.compression)
+        if problem is not None:
+            reason = (
+                f"the input breaks off after record {ordinal + 1} ({problem}); nothing after "
+                "it could be read"
+            )
+            reader.unread.append(f"{part.name}: {reason}")
+            yield checker.bad(None, None, reason)
+
+
+def _tail_problem(path: str, start: int, compression: str | None) -> str | None:
+    """What is wrong with the end of a WARC file from its last record on (FastWARC stops
+    quietly at a truncated or corrupt end), or None: every gzip member there must be whole,
+    and an uncompressed last record as long as its Content-Length says."""
+    with open(path, "rb") as f:
+        f.seek(start)
+        tail = f.read()
+    if compression == "gzip":
+        data = tail
+        while data:
+            d = zlib.decompressobj(wbits=31)
+            try:
+                d.decompress(data)
+            except zlib.error as e:
+                return f"corrupt gzip data: {e}"
+            if not d.eof:
+                return "the gzip data is cut short"
+            data = d.unused_data
+        return None
+    if compression is None:
+        head, sep, rest = tail.partition(b"\r\n\r\n")
+        m = re.search(rb"(?im)^content-length:\s*(\d+)", head)
+        if start == 0 and not tail:
+            return None
+        if not sep or m is None or len(rest) < int(m.group(1)):
+            return "the last record is cut short"
+    return None
 
 
 def check_warc_output(path: str, parts: Sequence[Part] = ()) -> None:
