@@ -213,9 +213,11 @@ def make_config(values: Mapping[str, object]) -> DedupConfig:
             (low <= value if closed else low < value) and value <= high
         ):
             bounds = (
-                f"{'[' if closed else '('}{low:g}, {high:g}]" if high != math.inf else f">= {low:g}"
+                f"in {'[' if closed else '('}{low:g}, {high:g}]"
+                if high != math.inf
+                else f">= {low:g}"
             )
-            raise ConfigError(f"{name} must be in {bounds}, got {value}")
+            raise ConfigError(f"{name} must be {bounds}, got {value}")
     kwargs: dict[str, Any] = {}
     steps: dict[str, Any] = {}
     for name, value in values.items():
