@@ -193,12 +193,12 @@ def test_warc_records_and_decisions(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert "7 in → 4 kept, 3 duplicates" in err
     note = next(line for line in err.splitlines() if "WARC records held no document" in line)
     for kind in (
-        "9 request records",
-        "1 warcinfo records",
-        "2 metadata records",
-        "1 revisit records",
-        "1 responses that are not HTML (application/pdf)",
-        "1 responses with HTTP status 404",
+        "request ×9",
+        "warcinfo ×1",
+        "metadata ×2",
+        "revisit ×1",
+        "response not HTML (application/pdf) ×1",
+        "response with HTTP status 404 ×1",
     ):
         assert kind in note
 

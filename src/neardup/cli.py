@@ -576,7 +576,7 @@ def build_parser() -> argparse.ArgumentParser:
             f"--{name.replace('_', '-')}",
             type=_setting_type(name),
             metavar=metavar,
-            help=f"{what}: {describe(name)}",
+            help=f"{what} — {describe(name)}",
         )
     g.add_argument(
         "--set",

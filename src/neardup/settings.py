@@ -8,7 +8,7 @@ names the setting.
 >>> make_config({"threshold": 0.7, "normalizer.script": False}).normalizer.script
 False
 >>> describe("common_after")
-'a whole number (int) (default 5)'
+'a whole number (int), default 5'
 >>> parse_assignment("thresold=0.7")
 Traceback (most recent call last):
 ...
@@ -71,7 +71,7 @@ _FALSE = {"false", "no", "off", "0"}
 
 
 def describe(name: str) -> str:
-    """What ``name`` takes and its default, for help texts: 'a number (default 0.6)'."""
+    """What ``name`` takes and its default, for help texts: 'a number (float), default 0.6'."""
     default = _DEFAULTS[name]
     shown = (
         "none"
@@ -80,7 +80,7 @@ def describe(name: str) -> str:
         if isinstance(default, bool)
         else default
     )
-    return f"{_WHAT[SETTINGS[name]]} (default {shown})"
+    return f"{_WHAT[SETTINGS[name]]}, default {shown}"
 
 
 def _known(name: str) -> str:

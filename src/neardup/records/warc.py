@@ -133,20 +133,20 @@ def warc_records(
         t = rec.record_type
         if t == w.WarcRecordType.response:
             if not rec.is_http:
-                counts["responses that are not HTTP"] += 1
+                counts["response not HTTP"] += 1
                 continue
             status = rec.http_headers.status_code
             ctype = (rec.http_content_type or "").lower()
             if not 200 <= status < 300:
-                counts[f"responses with HTTP status {status}"] += 1
+                counts[f"response with HTTP status {status}"] += 1
                 continue
             if ctype not in _HTML_TYPES:
-                counts[f"responses that are not HTML ({ctype or 'no type'})"] += 1
+                counts[f"response not HTML ({ctype or 'no type'})"] += 1
                 continue
         elif t == w.WarcRecordType.conversion:
             pass
         else:
-            counts[f"{_kind(rec, w)} records"] += 1
+            counts[_kind(rec, w)] += 1
             continue
         uri = (rec.headers.get("WARC-Target-URI") or "").strip()
         if uri.startswith("<") and uri.endswith(">"):  # WARC 1.0's examples, and wget, write <uri>

@@ -210,7 +210,7 @@ class _Outputs:
 def _not_documents(reader: RecordReader) -> str:
     counts = reader.not_documents
     n = sum(counts.values())
-    kinds = ", ".join(f"{v:,} {k}" for k, v in counts.most_common())
+    kinds = ", ".join(f"{k} ×{v:,}" for k, v in counts.most_common())
     return f"{n:,} WARC record{'s' if n != 1 else ''} held no document to compare ({kinds})"
 
 

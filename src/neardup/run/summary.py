@@ -84,7 +84,13 @@ class RunSummary:
             f"{n} → {self.outputs[what]}"
             for what, n in (
                 ("kept", f"{self.kept:,} kept"),
-                ("clusters", plural(self.documents, "line")),
+                (
+                    "clusters",
+                    plural(
+                        self.documents,
+                        "row" if self.outputs.get("clusters", "").endswith(".parquet") else "line",
+                    ),
+                ),
             )
             if what in self.outputs
         ]
