@@ -223,3 +223,20 @@ def test_file_name_that_is_not_utf8_is_stored(
         stored = {row[0] for row in con.execute("SELECT id FROM docs")}
     assert stored == {"b.txt", "caf\ufffd.txt"}
     (tmp_path / "unique.jsonl").read_text("utf-8")  # the output is valid UTF-8
+
+
+def test_id_with_a_lone_surrogate_is_stored_and_written_as_it_came(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A JSON id escaping a lone surrogate used to crash a SQLite store (a traceback); the
+    store gets it with U+FFFD, CLUSTERS writes it as it came in."""
+    source = tmp_path / "in.jsonl"
+    source.write_text(
+        '{"id": "\\udc00x", "text": "北京地铁十九号线今天开通运营"}\n', encoding="utf-8"
+    )
+    db = tmp_path / "x.db"
+    status, _, err = run(["dedup", str(source), "--db", str(db), *outputs(tmp_path)], capsys)
+    assert status == 0, err
+    assert (tmp_path / "clusters.jsonl").read_text("utf-8").startswith('{"id": "\\udc00x", ')
+    with sqlite3.connect(db) as con:
+        assert [row[0] for row in con.execute("SELECT id FROM docs")] == ["\ufffdx"]

@@ -10,6 +10,7 @@ import decimal
 import gzip
 import io
 import json
+import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
@@ -214,9 +215,13 @@ class ParquetLines:
             raise OutputError(f"cannot write {self.path}: {e.strerror or e}") from None
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _fit(value: object) -> object:
-    if isinstance(value, str):
-        return value.encode("utf-8", "replace").decode("utf-8")  # lone surrogates: U+FFFD
+    """A value Parquet can hold: strings without lone surrogates (U+FFFD instead)."""
+    if isinstance(value, str) and not value.isascii():
+        return _SURROGATE.sub("\ufffd", value)
     return value
 
 
@@ -227,14 +232,9 @@ def table_of(rows: list[dict[str, object]], columns: Sequence[str] = ()) -> Any:
     names = list(dict.fromkeys(k for r in rows for k in r)) or list(columns)
     arrays = []
     for name in names:
-        values = [r.get(name) for r in rows]
+        values = [_fit(r.get(name)) for r in rows]
         try:
             arrays.append(pa.array(values))
-            continue
-        except (pa.ArrowException, TypeError, ValueError, OverflowError):
-            pass
-        try:
-            arrays.append(pa.array([_fit(v) for v in values]))
             continue
         except (pa.ArrowException, TypeError, ValueError, OverflowError):
             pass
