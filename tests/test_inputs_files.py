@@ -420,3 +420,23 @@ def test_all_good_is_exit_0_and_says_nothing_more(
     assert status == 0 and err == ""
     assert os.path.getsize(tmp_path / "errors.jsonl") == 0
     assert json.loads((tmp_path / "clusters.jsonl").read_text().splitlines()[0])["id"] == "zh1"
+
+
+def test_a_corrupt_shard_among_many_is_reported_and_the_rest_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One Parquet shard cut short in a folder: an error record naming it, the other shards
+    deduplicated, exit 3. The same file alone is exit 2 (nothing could be read)."""
+    folder = tmp_path / "shards"
+    folder.mkdir()
+    parquet_corpus(folder / "a.parquet")
+    whole = (folder / "a.parquet").read_bytes()
+    (folder / "b.parquet").write_bytes(whole[: len(whole) // 2])
+    status, _, err = run(["dedup", str(folder), *outputs(tmp_path)], capsys)
+    assert status == 3, err
+    assert len(read_jsonl(tmp_path / "clusters.jsonl")) == len(CORPUS)
+    (bad,) = read_jsonl(tmp_path / "errors.jsonl")
+    assert bad["file"] == str(folder / "b.parquet")
+    assert str(bad["reason"]).startswith(f"cannot read {folder / 'b.parquet'} as Parquet")
+    status, _, err = run(["dedup", str(folder / "b.parquet"), *outputs(tmp_path)], capsys)
+    assert status == 2 and err.startswith("neardup: error: cannot read")

@@ -221,9 +221,16 @@ class RecordReader(Iterator[Document | BadRecord]):
                 if isinstance(header, list):
                     headers.append(header)
             elif part.fmt in ("parquet", "arrow"):
-                from .tables import inspect_table
+                from .tables import UnreadableTable, inspect_table
 
-                n = inspect_table(part, self.fields)
+                try:
+                    n = inspect_table(part, self.fields)
+                except UnreadableTable as e:
+                    if not self.many:
+                        raise
+                    # one shard of many: reported, and the run says it could not read it all
+                    part.problem, part.unread = str(e), True
+                    continue
                 if n is not None:
                     rows.append(n)
         if headers and all(h == headers[0] for h in headers):

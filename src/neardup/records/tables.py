@@ -16,7 +16,12 @@ from .document import BadRecord, Document, Fields, RecordChecker
 from .sources import Part
 from .streams import format_size
 
-__all__ = ["TableRows", "inspect_table", "require_pyarrow", "table_records"]
+__all__ = ["TableRows", "UnreadableTable", "inspect_table", "require_pyarrow", "table_records"]
+
+
+class UnreadableTable(InputError):
+    """A Parquet or Arrow file that cannot be read at all (corrupt, cut short)."""
+
 
 _BATCH = 4096
 _ARROW_MAGIC = b"ARROW1"
@@ -67,7 +72,7 @@ def _schema(part: Part) -> Any:
         return reader.schema
     except (OSError, pa.ArrowException) as e:
         what = "Parquet" if part.fmt == "parquet" else "Arrow IPC"
-        raise InputError(f"cannot read {part.name} as {what}: {e}") from None
+        raise UnreadableTable(f"cannot read {part.name} as {what}: {e}") from None
 
 
 def inspect_table(part: Part, fields: Fields) -> int | None:

@@ -20,6 +20,7 @@ record: 0.08 s against 0.38 s, median of 5), so it is the reader.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import itertools
 import os
@@ -314,11 +315,14 @@ def write_kept(path: str, parts: Sequence[Part], dropped: set[tuple[int, int]]) 
                     elif gz_out and not gz_in:
                         chunk = gzip.compress(chunk, compresslevel=6)
                     out.write(chunk)
+    except BrokenPipeError:
+        raise
     except OSError as e:
         raise OutputError(f"cannot write {path}: {e.strerror or e}") from None
     finally:
         if path == "-":
-            out.flush()
+            with contextlib.suppress(BrokenPipeError):
+                out.flush()
         else:
             out.close()
         for tmp in temporary:
