@@ -348,8 +348,8 @@ BAD_LINES = [
     pytest.param('{"id": "x6", "text": ["北京"]}'.encode(), "error", id="array-text"),
     pytest.param(b'{"id": "x7", "text": ""}', "error", id="empty-text"),
     pytest.param(b'{"id": "x8", "text": " \\u3000\\n\\t"}', "error", id="whitespace-text"),
-    pytest.param(b'{"text": "an orphan line"}', "error", id="missing-id"),
-    pytest.param(b'{"id": null, "text": "null id"}', "error", id="null-id"),
+    pytest.param(b'{"text": "an orphan line"}', "document", id="missing-id"),
+    pytest.param(b'{"id": null, "text": "null id"}', "document", id="null-id"),
     pytest.param('{"id": "x9", "text": "北京'.encode() + b'\xff\xfe"}', "error", id="invalid-utf8"),
     pytest.param(
         b'{"id": "x10", "text": "\xed\xa0\x80 surrogate bytes"}', "error", id="surrogate-bytes"
@@ -631,11 +631,15 @@ def test_failures_exit_2_with_one_line(
 
 
 def test_bad_option_value_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
-    """``--num-perm 0`` is refused by the argument parser with exit status 2."""
+    """``--num-perm 0`` is refused with exit status 2 and one line naming the setting;
+    ``--num-perm many`` by the argument parser."""
+    status, out, err = run(["dedup", "--sample", "--num-perm", "0"], capsys)
+    assert status == 2 and out == ""
+    assert err == "neardup: error: num_perm must be a power of two between 1 and 4096, got 0\n"
     with pytest.raises(SystemExit) as stop:
-        main(["dedup", "--sample", "--num-perm", "0"])
+        main(["dedup", "--sample", "--num-perm", "many"])
     assert stop.value.code == 2
-    assert "must be at least 1" in capsys.readouterr().err
+    assert "num_perm takes a whole number (int), not 'many'" in capsys.readouterr().err
 
 
 # -- a real process --------------------------------------------------------------------------

@@ -300,9 +300,6 @@ BAD_JSONL = [
     ('{"id": "a", "text": false}', "'text' must be a string, not a boolean", "a"),
     ('{"id": "a", "text": ""}', "'text' is empty", "a"),
     ('{"id": "a", "text": " \\t\\n\\r\\u3000 "}', "'text' is only whitespace", "a"),
-    ('{"text": "北京"}', "missing 'id'", None),
-    ('{"id": null, "text": "北京"}', "'id' is null", None),
-    ('{"id": "", "text": "北京"}', "'id' is empty", None),
     ('{"id": true, "text": "北京"}', "'id' must be a string or a number, not a boolean", None),
     ('{"id": [1], "text": "北京"}', "'id' must be a string or a number, not an array", None),
     ('{"id": {"k": 1}, "text": "x"}', "'id' must be a string or a number, not an object", None),
@@ -313,7 +310,7 @@ BAD_JSONL = [
     ('{"id": "a", "text": "x", "timestamp": [1]}', "bad 'timestamp': a timestamp must be", "a"),
     ('{"id": "a", "text": "x", "timestamp": true}', "not a boolean", "a"),
     ('{"id": "a", "text": "x", "timestamp": 1e300}', "between the years 1 and 9999", "a"),
-    ('{"text": ""}', "missing 'id'; 'text' is empty", None),
+    ('{"text": ""}', "'text' is empty", "{path}:2"),
 ]
 
 
@@ -329,9 +326,31 @@ def test_jsonl_bad_record_and_the_run_goes_on(
     assert [r.id for r in only_docs(records)] == ["before", "after"]
     (bad,) = only_bad(records)
     assert bad.line == 2
-    assert bad.id == doc_id
+    assert bad.id == (doc_id and doc_id.format(path=tmp_path / "in.jsonl"))
     assert reason in bad.reason
     assert len(bad.reason) < 400
+
+
+@pytest.mark.parametrize(
+    "line", ['{"text": "北京"}', '{"id": null, "text": "北京"}', '{"id": "", "text": "北京"}']
+)
+def test_jsonl_record_without_an_id_is_named_file_and_line(tmp_path: Path, line: str) -> None:
+    """A record whose id is missing, null or empty is named FILE:LINE, and counted."""
+    path = write(tmp_path / "in.jsonl", jsonl({"id": "a", "text": "前"}) + "\n" + line + "\n")
+    with read_records(path) as records:
+        found = list(records)
+        assert records.unnamed == 1
+    assert [r.id for r in found] == ["a", f"{path}:3"]
+    assert isinstance(found[1], Document) and found[1].line == 3
+    assert records.notes == ["1 record had no 'id'; it is named FILE:LINE"]
+
+
+def test_jsonl_named_id_can_repeat_a_real_one(tmp_path: Path) -> None:
+    """A record named FILE:LINE whose name another record already has is a repeated id."""
+    path = str(tmp_path / "in.jsonl")
+    write(tmp_path / "in.jsonl", jsonl({"id": f"{path}:2", "text": "a"}, {"text": "b"}))
+    found = read(path)
+    assert isinstance(found[1], BadRecord) and "repeated id" in found[1].reason
 
 
 @pytest.mark.parametrize(
@@ -399,9 +418,9 @@ def test_jsonl_repeated_id_and_another_problem(tmp_path: Path) -> None:
 
 def test_jsonl_messages_use_custom_field_names(tmp_path: Path) -> None:
     """Reasons name the fields as the input calls them."""
-    data = jsonl({"url": "u", "body": ""}, {"body": "x"})
+    data = jsonl({"url": "u", "body": ""}, {"url": "v"})
     records = read(write(tmp_path / "in.jsonl", data), fields=Fields(id="url", text="body"))
-    assert [r.reason for r in only_bad(records)] == ["'body' is empty", "missing 'url'"]
+    assert [r.reason for r in only_bad(records)] == ["'body' is empty", "missing 'body'"]
 
 
 def test_jsonl_long_id_is_cut_short_in_messages(tmp_path: Path) -> None:
@@ -584,7 +603,7 @@ BAD_CSV = [
     ("r1,", "'text' is empty", "r1"),
     ("r1,   ", "'text' is only whitespace", "r1"),
     ("r1", "missing 'text'", "r1"),
-    (",北京", "'id' is empty", None),
+    (",", "'text' is empty", "{path}:3"),
     ("r1,北京,2024-13-01", "bad 'timestamp'", "r1"),
     ("r1,北京,,extra", "the row has 4 fields but the header has 3", "r1"),
     ("r1,a\rb", "malformed CSV", None),
@@ -600,7 +619,7 @@ def test_csv_bad_row_and_the_run_goes_on(
     records = read(write(tmp_path / "in.csv", data))
     assert [r.id for r in only_docs(records)] == ["first", "last"]
     (bad,) = only_bad(records)
-    assert (bad.line, bad.id) == (3, doc_id)
+    assert (bad.line, bad.id) == (3, doc_id and doc_id.format(path=tmp_path / "in.csv"))
     assert reason in bad.reason
 
 
@@ -641,7 +660,7 @@ def test_csv_without_rows(tmp_path: Path, data: str) -> None:
 @pytest.mark.parametrize(
     ("header", "fields", "missing"),
     [
-        ("url,body", Fields(), "'id'"),
+        ("url,body", Fields(), "'text'"),
         ("id,body", Fields(), "'text'"),
         ("id,text", Fields(text="正文"), "'正文'"),
     ],
@@ -649,11 +668,17 @@ def test_csv_without_rows(tmp_path: Path, data: str) -> None:
 def test_csv_header_without_needed_column(
     tmp_path: Path, header: str, fields: Fields, missing: str
 ) -> None:
-    """A header lacking the id or text column raises InputError at once, naming the columns."""
+    """A header lacking the text column raises InputError at once, naming the columns."""
     path = write(tmp_path / "in.csv", header + "\n1,x\n")
     with pytest.raises(InputError, match=f"no {missing} column") as info:
         read_records(path, fields=fields)
     assert header.split(",")[0] in str(info.value)
+
+
+def test_csv_without_an_id_column_names_rows_file_and_line(tmp_path: Path) -> None:
+    """A CSV without the id column is read: each row is named FILE:LINE."""
+    path = write(tmp_path / "in.csv", "text\n北京\n上海\n")
+    assert [r.id for r in read(path)] == [f"{path}:2", f"{path}:3"]
 
 
 def test_csv_header_not_utf8(tmp_path: Path) -> None:

@@ -188,14 +188,37 @@ def test_jobdir_store_remembers_the_stories_for_the_next_crawl(site: Site, tmp_p
     assert second.stats["neardup/duplicates"] == ARTICLES + 1
 
 
-def test_bad_store_url_stops_the_crawl_at_start_up(site: Site, tmp_path: Path) -> None:
-    """A store URL neardup cannot use ends `scrapy crawl` before any request, with the
-    setting named in the error."""
-    run = crawl(site.url + "/", tmp_path / "out.jsonl", NEARDUP_STORE="ftp://example/x")
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        (
+            {"NEARDUP_STORE": "ftp://example/x"},
+            "neardup.errors.ConfigError: NEARDUP_STORE = 'ftp://example/x': unknown store URL "
+            "'ftp://example/x': use memory://, sqlite:///path/to/file.db or redis://host:port/db",
+        ),
+        (
+            {"NEARDUP_THRESHOLD": "2"},
+            "neardup.errors.ConfigError: NEARDUP_THRESHOLD must be in (0, 1], got '2'",
+        ),
+        (
+            {"NEARDUP_SET": '{"common_after": "many"}'},
+            "neardup.errors.ConfigError: NEARDUP_SET: common_after takes a whole number (int), "
+            "not 'many'",
+        ),
+    ],
+    ids=["store", "threshold", "set"],
+)
+def test_bad_setting_stops_the_crawl_with_one_line(
+    site: Site, tmp_path: Path, settings: dict[str, str], message: str
+) -> None:
+    """A wrong NEARDUP_* setting ends `scrapy crawl` before any request, with one line that
+    names it — not asyncio's "Task exception was never retrieved" and a traceback."""
+    run = crawl(site.url + "/", tmp_path / "out.jsonl", **settings)
     assert run.returncode != 0
     last = run.log.strip().splitlines()[-1]
-    assert last.startswith("neardup.errors.ConfigError: NEARDUP_STORE = 'ftp://example/x'")
-    assert "use memory://, sqlite:///path/to/file.db or redis://host:port/db" in last
+    assert last.endswith(f"[neardup.scrapy] ERROR: {message}")
+    assert "Traceback" not in run.log and "Task exception" not in run.log
+    assert run.log.count("ConfigError") == 1
     assert "Crawled" not in run.log and run.items == []
 
 
@@ -221,6 +244,18 @@ def test_example_demo_site(tmp_path: Path) -> None:
         "古城元宵灯会吸引十万游客",
     ]
     assert run.stats == {"neardup/kept": 2, "neardup/duplicates": 2}
+
+
+def test_example_demo_site_and_the_service_do_not_share_a_port() -> None:
+    """The demo web listens on 8300 and the spider starts there; ``neardup serve`` on 8000."""
+    from neardup.cli import build_parser
+
+    demo = (EXAMPLE / "demo_site.py").read_text("utf-8")
+    spider = (EXAMPLE / "newsdedup" / "spiders" / "news.py").read_text("utf-8")
+    assert "default=8300" in demo and '"http://127.0.0.1:8300/"' in spider
+    serve = build_parser().parse_args(["serve"])
+    assert serve.port == 8000
+    assert not (EXAMPLE / "crawl").exists()  # a profiler dump once committed by mistake
 
 
 # -- settings, without a crawl ------------------------------------------------------------

@@ -1,8 +1,10 @@
 """A tiny local news web to try the example on: two sites, each with its own menus and
 footer, publishing the same two stories (one Chinese, one English) under their own URLs.
 
-    python demo_site.py            # serves http://127.0.0.1:8000/ until Ctrl-C
+    python demo_site.py            # serves http://127.0.0.1:8300/ until Ctrl-C
     python demo_site.py --port 8123
+
+Its port is 8300, not 8000: ``neardup serve`` listens on 8000, and the two run side by side.
 """
 
 from __future__ import annotations
@@ -94,7 +96,7 @@ class Handler(BaseHTTPRequestHandler):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--port", type=int, default=8300)
     port = parser.parse_args().port
     server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
     print(f"serving the demo news web on http://127.0.0.1:{port}/", flush=True)

@@ -20,6 +20,7 @@ from .errors import (
     StoreError,
     TextTooLongError,
 )
+from .frames import dedup_frame
 from .measures import METHODS, similarity
 from .normalize import Normalizer, normalize
 from .passages import Passage, shared_passages
@@ -50,6 +51,7 @@ __all__ = [
     "char_ngrams",
     "compare",
     "dedup_batch",
+    "dedup_frame",
     "normalize",
     "shared_passages",
     "shingle_hashes",

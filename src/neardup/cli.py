@@ -21,9 +21,18 @@ from .engine import DedupConfig
 from .errors import NeardupError
 from .measures import DEFAULT_PROCESSOR
 from .passages import Passage
-from .records import FORMATS, Fields, LineWriter
-from .run import Progress, RunResult, format_sample_report, run_dedup
+from .records import DEFAULT_MAX_RECORD, FORMATS, Fields, LineWriter, format_size, parse_size
+from .records.writers import OUTPUT_FORMATS
+from .run import Progress, RunResult, RunSummary, format_sample_report, run_dedup
 from .service import cli as service_cli
+from .settings import (
+    coerce_setting,
+    describe,
+    make_config,
+    parse_assignment,
+    parse_setting,
+    read_config_file,
+)
 from .store import Store, open_store
 from .times import parse_timestamp, parse_window
 
@@ -139,20 +148,30 @@ outputs:
             for its story, duplicate_of the record it matched best (null when kept), score
             that match's similarity to 4 places (0.0 when kept)
   ERRORS    one JSON line for every record that cannot be used: {"line", "id", "reason"}
-            (malformed JSON or CSV, no id or text, empty text, invalid UTF-8, a repeated id,
-            a bad timestamp); standard error unless --errors is given
+            (with "file" when several files are read: malformed JSON or CSV, no text, empty
+            text, invalid UTF-8, a repeated id, a bad timestamp, a record over
+            --max-record-size); standard error unless --errors is given
   Every record read ends in CLUSTERS or in ERRORS. A path ending .gz is compressed; - is
-  standard output.
+  standard output; .parquet is Parquet; UNIQUE of WARC input is a WARC of the kept captures.
+  Records without an id are named FILE:LINE (FILE:ROW for Parquet and Arrow).
 
-exit status: 0 when the run finishes, even if some records were errors (the summary counts
-them); 2 when INPUT cannot be read, an output cannot be written, or an option is wrong.
+exit status:
+  0  every record was deduplicated or reported in ERRORS
+  2  INPUT cannot be read or names nothing readable, an output cannot be written, or an
+     option is wrong (nothing was run)
+  3  the input could not be read to its end (a truncated or corrupt gzip file, a file or
+     folder that cannot be read), or no record of it was usable
+  4  more records were errors than --max-errors allows
 
 examples:
   neardup dedup --sample
   neardup dedup crawl.jsonl -o unique.jsonl --clusters clusters.jsonl --errors errors.jsonl
+  neardup dedup shards/ 'more/*.parquet' -o unique.parquet --clusters clusters.parquet
+  neardup dedup crawl.warc.gz -o unique.warc.gz --clusters clusters.jsonl
   zcat crawl.jsonl.gz | neardup dedup - -o unique.jsonl --clusters clusters.jsonl
   neardup dedup pages/ -o unique.jsonl --clusters clusters.jsonl --keep longest
-  neardup dedup headlines.csv --text-field title -o unique.csv --clusters clusters.jsonl"""
+  neardup dedup headlines.csv --text-field title -o unique.csv --clusters clusters.jsonl
+  neardup dedup crawl.jsonl --config neardup.toml --set common_after=10 -o u.jsonl --clusters c.jsonl"""
 
 _SAMPLE_INTRO = """\
 The built-in sample: {n} news items in Chinese and English. Each story appears as first
@@ -165,6 +184,53 @@ Now your own crawl (JSONL with "id" and "text", CSV, or a folder of .txt/.html f
   neardup dedup crawl.jsonl -o unique.jsonl --clusters clusters.jsonl --errors errors.jsonl"""
 
 _CONFIG_DEFAULTS = {f.name: f.default for f in dataclasses.fields(DedupConfig)}
+#: The settings with a flag of their own (besides --raw and --keep-boilerplate); every
+#: other one is --set NAME=VALUE.
+_NAMED_SETTINGS = (
+    ("threshold", "T", "share of the shorter text the other must cover to be a duplicate"),
+    ("title_threshold", "T", "similarity short texts such as titles need"),
+    ("num_perm", "N", "MinHash permutations, a power of two"),
+    ("common_after", "N", "a shingle seen in this many stories is boilerplate; 0: no guard"),
+    ("fragment_ratio", "R", "below this length ratio, an excerpt needs more coverage; 0: off"),
+    ("lsh_threshold", "J", "the Jaccard level the LSH bands catch (candidate recall)"),
+    ("cjk_width", "N", "characters in a Chinese shingle"),
+    ("word_width", "N", "letters and digits in a Latin shingle"),
+)
+
+
+def _setting_type(name: str) -> Callable[[str], object]:
+    """An argparse type that reads setting ``name`` as --set does."""
+
+    def read(value: str) -> object:
+        try:
+            return parse_setting(name, value)
+        except NeardupError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+
+    read.__name__ = name
+    return read
+
+
+def _size(value: str) -> int:
+    try:
+        return parse_size(value)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _max_errors(value: str) -> tuple[float, bool]:
+    """--max-errors: a count, or a percentage of the records read ("5%")."""
+    text = value.strip()
+    percent = text.endswith("%")
+    try:
+        n = float(text[:-1]) if percent else int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is neither a count (10) nor a percentage (5%)"
+        ) from None
+    if n < 0 or (percent and n > 100):
+        raise argparse.ArgumentTypeError(f"{value!r} must be a count or a percentage of 0 to 100")
+    return (n, percent)
 
 
 def _positive_int(value: str) -> int:
@@ -178,27 +244,36 @@ def _positive_int(value: str) -> int:
 
 
 def _dedup_config(args: argparse.Namespace) -> DedupConfig:
-    given = {
-        name: value
-        for name, value in (
-            ("threshold", args.threshold),
-            ("title_threshold", args.title_threshold),
-            ("num_perm", args.num_perm),
-        )
-        if value is not None
-    }
-    return DedupConfig(**given, normalize=not args.raw, strip_boilerplate=not args.keep_boilerplate)
+    """The settings: the --config file's, then each --set, then the named flags."""
+    values: dict[str, object] = {}
+    if args.config is not None:
+        values.update(read_config_file(args.config))
+    for text in args.set or ():
+        try:
+            name, value = parse_assignment(text)
+        except NeardupError as e:
+            raise CliError(f"--set {text}: {e}") from None
+        values[name] = value
+    for name, _, _ in _NAMED_SETTINGS:
+        value = getattr(args, name)
+        if value is not None:
+            values[name] = coerce_setting(name, value)
+    if args.raw:
+        values["normalize"] = False
+    if args.keep_boilerplate:
+        values["strip_boilerplate"] = False
+    return make_config(values)
 
 
 def _check_dedup_args(args: argparse.Namespace) -> None:
     """Every mistake in the options that can be found before reading anything."""
-    if args.sample and args.input is not None:
+    if args.sample and args.input:
         raise CliError("give INPUT or --sample, not both")
     if not args.sample:
-        if args.input is None:
+        if not args.input:
             raise CliError(
-                "dedup needs an INPUT (a JSONL or CSV file, a folder, or - for standard input); "
-                "try neardup dedup --sample"
+                "dedup needs an INPUT (a JSONL, CSV, Parquet or WARC file, a folder, a glob, "
+                "or - for standard input); try neardup dedup --sample"
             )
         missing = [
             flag
@@ -206,7 +281,9 @@ def _check_dedup_args(args: argparse.Namespace) -> None:
             if value is None
         ]
         if missing:
-            raise CliError(f"dedup {args.input} needs {' and '.join(missing)}")
+            raise CliError(f"dedup {' '.join(args.input)} needs {' and '.join(missing)}")
+        if args.input.count("-") > 1:
+            raise CliError("standard input (-) can be read once, not twice")
     if (args.store or args.db or args.window) and args.keep != "first":
         raise CliError(
             f"a store or a window keeps the first copy of each story; --keep {args.keep} needs "
@@ -224,6 +301,7 @@ def _check_dedup_args(args: argparse.Namespace) -> None:
         "--clusters": args.clusters,
         "--errors": args.errors,
         "--json-summary": args.json_summary,
+        "--duplicates-only": args.duplicates_only,
     }
     on_stdout = [flag for flag, path in outputs.items() if path == "-"]
     if args.sample and on_stdout:
@@ -238,14 +316,14 @@ def _check_dedup_args(args: argparse.Namespace) -> None:
         if real in seen:
             raise CliError(f"{seen[real]} and {flag} are the same file {path}; give each its own")
         seen[real] = flag
-        source = args.input
-        if (
-            source not in (None, "-")
-            and os.path.exists(path)
-            and os.path.exists(source)
-            and os.path.samefile(path, source)
-        ):
-            raise CliError(f"{flag} {path} is the input; writing it would destroy the input")
+        for source in args.input or ():
+            if (
+                source != "-"
+                and os.path.exists(path)
+                and os.path.exists(source)
+                and os.path.samefile(path, source)
+            ):
+                raise CliError(f"{flag} {path} is the input; writing it would destroy the input")
 
 
 def _cmd_dedup(args: argparse.Namespace) -> int:
@@ -257,7 +335,12 @@ def _cmd_dedup(args: argparse.Namespace) -> int:
         title=args.title_field,
         timestamp=args.timestamp_field,
     )
-    show = args.progress if args.progress is not None else not args.quiet and sys.stderr.isatty()
+    mode = args.progress
+    if mode == "auto":
+        mode = "on" if not args.quiet and sys.stderr.isatty() else "off"
+    progress = Progress(sys.stderr, enabled=mode != "off", json=mode == "json")
+    # every output is opened before the run, so a bad path fails before the work, not after
+    summary_out = LineWriter(args.json_summary) if args.json_summary is not None else None
     run: Callable[..., RunResult] = functools.partial(
         run_dedup,
         unique=args.output,
@@ -268,10 +351,13 @@ def _cmd_dedup(args: argparse.Namespace) -> int:
         config=config,
         keep=args.keep,
         mode="stream" if args.stream else "batch",
-        progress=Progress(sys.stderr, enabled=show),
+        progress=progress,
         store=store_url(args),
         window=args.window,
         batch_size=args.batch_size,
+        output_format=args.output_format,
+        duplicates=args.duplicates_only,
+        max_record_size=args.max_record_size,
     )
     if args.engine == "spark":
         run = _spark_run(args, fields, config)
@@ -287,14 +373,33 @@ def _cmd_dedup(args: argparse.Namespace) -> int:
             print()
         print(_SAMPLE_NEXT)
     else:
-        result = run(args.input)
+        result = run(args.input if len(args.input) > 1 else args.input[0])
         if not args.quiet:
             print(result.summary.format(), file=sys.stderr)
-    if args.json_summary is not None:
-        out = LineWriter(args.json_summary)
-        out.write(json.dumps(result.summary.to_dict(), ensure_ascii=False))
-        out.close()
-    return 0
+    status, why = _exit_status(result.summary, args.max_errors)
+    if summary_out is not None:
+        numbers = {**result.summary.to_dict(), "status": status}
+        summary_out.write(json.dumps(numbers, ensure_ascii=False))
+        summary_out.close()
+    if status:
+        print(f"neardup: {why} (exit status {status})", file=sys.stderr)
+    return status
+
+
+def _exit_status(summary: RunSummary, max_errors: tuple[float, bool] | None) -> tuple[int, str]:
+    """The exit status of a finished run, and why it is not 0."""
+    if summary.unread:
+        more = f" and {len(summary.unread) - 1} more" if len(summary.unread) > 1 else ""
+        return 3, f"the input could not be read to its end: {summary.unread[0]}{more}"
+    if summary.records and not summary.documents:
+        return 3, f"none of the {summary.records:,} records read was usable (see ERRORS)"
+    if max_errors is not None:
+        limit, percent = max_errors
+        allowed = summary.records * limit / 100 if percent else limit
+        if summary.errors > allowed:
+            shown = f"{limit:g}% of {summary.records:,} records" if percent else f"{limit:g}"
+            return 4, f"{summary.errors:,} records were errors, more than --max-errors {shown}"
+    return 0, ""
 
 
 def _spark_run(
@@ -305,6 +410,11 @@ def _spark_run(
         raise CliError(
             "--engine spark deduplicates the whole input at once; "
             "drop --stream, --db/--store and --window"
+        )
+    if args.output_format or args.duplicates_only or (args.input and len(args.input) > 1):
+        raise CliError(
+            "--engine spark reads one INPUT and writes JSONL; drop --output-format, "
+            "--duplicates-only and the other inputs"
         )
     from .spark import run_cli
 
@@ -388,10 +498,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     d.add_argument(
         "input",
-        nargs="?",
+        nargs="*",
         metavar="INPUT",
-        help="JSONL file (- for standard input; gzip read too), a .csv file with a header row, "
-        "or a folder of .txt/.html files",
+        help="what to read, in order: JSON Lines (- for standard input; gzip and zstd read "
+        "too), CSV with a header row, Parquet, Arrow IPC, WARC or WET files; folders of them or "
+        "of .txt/.html pages (in name order); globs ('shards/*.jsonl.gz')",
     )
     d.add_argument(
         "--sample",
@@ -413,12 +524,39 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument(
         "--json-summary", metavar="PATH", help="also write the summary as one JSON object here"
     )
+    g.add_argument(
+        "--output-format",
+        choices=OUTPUT_FORMATS,
+        help="write UNIQUE as this (default: what its name says — .parquet, .warc.gz, .jsonl, "
+        ".csv — or else the input's own format); parquet makes CLUSTERS Parquet too",
+    )
+    g.add_argument(
+        "--duplicates-only",
+        metavar="IDS",
+        help="also write the ids of the records to drop (the duplicates) here, one a line",
+    )
+    g.add_argument(
+        "--max-errors",
+        type=_max_errors,
+        metavar="N",
+        help="exit with status 4 when more records than this are errors: a count, or a "
+        "percentage of the records read (5%%)",
+    )
     g = d.add_argument_group("input")
     g.add_argument(
         "--format",
         choices=FORMATS,
-        help="read INPUT as this format (default: by its name: .csv is CSV, a folder is a "
-        "folder, anything else JSONL)",
+        help="read every INPUT file as this format (default: by its name: .csv, .parquet, "
+        ".arrow, .warc, .wet are what they say, a folder is read file by file, anything else "
+        "is JSONL); with a folder, every file in it (dir: its .txt/.html pages only)",
+    )
+    g.add_argument(
+        "--max-record-size",
+        type=_size,
+        metavar="SIZE",
+        default=DEFAULT_MAX_RECORD,
+        help=f"the most one record (a line, a row, a file) may hold; larger ones are errors, "
+        f"skipped unread (default: 64M = {format_size(DEFAULT_MAX_RECORD)})",
     )
     defaults = Fields()
     for part in ("id", "text", "title", "timestamp"):
@@ -428,20 +566,31 @@ def build_parser() -> argparse.ArgumentParser:
             default=getattr(defaults, part),
             help=f"the field or CSV column holding the {part} (default: %(default)s)",
         )
-    g = d.add_argument_group("matching")
+    g = d.add_argument_group(
+        "matching",
+        "Every setting can also be given as --set NAME=VALUE or in a TOML file (--config); "
+        "the named flags win over --set, which wins over the file.",
+    )
+    for name, metavar, what in _NAMED_SETTINGS:
+        g.add_argument(
+            f"--{name.replace('_', '-')}",
+            type=_setting_type(name),
+            metavar=metavar,
+            help=f"{what} — {describe(name)}",
+        )
     g.add_argument(
-        "--threshold",
-        type=float,
-        metavar="T",
-        help="share of the shorter text the other must cover to be a duplicate "
-        f"(default: {_CONFIG_DEFAULTS['threshold']})",
+        "--set",
+        action="append",
+        metavar="NAME=VALUE",
+        help="set any DedupConfig setting (threshold, fragment_ratio, prefilter, common_after, "
+        "title_threshold, short_units, lsh_threshold, num_perm, lsh_params, bucket_cap, "
+        "cjk_width, word_width, normalize, strip_boilerplate, normalizer.html|width|case|"
+        "whitespace|script); again for more",
     )
     g.add_argument(
-        "--title-threshold",
-        type=float,
-        metavar="T",
-        help="similarity short texts such as titles need "
-        f"(default: {_CONFIG_DEFAULTS['title_threshold']})",
+        "--config",
+        metavar="TOML",
+        help="read settings from a TOML file (keys: the setting names; [normalizer] for its steps)",
     )
     g.add_argument(
         "--keep",
@@ -457,12 +606,6 @@ def build_parser() -> argparse.ArgumentParser:
         "--keep-boilerplate",
         action="store_true",
         help="do not strip site boilerplate (bylines, share and copyright lines) before comparing",
-    )
-    g.add_argument(
-        "--num-perm",
-        type=_positive_int,
-        metavar="N",
-        help=f"MinHash permutations (default: {_CONFIG_DEFAULTS['num_perm']})",
     )
     g.add_argument(
         "--stream",
@@ -506,9 +649,12 @@ def build_parser() -> argparse.ArgumentParser:
     g = d.add_argument_group("display")
     g.add_argument(
         "--progress",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="show progress on standard error (default: when it is a terminal)",
+        choices=("auto", "on", "off", "json"),
+        default="auto",
+        help="show progress on standard error: where the run is (bytes read of the total, "
+        "records, rate, ETA, the stage running); json: the same as JSON lines, for "
+        "schedulers; --progress alone: on; --no-progress: off (default: auto, on when standard "
+        "error is a terminal)",
     )
     g.add_argument("-q", "--quiet", action="store_true", help="print no progress and no summary")
     d.set_defaults(func=_cmd_dedup)
@@ -534,10 +680,29 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _progress_flags(argv: list[str]) -> list[str]:
+    """``--progress`` alone means ``--progress=on``, ``--no-progress`` ``--progress=off``
+    (so that ``--progress json`` can take a value and ``--progress INPUT`` still works)."""
+    out = []
+    for i, arg in enumerate(argv):
+        if arg == "--no-progress":
+            out.append("--progress=off")
+        elif arg == "--progress" and (
+            i + 1 >= len(argv) or argv[i + 1] not in ("auto", "on", "off", "json")
+        ):
+            out.append("--progress=on")
+        else:
+            out.append(arg)
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    given = list(sys.argv[1:] if argv is None else argv)
+    if given[:1] == ["dedup"]:
+        given = _progress_flags(given)
+    args = parser.parse_args(given)
     try:
         status: int = args.func(args)
     except NeardupError as e:

@@ -50,7 +50,9 @@ from twisted.internet.defer import Deferred
 
 from .deduper import Decision, Deduper
 from .engine import DedupConfig
-from .errors import ConfigError, InputError, MissingDependencyError, StoreError
+from .errors import ConfigError, InputError, StoreError
+from .records.extract import main_text_extractor
+from .settings import coerce_setting, make_config
 from .times import parse_window, timestamp_or_none
 
 if TYPE_CHECKING:
@@ -145,30 +147,12 @@ def _text_value(value: object) -> str | None:
 
 
 def _load_extractor() -> Callable[[str | bytes], str | None]:
-    """trafilatura's main-text extraction, or MissingDependencyError."""
-    try:
-        import trafilatura
-    except ImportError as exc:
-        raise MissingDependencyError(
-            "NEARDUP_HTML_FIELD needs trafilatura to extract the main text: "
-            "pip install 'neardup[scrapy]'"
-        ) from exc
-
-    # trafilatura logs several DEBUG lines a page; Scrapy's default LOG_LEVEL shows them all
-    quiet = logging.getLogger("trafilatura")
-    if quiet.level == logging.NOTSET:
-        quiet.setLevel(logging.INFO)
-
-    # without the fallback extractors: 40 % faster, and the same text on news pages
-    import inspect
-
-    fast = "fast" if "fast" in inspect.signature(trafilatura.extract).parameters else "no_fallback"
-    options: dict[str, Any] = {"include_comments": False, "include_tables": True, fast: True}
-
-    def extract(html: str | bytes) -> str | None:
-        return trafilatura.extract(html, **options)
-
-    return extract
+    """trafilatura's main-text extraction (:mod:`neardup.records.extract`, as WARC input
+    uses it), or MissingDependencyError."""
+    return main_text_extractor(
+        "NEARDUP_HTML_FIELD needs trafilatura to extract the main text: "
+        "pip install 'neardup[scrapy]'"
+    )
 
 
 def _fraction(name: str, value: object) -> float:
@@ -180,6 +164,56 @@ def _fraction(name: str, value: object) -> float:
     if not 0.0 < number <= 1.0:
         raise ConfigError(f"{name} must be in (0, 1], got {value!r}")
     return number
+
+
+def _extra_settings(s: BaseSettings) -> dict[str, object]:
+    """``NEARDUP_SET``: any DedupConfig setting by name (a dict, or its JSON on the command
+    line: ``-s 'NEARDUP_SET={"common_after": 10}'``), each value checked."""
+    raw = s.get("NEARDUP_SET")
+    if raw is None or raw == "":
+        return {}
+    try:
+        given = s.getdict("NEARDUP_SET")
+    except (TypeError, ValueError):
+        raise ConfigError(
+            f"NEARDUP_SET must be a dict of setting: value (JSON on the command line), got {raw!r}"
+        ) from None
+    out: dict[str, object] = {}
+    for name, value in given.items():
+        try:
+            out[str(name)] = coerce_setting(str(name), value)
+        except ConfigError as exc:
+            raise ConfigError(f"NEARDUP_SET: {exc}") from None
+    return out
+
+
+class _OneLine(logging.Filter):
+    """Makes the log record of a start-up setting error one line: asyncio logs the failed
+    crawl's exception with its whole traceback ("Task exception was never retrieved")."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.errors: list[BaseException] = []
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if exc is not None and any(exc is e for e in self.errors):
+            record.name = __name__
+            record.msg, record.args = "%s.%s: %s", (type(exc).__module__, type(exc).__name__, exc)
+            record.exc_info = record.exc_text = None
+        return True
+
+
+_ONE_LINE = _OneLine()
+
+
+def _one_line(exc: BaseException) -> None:
+    """Log ``exc`` as one line when the crawl it stops reports it."""
+    _ONE_LINE.errors.append(exc)
+    for name in ("asyncio", "twisted"):
+        log = logging.getLogger(name)
+        if _ONE_LINE not in log.filters:
+            log.addFilter(_ONE_LINE)
 
 
 def _field(name: str, value: object, *, required: bool) -> str | None:
@@ -220,6 +254,7 @@ class NearDupPipeline:
         mode: Mode = "drop",
         worker: WorkerKind = "process",
         stats: StatsCollector | None = None,
+        settings: Mapping[str, object] | None = None,
     ) -> None:
         if mode not in MODES:
             raise ConfigError(f"mode must be 'drop' or 'annotate', got {mode!r}")
@@ -233,9 +268,18 @@ class NearDupPipeline:
         self.id_field = cast(str, _field("id_field", id_field, required=True))
         self.timestamp_field = _field("timestamp_field", timestamp_field, required=False)
         self.stats = stats
-        self.options = Options(
-            store, self.html_field is not None, parse_window(window), threshold, title_threshold
+        checked = tuple(
+            (name, coerce_setting(name, value)) for name, value in (settings or {}).items()
         )
+        self.options = Options(
+            store,
+            self.html_field is not None,
+            parse_window(window),
+            threshold,
+            title_threshold,
+            checked,
+        )
+        self.options.config()  # a setting out of its range fails now
         # a store, setting or extractor that fails, fails now; a thread worker keeps it
         local = Worker(self.options)
         if worker == "process":
@@ -253,7 +297,16 @@ class NearDupPipeline:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> NearDupPipeline:
-        """Read the ``NEARDUP_*`` settings; a wrong one is a ConfigError naming it."""
+        """Read the ``NEARDUP_*`` settings; a wrong one is a ConfigError naming it, which
+        stops the crawl at start-up with that one line in the log (not a traceback)."""
+        try:
+            return cls._from_settings(crawler)
+        except ConfigError as exc:
+            _one_line(exc)
+            raise
+
+    @classmethod
+    def _from_settings(cls, crawler: Crawler) -> NearDupPipeline:
         s = crawler.settings
         if not s.getbool("NEARDUP_ENABLED", True):
             logger.info("neardup: off (NEARDUP_ENABLED = False)", extra={"crawler": crawler})
@@ -281,6 +334,23 @@ class NearDupPipeline:
             fields[key] = _field(name, s.get(name, default), required=default is not None)
         threshold = _fraction("NEARDUP_THRESHOLD", s.get("NEARDUP_THRESHOLD", 0.6))
         title = _fraction("NEARDUP_TITLE_THRESHOLD", s.get("NEARDUP_TITLE_THRESHOLD", 0.75))
+        extra = _extra_settings(s)
+        for name, flag in (
+            ("threshold", "NEARDUP_THRESHOLD"),
+            ("title_threshold", "NEARDUP_TITLE_THRESHOLD"),
+        ):
+            if name in extra:
+                if s.get(flag) is not None:
+                    raise ConfigError(f"give {name} once: {flag} or NEARDUP_SET, not both")
+                value = extra.pop(name)
+                if name == "threshold":
+                    threshold = _fraction("NEARDUP_SET['threshold']", value)
+                else:
+                    title = _fraction("NEARDUP_SET['title_threshold']", value)
+        try:
+            Options("memory://", False, None, threshold, title, tuple(extra.items())).config()
+        except ConfigError as exc:
+            raise ConfigError(f"NEARDUP_SET: {exc}") from None
         if not isinstance(store, str):
             raise ConfigError(f"NEARDUP_STORE must be a store URL (a str), got {store!r}")
         try:
@@ -292,6 +362,7 @@ class NearDupPipeline:
                 mode=mode,
                 worker=worker,
                 stats=crawler.stats,
+                settings=extra,
                 **fields,  # type: ignore[arg-type]
             )
         except (ConfigError, StoreError) as exc:  # at start-up, a store that fails is a setting
@@ -518,13 +589,25 @@ class NearDupPipeline:
 @dataclass(frozen=True, slots=True)
 class Options:
     """What the worker needs to decide: the store URL, whether items come as HTML, the
-    window (seconds) and the thresholds."""
+    window (seconds), the thresholds and the other settings (``NEARDUP_SET``: (name, value)
+    pairs, checked)."""
 
     store: str
     html: bool
     window: float | None
     threshold: float
     title_threshold: float
+    settings: tuple[tuple[str, object], ...] = ()
+
+    def config(self) -> DedupConfig:
+        """The DedupConfig these options describe (ConfigError when a value is out of range)."""
+        return make_config(
+            {
+                "threshold": self.threshold,
+                "title_threshold": self.title_threshold,
+                **dict(self.settings),
+            }
+        )
 
 
 class Worker:
@@ -540,7 +623,7 @@ class Worker:
     """
 
     def __init__(self, options: Options) -> None:
-        config = DedupConfig(threshold=options.threshold, title_threshold=options.title_threshold)
+        config = options.config()
         self.extract = _load_extractor() if options.html else None
         self.deduper = Deduper(config, store=options.store, window=options.window, explain=False)
 

@@ -15,7 +15,7 @@ reported with its line and the reason, and the run goes on.
 ('1', '北京今天晴', 1)
 >>> for bad in records[1:]:
 ...     print(bad.to_json())
-{"line": 3, "id": "1", "reason": "repeated id '1', first on line 1"}
+{"line": 3, "id": 1, "reason": "repeated id '1', first on line 1"}
 {"line": 4, "id": null, "reason": "not a JSON object but an array"}
 """
 
@@ -24,9 +24,12 @@ from __future__ import annotations
 from ..times import parse_timestamp
 from .document import BadRecord, Document, Fields, RecordChecker, json_line, read_id
 from .readers import FOLDER_SUFFIXES, FORMATS, Format, RecordReader, detect_format, read_records
+from .sources import Part, resolve
+from .streams import DEFAULT_MAX_RECORD, format_size, parse_size
 from .writers import LineWriter, UniqueWriter, csv_line
 
 __all__ = [
+    "DEFAULT_MAX_RECORD",
     "FOLDER_SUFFIXES",
     "FORMATS",
     "BadRecord",
@@ -34,13 +37,17 @@ __all__ = [
     "Fields",
     "Format",
     "LineWriter",
+    "Part",
     "RecordChecker",
     "RecordReader",
     "UniqueWriter",
     "csv_line",
     "detect_format",
+    "format_size",
     "json_line",
+    "parse_size",
     "parse_timestamp",
     "read_id",
     "read_records",
+    "resolve",
 ]

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..errors import InputError
 from ..messages import json_type, shown
@@ -28,12 +29,20 @@ __all__ = [
 class Document:
     """One usable record: its id and text, what else it carries, and how it came in.
 
-    ``line`` is the 1-based line it starts on (JSONL, CSV counting the header row) or None
-    (folder). ``raw`` is the line or CSV row exactly as read, without its line ending, for
-    :class:`UniqueWriter` to write; it is None for a folder's files.
+    ``line`` is the 1-based line it starts on (JSONL, CSV counting the header row), its
+    1-based row (Parquet, Arrow) or None (a folder's file, a WARC record). ``raw`` is the line
+    or CSV row exactly as read, without its line ending, for :class:`UniqueWriter` to write;
+    it is None for a folder's files, table rows and WARC records.
+
+    ``id`` is always a string (the engine compares strings); ``id_value`` is the id as the
+    input holds it when that is not this string — an integer id stays an integer in the
+    outputs. ``source`` names the file the record came from when a run reads several;
+    ``origin`` tells the writer where to find the record again (not compared).
 
     >>> Document("a1", "北京今天晴").title is None
     True
+    >>> Document("7", "北京", id_value=7).shown_id
+    7
     """
 
     id: str
@@ -42,6 +51,14 @@ class Document:
     timestamp: float | None = None  # seconds since the epoch, UTC
     line: int | None = None
     raw: str | None = None
+    id_value: object = None
+    source: str | None = None
+    origin: object = field(default=None, compare=False, repr=False)
+
+    @property
+    def shown_id(self) -> object:
+        """The id as the outputs write it: ``id_value`` when set, else ``id``."""
+        return self.id if self.id_value is None else self.id_value
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,18 +66,27 @@ class BadRecord:
     """A record that cannot be used: where it is, its id if that could be read, and why.
 
     For a folder's files ``line`` is None and ``id`` is the file's path within the folder.
+    ``file`` names the input file when a run reads several; ``id_value`` is the id as the
+    input holds it when that is not the string ``id`` (an integer id stays an integer).
 
     >>> BadRecord(7, "x9", "'text' is empty").to_json()
     '{"line": 7, "id": "x9", "reason": "\\'text\\' is empty"}'
+    >>> BadRecord(2, "5", "'text' is null", file="b.jsonl", id_value=5).to_json()
+    '{"file": "b.jsonl", "line": 2, "id": 5, "reason": "\\'text\\' is null"}'
     """
 
     line: int | None
     id: str | None
     reason: str
+    file: str | None = None
+    id_value: object = None
 
     def to_json(self) -> str:
         """This record as one line of JSON (no newline), non-ASCII text kept as is."""
-        return json_line({"line": self.line, "id": self.id, "reason": self.reason})
+        shown = self.id if self.id_value is None else self.id_value
+        obj: dict[str, object] = {} if self.file is None else {"file": self.file}
+        obj.update(line=self.line, id=shown, reason=self.reason)
+        return json_line(obj)
 
 
 @dataclass(frozen=True)
@@ -106,50 +132,108 @@ def read_id(value: object, name: str) -> str:
     raise InputError(f"{name!r} must be a string or a number, not {json_type(value)}")
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_PART = 1 << 40  # first_line packs (input file, line) into one int: file * _PART + line
+
+
 class RecordChecker:
     """The checks every record passes, whatever it was read from: the id, the text, the title
     and the timestamp, and (with ``repeated_ids``) that no earlier usable record had its id.
+
+    A record without an id (the field missing, null or empty) is an error, unless the reader
+    said how to name such records (:meth:`begin`): then it is named ``FILE:LINE`` (or
+    ``FILE:ROW``) and counted in ``unnamed``.
 
     >>> checker = RecordChecker(Fields())
     >>> checker.from_json('{"id": 7, "text": "北京"}', 1).id
     '7'
     >>> checker.from_json('{"id": 7, "text": "again"}', 2).reason
     "repeated id '7', first on line 1"
+    >>> checker.begin("crawl.jsonl", name_missing=True)
+    >>> checker.from_json('{"text": "无名"}', 3).id
+    'crawl.jsonl:3'
     """
 
     def __init__(self, fields: Fields, *, repeated_ids: bool = True) -> None:
         self.fields = fields
         self.repeated_ids = repeated_ids
-        #: the line each id given out so far was first seen on
+        #: where each id given out so far was first seen: file * 2**40 + line
         self.first_line: dict[str, int] = {}
+        #: records named FILE:LINE because they had no id
+        self.unnamed = 0
+        self._files: list[tuple[str, str]] = []  # (name, "line" or "row") of each file begun
+        self._file = 0
+        self._prefix: str | None = None  # FILE, when records without an id are named FILE:LINE
+        self._source: str | None = None  # the file named on records, when the run reads several
+
+    def begin(
+        self, name: str, *, unit: str = "line", name_missing: bool = False, tag: bool = False
+    ) -> None:
+        """Start checking the records of the file ``name`` (lines or rows, by ``unit``).
+
+        ``name_missing`` names records without an id ``name:N``; ``tag`` puts ``name`` on
+        every record (``Document.source``, ``BadRecord.file``), for runs of several files.
+        """
+        self._files.append((name, unit))
+        self._file = len(self._files) - 1
+        self._prefix = name if name_missing else None
+        self._source = name if tag else None
 
     def from_json(self, line: str, n: int) -> Document | BadRecord:
         """One JSON line (without its line end) as a Document or a BadRecord."""
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as e:
-            return BadRecord(n, None, f"malformed JSON: {e.msg} at column {e.colno}")
+            return self.bad(n, None, f"malformed JSON: {e.msg} at column {e.colno}")
         except RecursionError:
-            return BadRecord(n, None, "malformed JSON: nested too deeply to read")
+            return self.bad(n, None, "malformed JSON: nested too deeply to read")
         except ValueError as e:  # e.g. an integer of more digits than Python will convert
-            return BadRecord(n, None, f"malformed JSON: {e}")
+            return self.bad(n, None, f"malformed JSON: {e}")
         if not isinstance(obj, dict):
-            return BadRecord(n, None, f"not a JSON object but {json_type(obj)}")
+            return self.bad(n, None, f"not a JSON object but {json_type(obj)}")
         return self.check(obj, n, line)
 
-    def check(self, record: Mapping[str, object], n: int, raw: str) -> Document | BadRecord:
+    def bad(
+        self, n: int | None, doc_id: str | None, reason: str, id_value: object = None
+    ) -> BadRecord:
+        """A BadRecord of the current file (named on it when the run reads several)."""
+        return BadRecord(n, doc_id, reason, file=self._source, id_value=id_value)
+
+    def check(
+        self,
+        record: Mapping[str, object],
+        n: int,
+        raw: str | None,
+        *,
+        origin: object = None,
+    ) -> Document | BadRecord:
         """The record as a Document, or a BadRecord naming every problem found in it."""
         f = self.fields
         problems: list[str] = []
 
         doc_id: str | None = None
-        if f.id not in record:
-            problems.append(f"missing {f.id!r}")
+        id_value: object = None
+        value = record.get(f.id)
+        if value is None or value == "":
+            if self._prefix is not None:
+                doc_id = f"{self._prefix}:{n}"
+                self.unnamed += 1
+            elif f.id not in record:
+                problems.append(f"missing {f.id!r}")
+            else:
+                problems.append(f"{f.id!r} is {'null' if value is None else 'empty'}")
         else:
             try:
-                doc_id = read_id(record[f.id], f.id)
+                doc_id = read_id(value, f.id)
             except InputError as e:
                 problems.append(str(e))
+            else:
+                if not isinstance(value, str):
+                    id_value = value
+                elif not doc_id.isascii() and _SURROGATE.search(doc_id):
+                    # a lone surrogate (JSON can escape one): the engine and the stores get
+                    # the id with U+FFFD for it; the outputs write the id as it came in
+                    id_value, doc_id = doc_id, _SURROGATE.sub("\ufffd", doc_id)
 
         text = record.get(f.text)
         if f.text not in record:
@@ -179,10 +263,40 @@ class RecordChecker:
                 problems.append(f"bad {f.timestamp!r}: {e}")
 
         if self.repeated_ids and doc_id is not None and doc_id in self.first_line:
-            problems.append(f"repeated id {shown(doc_id)}, first on line {self.first_line[doc_id]}")
+            problems.append(f"repeated id {shown(doc_id)}, first {self._where(doc_id)}")
         if problems:
-            return BadRecord(n, doc_id, "; ".join(problems))
+            return self.bad(n, doc_id, "; ".join(problems), id_value)
         assert doc_id is not None and isinstance(text, str)
         if self.repeated_ids:
-            self.first_line[doc_id] = n
-        return Document(doc_id, text, title, timestamp=timestamp, line=n, raw=raw)
+            self.first_line[doc_id] = self._file * _PART + n
+        return Document(
+            doc_id,
+            text,
+            title,
+            timestamp=timestamp,
+            line=n,
+            raw=raw,
+            id_value=id_value,
+            source=self._source,
+            origin=origin,
+        )
+
+    def _where(self, doc_id: str) -> str:
+        """Where ``doc_id`` was first seen: 'on line 3', or 'on row 3 of a.parquet'."""
+        file, n = divmod(self.first_line[doc_id], _PART)
+        if not self._files:
+            return f"on line {n}"
+        name, unit = self._files[file]
+        if n == 0:
+            return f"as the file {name}"
+        return f"on {unit} {n}" + ("" if file == self._file else f" of {name}")
+
+    def claim(self, doc_id: str) -> str | None:
+        """Take ``doc_id`` for a record that has no line (a folder's file): None, or the reason
+        it cannot have it (an earlier record has it)."""
+        if not self.repeated_ids:
+            return None
+        if doc_id in self.first_line:
+            return f"repeated id {shown(doc_id)}, first {self._where(doc_id)}"
+        self.first_line[doc_id] = self._file * _PART
+        return None

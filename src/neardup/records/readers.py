@@ -1,68 +1,71 @@
-"""Read the records of a dedup run: JSON Lines (``-`` for standard input; gzip input is
-un-gzipped), CSV with a header row, or a folder of ``.txt`` / ``.html`` files. Every non-blank
-line (CSV: row; folder: file) gives exactly one Document or one BadRecord, so bad input
-loses nothing: it is reported with its line and the reason, and the run goes on."""
+"""Read the records of a dedup run from one input or many: JSON Lines (``-`` for standard
+input; gzip and zstd input is un-compressed, UTF-16 read as such), CSV with a header row,
+Parquet and Arrow IPC files (in record batches), WARC and WET files, and folders and globs of
+any of them or of ``.txt`` / ``.html`` pages. Every non-blank line (CSV: row; table: row;
+page: file; WARC: HTML response or conversion record) gives exactly one Document or one
+BadRecord, so bad input loses nothing: it is reported with its line and the reason, and the
+run goes on."""
 
 from __future__ import annotations
 
 import csv
-import gzip
-import io
 import json
-import os
 import re
 import sys
-import zlib
-from collections.abc import Callable, Iterator
+from collections import Counter, deque
+from collections.abc import Generator, Iterator, Sequence
 from contextlib import ExitStack
 from types import TracebackType
-from typing import IO, Literal, Self, TypeAlias, cast
+from typing import IO, Self, cast
 
-from ..errors import ConfigError, InputError
+from ..errors import InputError
 from .document import DEFAULT_FIELDS, BadRecord, Document, Fields, RecordChecker, read_id
+from .sources import (
+    FORMATS,
+    PAGE_SUFFIXES,
+    Format,
+    Part,
+    detect_format,
+    resolve,
+)
+from .streams import (
+    DEFAULT_MAX_RECORD,
+    BrokenOff,
+    Opened,
+    TooLong,
+    capped_lines,
+    format_size,
+    open_bytes,
+    text_encoding,
+)
 
 __all__ = ["FOLDER_SUFFIXES", "FORMATS", "Format", "RecordReader", "detect_format", "read_records"]
 
-Format: TypeAlias = Literal["jsonl", "csv", "dir"]
-FORMATS: tuple[Format, ...] = ("jsonl", "csv", "dir")
-
-# Files a folder input reads; every other file in the folder is left alone.
-FOLDER_SUFFIXES = (".txt", ".html", ".htm")
+# Files a folder of pages reads as one record each.
+FOLDER_SUFFIXES = PAGE_SUFFIXES
 _BOM = b"\xef\xbb\xbf"
-_GZIP_MAGIC = b"\x1f\x8b"
 _META_CHARSET = re.compile(rb"""<meta[^>]*?charset\s*=\s*["']?\s*([a-zA-Z0-9_.:-]+)""", re.I)
 # WHATWG decodes these labels as GBK; GB 18030 is its superset and decodes all of them.
 _CHARSET_ALIASES = {"gb2312": "gb18030", "gbk": "gb18030", "x-gbk": "gb18030"}
 
 
-def detect_format(source: str) -> Format:
-    """The format of ``source`` as its name shows it: ``csv``, ``dir`` or (else) ``jsonl``.
-
-    ``-`` (standard input) is JSONL; ``.csv`` and ``.csv.gz`` are CSV; a folder is ``dir``.
-    Compression is found by content, not name, when reading.
-
-    >>> detect_format("-"), detect_format("crawl.CSV.gz"), detect_format("crawl.jsonl.gz")
-    ('jsonl', 'csv', 'jsonl')
-    """
-    if source == "-":
-        return "jsonl"
-    if os.path.isdir(source):
-        return "dir"
-    if source.lower().endswith((".csv", ".csv.gz")):
-        return "csv"
-    return "jsonl"
-
-
 def read_records(
-    source: str, *, fields: Fields = DEFAULT_FIELDS, fmt: str | None = None
+    source: str | Sequence[str],
+    *,
+    fields: Fields = DEFAULT_FIELDS,
+    fmt: str | None = None,
+    max_record_size: int = DEFAULT_MAX_RECORD,
 ) -> RecordReader:
     """Stream the records of ``source`` as :class:`Document` or :class:`BadRecord`, in order.
 
-    ``source`` is a path, or ``-`` for standard input; ``fmt`` (``jsonl``, ``csv``, ``dir``)
-    overrides :func:`detect_format`. The file is opened, and a CSV header read and checked,
-    before this returns, so a missing file or a header without the id or text column raises
-    :class:`InputError` at once; the CSV header is then ``.csv_header`` on the result.
-    Everything wrong with a single record is a :class:`BadRecord` instead.
+    ``source`` is a path, ``-`` for standard input, a folder, a glob, or a list of them, read
+    in that order (see :mod:`neardup.records.sources`); ``fmt`` (one of :data:`FORMATS`)
+    overrides :func:`detect_format`. The inputs are found, the first one opened, and every
+    CSV header and table schema read and checked, before this returns, so a missing file, a
+    folder with nothing to read or a header without the text column raises
+    :class:`InputError` at once; a common CSV header is then ``.csv_header`` on the result.
+    Everything wrong with a single record is a :class:`BadRecord` instead. A record may hold
+    at most ``max_record_size`` bytes (more is a BadRecord, and is not read into memory).
 
     >>> import os, tempfile
     >>> with tempfile.TemporaryDirectory() as folder:
@@ -72,64 +75,104 @@ def read_records(
     ...     with read_records(path, fields=Fields(id="url", text="body")) as records:
     ...         header, found = records.csv_header, list(records)
     >>> header, found[0].text, found[1]
-    (['url', 'body'], '第一行\\nsecond line', BadRecord(line=4, id='https://a.cn/2', reason="'body' is only whitespace"))
+    (['url', 'body'], '第一行\\nsecond line', BadRecord(line=4, id='https://a.cn/2', reason="'body' is only whitespace", file=None, id_value=None))
     """
-    return RecordReader(source, fields=fields, fmt=fmt)
+    return RecordReader(source, fields=fields, fmt=fmt, max_record_size=max_record_size)
 
 
 class RecordReader(Iterator[Document | BadRecord]):
-    """The records of one input, read as they are asked for (what :func:`read_records` returns).
+    """The records of a run's inputs, read as they are asked for (what :func:`read_records`
+    returns).
 
-    ``format`` is the input's format and ``csv_header`` its CSV header row (None for other
-    formats, and for an empty CSV input). Ids of the documents given out so far are kept,
-    to report a repeated id with the line it was first seen on; an id first seen on a bad
-    record can still be used by a later good one. Use it as a context manager, or call
-    :meth:`close`, to close the input before it is read to the end.
+    ``format`` is the inputs' format (``mixed`` when they differ; ``dir`` for a folder of
+    pages) and ``csv_header`` the CSV header row the CSV inputs share (None otherwise, and
+    for an empty CSV input). ``parts`` are the files read. Ids of the documents given out so
+    far are kept, to report a repeated id with where it was first seen; an id first seen on
+    a bad record can still be used by a later good one. ``unread`` says why some input could
+    not be read to its end (a truncated gzip file, a folder that cannot be listed), ``notes``
+    what else the run should say (a UTF-16 file, records named FILE:LINE). Use it as a
+    context manager, or call :meth:`close`, to close the input before it is read to the end.
 
     >>> with read_records(".", fmt="dir") as records:
     ...     records.format, records.csv_header
     ('dir', None)
     """
 
-    format: Format
+    format: str
     csv_header: list[str] | None
 
     def __init__(
-        self, source: str, *, fields: Fields = DEFAULT_FIELDS, fmt: str | None = None
+        self,
+        source: str | Sequence[str],
+        *,
+        fields: Fields = DEFAULT_FIELDS,
+        fmt: str | None = None,
+        max_record_size: int = DEFAULT_MAX_RECORD,
     ) -> None:
-        if fmt is None:
-            fmt = detect_format(source)
-        if fmt not in FORMATS:
-            raise ConfigError(f"unknown input format {fmt!r}; use one of {', '.join(FORMATS)}")
-        self.source = source
-        self.format = fmt
+        sources = [source] if isinstance(source, str) else list(source)
+        if max_record_size < 1:
+            raise InputError(f"max_record_size must be at least 1 byte, got {max_record_size}")
+        resolved = resolve(sources, fmt=fmt)
+        self.sources = sources
+        self.source = sources[0] if len(sources) == 1 else ", ".join(sources)
+        self.parts = resolved.parts
+        self.skipped_files = resolved.skipped
         self.fields = fields
-        self.csv_header = None
+        self.max_record_size = max_record_size
         self.checker = RecordChecker(fields)
+        self.many = len(self.parts) > 1
+        self.unread: list[str] = []
+        self.notes: list[str] = []
+        #: WARC records that are no documents, by kind (requests, revisits, …)
+        self.not_documents: Counter[str] = Counter()
+        #: the WARC-Target-URIs seen so far (a URI seen again gets its record id appended)
+        self.warc_uris: set[str] = set()
+        self.records_read = 0
         self._stack = ExitStack()
-        self._stopped: list[str] = []  # why reading stopped early, if it did
-        self._lines_read = 0
-        self._gen: Iterator[Document | BadRecord]
-        if self.format == "dir":
-            if source == "-" or not os.path.isdir(source):
-                raise InputError(f"{source} is not a folder, so it cannot be read as one")
-            self._gen = self._folder(source)
-            return
+        self._opened: Opened | None = None
+        self._done_bytes = 0
+        self._table_progress: tuple[int, int] | None = None  # rows read, rows in the file
+        formats = {p.fmt for p in self.parts if p.problem is None} or {p.fmt for p in self.parts}
+        if formats == {"page"}:
+            self.format = "dir"
+        elif len(formats) == 1:
+            self.format = formats.pop()
+        else:
+            self.format = "mixed"
+        self.csv_header = None
+        self.total_bytes: int | None = (
+            None
+            if any(p.size is None and p.problem is None for p in self.parts)
+            else sum(p.size or 0 for p in self.parts)
+        )
+        self.total_records: int | None = None
+        self._current: Part | None = None
+        self._first: tuple[Opened, _CsvRows | None, list[str] | None] | None = None
         try:
-            stream = self._open(source)
-            self._gen = self._jsonl(stream) if self.format == "jsonl" else self._csv(stream)
+            first = next((p for p in self.parts if p.problem is None), None)
+            if first is not None and first.fmt in ("jsonl", "csv", "warc"):
+                # open the first input now: a missing file or a bad CSV header fails at once
+                opened = self._open(first, text=first.fmt != "warc")
+                rows = header = None
+                if first.fmt == "csv":
+                    rows = _CsvRows(self._numbered(opened.stream, first), self.max_record_size)
+                    header = self._csv_header(rows, first)
+                    first.info["header"] = header
+                self._first = (opened, rows, header)
+            self._check_parts(first)
+            self._gen: Generator[Document | BadRecord, None, None] = self._read()
         except BaseException:
             self._stack.close()
             raise
 
     def __next__(self) -> Document | BadRecord:
-        return next(self._gen)
+        record = next(self._gen)
+        self.records_read += 1
+        return record
 
     def close(self) -> None:
         """Stop reading and close the input (standard input is left open)."""
-        close = getattr(self._gen, "close", None)
-        if close is not None:
-            close()
+        self._gen.close()  # a generator: closing it runs its finally
         self._stack.close()
 
     def __enter__(self) -> Self:
@@ -143,61 +186,209 @@ class RecordReader(Iterator[Document | BadRecord]):
     ) -> None:
         self.close()
 
-    # -- bytes in ------------------------------------------------------------------------
+    # -- how far reading has got ------------------------------------------------------------
 
-    def _open(self, source: str) -> IO[bytes]:
-        """The bytes of ``source``, un-gzipped when they are gzip."""
-        stream: IO[bytes]
-        if source == "-":
-            buffer = getattr(sys.stdin, "buffer", None)
-            if buffer is None:  # a text-only stand-in for stdin
-                buffer = io.BytesIO(sys.stdin.read().encode("utf-8", "surrogatepass"))
-            stream = cast(IO[bytes], buffer)
-        else:
-            try:
-                stream = self._stack.enter_context(open(source, "rb"))  # noqa: SIM115
-            except OSError as e:
-                raise InputError(f"cannot read {source}: {e.strerror or e}") from None
-        if _head(stream) == _GZIP_MAGIC:
-            return cast(IO[bytes], self._stack.enter_context(gzip.GzipFile(fileobj=stream)))
-        return stream
+    @property
+    def bytes_read(self) -> int | None:
+        """Bytes of the inputs read so far (compressed bytes of compressed files), or None
+        when that cannot be known (standard input)."""
+        if self.total_bytes is None:
+            return None
+        now = 0
+        if self._table_progress is not None:
+            rows, total = self._table_progress
+            size = self._current.size or 0 if self._current is not None else 0
+            now = size * rows // total if total else 0
+        elif self._opened is not None:
+            now = self._opened.position() or 0
+        return min(self._done_bytes + now, self.total_bytes)
 
-    def _lines(self, stream: IO[bytes]) -> Iterator[bytes]:
-        """The lines of ``stream``, ending quietly (noted in ``_stopped``) if it breaks off."""
-        try:
-            for line in stream:
-                self._lines_read += 1
-                yield line[3:] if self._lines_read == 1 and line.startswith(_BOM) else line
-        except (OSError, EOFError, zlib.error) as e:
-            self._stopped.append(str(e) or type(e).__name__)
+    @property
+    def unnamed(self) -> int:
+        """Records that had no id and were named FILE:LINE (FILE:ROW for tables)."""
+        return self.checker.unnamed
 
-    def _stop_record(self) -> Iterator[BadRecord]:
-        """One BadRecord if the input broke off before its end, so the loss is on record."""
-        if self._stopped:
-            n = self._lines_read
-            yield BadRecord(
-                n + 1,
-                None,
-                f"the input breaks off after line {n} ({self._stopped[0]}); nothing after it could be read",
-            )
+    # -- before reading: every header and schema ----------------------------------------------
 
-    # -- JSONL ---------------------------------------------------------------------------
+    def _check_parts(self, first: Part | None) -> None:
+        headers: list[list[str]] = []
+        rows: list[int] = []
+        for part in self.parts:
+            if part.problem is not None:
+                continue
+            if part.fmt == "csv":
+                header = self._peek_header(part) if part is not first else part.info["header"]
+                if isinstance(header, list):
+                    headers.append(header)
+            elif part.fmt in ("parquet", "arrow"):
+                from .tables import UnreadableTable, inspect_table
 
-    def _jsonl(self, stream: IO[bytes]) -> Iterator[Document | BadRecord]:
-        try:
-            for data in self._lines(stream):
-                if not data.strip():
-                    continue
-                n = self._lines_read
                 try:
-                    line = data.decode("utf-8")
-                except UnicodeDecodeError as e:
-                    yield BadRecord(n, self._id_of(data), f"not valid UTF-8: {_byte_at(e)}")
+                    n = inspect_table(part, self.fields)
+                except UnreadableTable as e:
+                    if not self.many:
+                        raise
+                    # one shard of many: reported, and the run says it could not read it all
+                    part.problem, part.unread = str(e), True
                     continue
-                yield self.checker.from_json(_without_line_end(line), n)
-            yield from self._stop_record()
+                if n is not None:
+                    rows.append(n)
+        if headers and all(h == headers[0] for h in headers):
+            self.csv_header = headers[0]
+        if (
+            self.parts
+            and all(p.fmt in ("parquet", "arrow") for p in self.parts)
+            and len(rows) == len(self.parts)
+        ):
+            self.total_records = sum(rows)
+
+    def _peek_header(self, part: Part) -> list[str] | None:
+        with ExitStack() as stack:
+            opened = open_bytes(part.path, stack)
+            rows = _CsvRows(self._numbered(opened.stream, part), self.max_record_size)
+            header = self._csv_header(rows, part)
+        part.info["header"] = header
+        return header
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def _read(self) -> Generator[Document | BadRecord, None, None]:
+        try:
+            for index, part in enumerate(self.parts):
+                self._current = part
+                if part.problem is not None:
+                    if part.unread:
+                        self.unread.append(f"{part.name}: {part.problem}")
+                    if part.fmt == "page":
+                        yield BadRecord(None, part.page_id or part.name, part.problem)
+                    else:
+                        yield BadRecord(None, None, part.problem, file=part.name)
+                    continue
+                if part.fmt == "page":
+                    yield self._page(part)
+                    continue
+                unit = "row" if part.fmt in ("parquet", "arrow") else "line"
+                self.checker.begin(part.name, unit=unit, name_missing=True, tag=self.many)
+                first, self._first = (
+                    (self._first, None) if index == self._first_index() else (None, None)
+                )
+                if part.fmt in ("jsonl", "csv"):
+                    if first is not None:
+                        opened, rows, header = first
+                    else:
+                        try:
+                            opened = self._open(part)
+                        except InputError as e:
+                            self.unread.append(str(e))
+                            yield self.checker.bad(None, None, str(e))
+                            continue
+                        rows = header = None
+                    if part.fmt == "jsonl":
+                        yield from self._jsonl(opened, part)
+                    else:
+                        yield from self._csv(opened, part, rows, header)
+                elif part.fmt in ("parquet", "arrow"):
+                    from .tables import table_records
+
+                    self._table_progress = (0, 1)
+                    for record in table_records(part, self.checker, self.max_record_size):
+                        if isinstance(record, tuple):  # (rows read, rows in all)
+                            self._table_progress = record
+                            continue
+                        yield record
+                    self._table_progress = None
+                    if part.info.get("unread"):
+                        self.unread.append(f"{part.name}: {part.info['unread']}")
+                else:
+                    from .warc import warc_records
+
+                    if first is not None:
+                        opened = first[0]
+                    else:
+                        try:
+                            opened = self._open(part, text=False)
+                        except InputError as e:
+                            self.unread.append(str(e))
+                            yield self.checker.bad(None, None, str(e))
+                            continue
+                    yield from warc_records(self, part, opened)
+                self._finish_part(part)
+            if self.unnamed:
+                unit = (
+                    "FILE:ROW"
+                    if all(p.fmt in ("parquet", "arrow") for p in self.parts)
+                    else "FILE:LINE"
+                )
+                were = "record had" if self.unnamed == 1 else "records had"
+                self.notes.append(
+                    f"{self.unnamed:,} {were} no {self.fields.id!r}; "
+                    f"{'it is' if self.unnamed == 1 else 'they are'} named {unit}"
+                )
         finally:
             self._stack.close()
+
+    def _first_index(self) -> int:
+        return next((i for i, p in enumerate(self.parts) if p.problem is None), -1)
+
+    def _open(self, part: Part, *, text: bool = True) -> Opened:
+        opened = open_bytes(part.path, self._stack, text=text)
+        self._opened = opened
+        if opened.encoding is not None:
+            self.notes.append(f"{part.name} is {opened.encoding}; it was read as such")
+        return opened
+
+    def _finish_part(self, part: Part) -> None:
+        self._done_bytes += part.size or 0
+        self._opened = None
+        self._stack.close()
+        self._stack = ExitStack()
+
+    def _numbered(self, stream: IO[bytes], part: Part) -> Iterator[tuple[int, bytes | TooLong]]:
+        """(line number, line) of ``stream``, ending quietly (noted in ``part.info``) if it
+        breaks off."""
+        n = 0
+        try:
+            for line in capped_lines(stream, self.max_record_size):
+                n += 1
+                if n == 1 and isinstance(line, bytes) and line.startswith(_BOM):
+                    line = line[3:]
+                yield n, line
+        except BrokenOff as e:
+            part.info["stopped"] = (n, str(e) or type(e).__name__)
+
+    def _stop_record(self, part: Part) -> Iterator[BadRecord]:
+        """One BadRecord if the input broke off before its end, so the loss is on record."""
+        stopped = part.info.pop("stopped", None)
+        if isinstance(stopped, tuple):
+            n, why = cast(tuple[int, str], stopped)
+            reason = f"the input breaks off after line {n} ({why}); nothing after it could be read"
+            self.unread.append(f"{part.name}: {reason}")
+            yield self.checker.bad(n + 1, None, reason)
+
+    def _too_long(self, n: int, size: int) -> str:
+        cap = self.max_record_size
+        return (
+            f"the line holds {size:,} bytes, more than the {format_size(cap)} a record may "
+            "hold (--max-record-size); it was skipped unread"
+        )
+
+    # -- JSONL -------------------------------------------------------------------------------
+
+    def _jsonl(self, opened: Opened, part: Part) -> Iterator[Document | BadRecord]:
+        checker = self.checker
+        for n, data in self._numbered(opened.stream, part):
+            if isinstance(data, TooLong):
+                yield checker.bad(n, None, self._too_long(n, data.size))
+                continue
+            if not data.strip():
+                continue
+            try:
+                line = data.decode("utf-8")
+            except UnicodeDecodeError as e:
+                yield checker.bad(n, self._id_of(data), f"not valid UTF-8: {_byte_at(e)}")
+                continue
+            yield checker.from_json(_without_line_end(line), n)
+        yield from self._stop_record(part)
 
     def _id_of(self, data: bytes) -> str | None:
         """The id of a line that is not valid UTF-8, if the id itself is."""
@@ -209,99 +400,113 @@ class RecordReader(Iterator[Document | BadRecord]):
             return None
         return doc_id
 
-    # -- CSV -----------------------------------------------------------------------------
+    # -- CSV ---------------------------------------------------------------------------------
 
-    def _csv(self, stream: IO[bytes]) -> Iterator[Document | BadRecord]:
-        rows = _CsvRows(self._lines(stream), lambda: self._lines_read)
+    def _csv_header(self, rows: _CsvRows, part: Part) -> list[str] | None:
+        """The header row, checked; None for an input without one (empty)."""
         while (row := rows.next()) is not None:
-            if isinstance(row, csv.Error):
+            if isinstance(row, _Problem):
                 raise InputError(
-                    f"{self.source}: the CSV header on line {rows.start} is malformed: {row}"
+                    f"{part.name}: the CSV header on line {rows.start} is malformed: {row.reason}"
                 )
             if rows.raw().strip():
                 break
-        if row is None:  # an empty input: no header, no records
-            return _no_records(self._stack)
+        if row is None:
+            return None
         if rows.bad_bytes:
             raise InputError(
-                f"{self.source}: the CSV header is not valid UTF-8 ({rows.bad_bytes[0]})"
+                f"{part.name}: the CSV header is not valid UTF-8 ({rows.bad_bytes[0]})"
             )
-        header = self.csv_header = row
-        for name in (self.fields.id, self.fields.text):
-            if name not in header:
-                raise InputError(
-                    f"{self.source}: the CSV header has no {name!r} column "
-                    f"(it has {', '.join(map(repr, header))}); say which column to use"
-                )
-        return self._csv_records(rows, header)
+        if self.fields.text not in row:
+            raise InputError(
+                f"{part.name}: the CSV header has no {self.fields.text!r} column "
+                f"(it has {', '.join(map(repr, row))}); say which column to use"
+            )
+        return row
 
-    def _csv_records(self, rows: _CsvRows, header: list[str]) -> Iterator[Document | BadRecord]:
+    def _csv(
+        self, opened: Opened, part: Part, rows: _CsvRows | None, header: list[str] | None
+    ) -> Iterator[Document | BadRecord]:
+        if rows is None:
+            rows = _CsvRows(self._numbered(opened.stream, part), self.max_record_size)
+            try:
+                header = self._csv_header(rows, part)
+            except InputError as e:  # it was fine when the run began
+                self.unread.append(str(e))
+                yield self.checker.bad(None, None, str(e))
+                return
+        if header is None:  # an empty input: no header, no records
+            return
+        part.info["header"] = header
         columns: dict[str, int] = {}
         for i, name in enumerate(header):
             columns.setdefault(name, i)  # a repeated column name means its first column
-        try:
-            while (row := rows.next()) is not None:
-                if isinstance(row, csv.Error):
-                    yield BadRecord(rows.start, None, f"malformed CSV: {row}")
-                    continue
-                raw = rows.raw()
-                if not raw.strip():
-                    continue
-                record = {name: row[i] for name, i in columns.items() if i < len(row)}
-                guess = record.get(self.fields.id) or None
-                if rows.bad_bytes:
-                    shown = None if guess is None else _replace_surrogates(guess)
-                    reason = f"not valid UTF-8: {'; '.join(rows.bad_bytes)}"
-                    yield BadRecord(rows.start, shown, reason)
-                elif len(row) > len(header):
-                    reason = f"the row has {len(row)} fields but the header has {len(header)}"
-                    yield BadRecord(rows.start, guess, reason)
-                else:
-                    yield self.checker.check(record, rows.start, _without_line_end(raw))
-            yield from self._stop_record()
-        finally:
-            self._stack.close()
-
-    # -- folders -------------------------------------------------------------------------
-
-    def _folder(self, root: str) -> Iterator[Document | BadRecord]:
-        for item in _walk(root, ""):
-            if isinstance(item, BadRecord):
-                yield item
+        checker, id_field = self.checker, self.fields.id
+        while (row := rows.next()) is not None:
+            if isinstance(row, _Problem):
+                yield checker.bad(rows.start, row.id_of(columns.get(id_field)), row.reason)
                 continue
-            rel, path = item
-            try:
-                with open(path, "rb") as f:
-                    data = f.read()
-            except OSError as e:
-                yield BadRecord(None, rel, f"cannot read the file: {e.strerror or e}")
+            raw = rows.raw()
+            if not raw.strip():
                 continue
-            try:
-                text = _decode_file(data, html=path.lower().endswith((".html", ".htm")))
-            except InputError as e:
-                yield BadRecord(None, rel, str(e))
-                continue
-            if not text.strip():
-                reason = "the file is empty" if not text else "the file holds only whitespace"
-                yield BadRecord(None, rel, reason)
+            record = {name: row[i] for name, i in columns.items() if i < len(row)}
+            guess = record.get(id_field) or None
+            if rows.bad_bytes:
+                shown = None if guess is None else _replace_surrogates(guess)
+                reason = f"not valid UTF-8: {'; '.join(rows.bad_bytes)}"
+                yield checker.bad(rows.start, shown, reason)
+            elif len(row) > len(header):
+                reason = f"the row has {len(row)} fields but the header has {len(header)}"
+                yield checker.bad(rows.start, guess, reason)
             else:
-                yield Document(rel, text)
+                yield checker.check(record, rows.start, _without_line_end(raw), origin=part)
+        yield from self._stop_record(part)
+
+    # -- pages -------------------------------------------------------------------------------
+
+    def _page(self, part: Part) -> Document | BadRecord:
+        page_id = part.page_id or part.name
+        cap = self.max_record_size
+        if part.size is not None and part.size > cap:
+            return BadRecord(
+                None,
+                page_id,
+                f"the file holds {part.size:,} bytes, more than the {format_size(cap)} a record "
+                "may hold (--max-record-size); it was skipped unread",
+            )
+        try:
+            with open(part.path, "rb") as f:
+                data = f.read(cap + 1)
+        except OSError as e:
+            reason = f"cannot read the file: {e.strerror or e}"
+            self.unread.append(f"{part.name}: {reason}")
+            return BadRecord(None, page_id, reason)
+        finally:
+            self._done_bytes += part.size or 0
+        if len(data) > cap:
+            return BadRecord(
+                None, page_id, f"the file holds more than the {format_size(cap)} a record may hold"
+            )
+        try:
+            text = _decode_file(data, html=part.path.lower().endswith((".html", ".htm")))
+        except InputError as e:
+            return BadRecord(None, page_id, str(e))
+        if not text.strip():
+            reason = "the file is empty" if not text else "the file holds only whitespace"
+            return BadRecord(None, page_id, reason)
+        self.checker.begin(page_id)
+        problem = self.checker.claim(page_id)
+        if problem is not None:
+            return BadRecord(
+                None,
+                page_id,
+                problem
+                + " (file names that differ only in bytes that are not UTF-8 read the same)",
+            )
+        return Document(page_id, text, origin=part)
 
 
 # -- helpers ---------------------------------------------------------------------------------
-
-
-def _head(stream: IO[bytes]) -> bytes:
-    """The first two bytes of ``stream``, left unread."""
-    peek = getattr(stream, "peek", None)
-    if peek is not None:
-        return cast(bytes, peek(2))[:2]
-    if stream.seekable():
-        at = stream.tell()
-        head = stream.read(2)
-        stream.seek(at)
-        return head
-    return b""  # cannot look ahead: take it as uncompressed
 
 
 def _byte_at(e: UnicodeDecodeError) -> str:
@@ -322,7 +527,8 @@ def _replace_surrogates(text: str) -> str:
 
 
 def _raise_csv_field_limit() -> None:
-    """Let the csv module read fields of any size (its default stops at 128 KiB)."""
+    """Let the csv module read fields of any size (its default stops at 128 KiB); the rows
+    are held to ``max_record_size`` by :class:`_CsvRows` itself."""
     limit = sys.maxsize
     while True:
         try:
@@ -332,83 +538,169 @@ def _raise_csv_field_limit() -> None:
             limit //= 2
 
 
+class _Problem:
+    """A CSV row that cannot be read as one: why, and the fields read, if any."""
+
+    def __init__(self, reason: str, row: list[str] | None = None) -> None:
+        self.reason = reason
+        self.row = row
+
+    def id_of(self, column: int | None) -> str | None:
+        if self.row is None or column is None or column >= len(self.row):
+            return None
+        value = self.row[column]
+        return value if value and "\n" not in value and len(value) <= 1000 else None
+
+
+class _RowTooLarge(Exception):
+    def __init__(self, line: int, size: int, quotes: int) -> None:
+        self.line, self.size, self.quotes = line, size, quotes
+
+
+def _lines_span(first: int, last: int) -> str:
+    return f"line {first}" if first == last else f"lines {first}–{last}"
+
+
 class _CsvRows:
     """The rows of a CSV input, each with the text it was read from and where it starts.
 
     csv.reader asks for one line at a time and never reads ahead, so the lines it took
-    since the last row are exactly that row as it came in.
+    since the last row are exactly that row as it came in. A quoted field that is never
+    closed would swallow the rest of the input into one field: when the input ends inside
+    one, the row is reported (naming the line where the quote opened and what it took) and
+    the lines after that line are read again as rows. A row larger than ``cap`` is reported
+    and skipped to its end (where its quotes balance) without keeping it.
     """
 
-    def __init__(self, lines: Iterator[bytes], line_number: Callable[[], int]) -> None:
+    def __init__(self, lines: Iterator[tuple[int, bytes | TooLong]], cap: int) -> None:
         _raise_csv_field_limit()
-        self._lines = lines
-        self._line_number = line_number
-        self._fed: list[str] = []
+        self._source = lines
+        self._cap = cap
+        self._back: deque[tuple[int, bytes | TooLong]] = deque()
+        self._fed: list[tuple[int, bytes, str]] = []
+        self._fed_bytes = 0
+        self._eof_in_row = False
         self.bad_bytes: list[str] = []  # where the current row is not valid UTF-8
         self.start = 0  # the line the current row starts on
         self._reader = csv.reader(self._feed())
 
+    def _pull(self) -> tuple[int, bytes | TooLong] | None:
+        if self._back:
+            return self._back.popleft()
+        return next(self._source, None)
+
     def _feed(self) -> Iterator[str]:
-        for data in self._lines:
-            n = self._line_number()
+        while True:
+            item = self._pull()
+            if item is None:
+                self._eof_in_row = bool(self._fed)
+                return
+            n, data = item
             if not self._fed:
                 self.start = n
+            if isinstance(data, TooLong):
+                raise _RowTooLarge(n, self._fed_bytes + data.size, data.quotes)
+            self._fed_bytes += len(data)
+            if self._fed_bytes > self._cap:
+                raise _RowTooLarge(n, self._fed_bytes, data.count(b'"'))
             try:
                 line = data.decode("utf-8")
             except UnicodeDecodeError as e:
                 # Read it anyway, to find where the row ends, but report it.
                 line = data.decode("utf-8", "surrogateescape")
                 self.bad_bytes.append(f"line {n}, {_byte_at(e)}")
-            self._fed.append(line)
+            self._fed.append((n, data, line))
             yield line
 
-    def next(self) -> list[str] | csv.Error | None:
-        """The next row, the error that stopped it, or None at the end."""
+    def next(self) -> list[str] | _Problem | None:
+        """The next row, the problem that spoiled it, or None at the end."""
         self._fed.clear()
+        self._fed_bytes = 0
+        self._eof_in_row = False
         self.bad_bytes.clear()
         try:
-            return next(self._reader)
+            row = next(self._reader)
         except StopIteration:
             return None
         except csv.Error as e:
-            return e
+            return _Problem(f"malformed CSV: {e}")
+        except _RowTooLarge as e:
+            return self._skip_large(e)
+        if self._eof_in_row and len(self._fed) > 1:
+            return self._unterminated(row)
+        return row
+
+    def _skip_large(self, e: _RowTooLarge) -> _Problem:
+        """Skip the rest of a row too large to keep: to the line where its quotes balance."""
+        parity = (sum(line.count('"') for _, _, line in self._fed) + e.quotes) % 2
+        first, last, size = self.start, e.line, e.size
+        while parity:
+            item = self._pull()
+            if item is None:
+                break
+            last, data = item
+            size += data.size if isinstance(data, TooLong) else len(data)
+            quotes = data.quotes if isinstance(data, TooLong) else data.count(b'"')
+            parity ^= quotes % 2
+        self._fed.clear()
+        self._reader = csv.reader(self._feed())
+        reason = (
+            f"the row ({_lines_span(first, last)}) holds {size:,} bytes, more than the "
+            f"{format_size(self._cap)} a record may hold (--max-record-size); it was skipped"
+        )
+        if parity:
+            reason += (
+                f"; a quoted field opened in it never closes, so it ran to the end of the "
+                f"input: an unterminated quote on line {first}?"
+            )
+        return _Problem(reason)
+
+    def _unterminated(self, row: list[str]) -> _Problem:
+        """The input ended inside a quoted field: report the row up to the line where that
+        quote opened, and read the lines after it again."""
+        opened_at = _quote_opened_at([line for _, _, line in self._fed])
+        first = self._fed[0][0]
+        opened_line = self._fed[opened_at][0]
+        again = self._fed[opened_at + 1 :]
+        last = self._fed[-1][0]
+        self._back.extendleft(reversed([(n, data) for n, data, _ in again]))
+        swallowed = sum(1 for _, _, line in again if line.strip())
+        self._fed = self._fed[: opened_at + 1]
+        self._reader = csv.reader(self._feed())
+        reason = (
+            f"unterminated quote: a quoted field opens on line {opened_line} and never closes, "
+            f"so it took in the rest of the input ({_lines_span(opened_line + 1, last)}, "
+            f"{swallowed:,} non-blank line{'s' if swallowed != 1 else ''}); those lines are "
+            f"read again as rows of their own"
+        )
+        if first != opened_line:
+            reason = f"the row on {_lines_span(first, opened_line)} has an " + reason
+        return _Problem(reason, row)
 
     def raw(self) -> str:
         """The current row exactly as it came in."""
-        return "".join(self._fed)
+        return "".join(line for _, _, line in self._fed)
 
 
-def _no_records(stack: ExitStack) -> Iterator[Document | BadRecord]:
-    stack.close()
-    yield from ()
-
-
-def _walk(folder: str, prefix: str) -> Iterator[tuple[str, str] | BadRecord]:
-    """(id, path) of each text or HTML file under ``folder``, in name order, depth first.
-
-    Names starting with a dot are skipped, and so are links to folders (they can loop).
-    A folder that cannot be listed is a BadRecord.
-    """
-    try:
-        with os.scandir(folder) as it:
-            entries = sorted(it, key=lambda entry: entry.name)
-    except OSError as e:
-        yield BadRecord(
-            None, prefix.rstrip("/") or ".", f"cannot list the folder: {e.strerror or e}"
-        )
-        return
-    for entry in entries:
-        if entry.name.startswith("."):
-            continue
-        try:
-            if entry.is_dir(follow_symlinks=False):
-                yield from _walk(entry.path, f"{prefix}{entry.name}/")
-            elif entry.name.lower().endswith(FOLDER_SUFFIXES) and (
-                entry.is_file() or entry.is_symlink()  # a broken link is reported, not lost
-            ):
-                yield f"{prefix}{entry.name}", entry.path
-        except OSError as e:
-            yield BadRecord(None, prefix + entry.name, f"cannot read: {e.strerror or e}")
+def _quote_opened_at(lines: list[str]) -> int:
+    """Which of a row's ``lines`` opens the quoted field that is still open at their end."""
+    inside, opened, field_start = False, 0, True
+    for k, line in enumerate(lines):
+        i = 0
+        while i < len(line):
+            c = line[i]
+            if inside:
+                if c == '"':
+                    if line.startswith('"', i + 1):  # "" is a quote inside the field
+                        i += 2
+                        continue
+                    inside = False
+            elif c == '"' and field_start:
+                inside, opened, field_start = True, k, False
+            else:
+                field_start = c in ",\r\n"
+            i += 1
+    return opened
 
 
 def _decode_file(data: bytes, *, html: bool) -> str:
@@ -421,6 +713,15 @@ def _decode_file(data: bytes, *, html: bool) -> str:
         problem = f"not valid UTF-8: byte 0x{e.object[e.start]:02X} at byte {e.start + 1}"
     declared = _META_CHARSET.search(data[:4096]) if html else None
     if declared is None:
+        found = text_encoding(data[:4])
+        if found is not None:
+            codec, what = found
+            try:
+                return data.decode(codec)
+            except UnicodeDecodeError:
+                raise InputError(
+                    f"{problem}; it looks like {what} but is not valid as such"
+                ) from None
         raise InputError(problem)
     label = declared.group(1).decode("ascii").lower()
     charset = _CHARSET_ALIASES.get(label, label)

@@ -8,16 +8,27 @@ describes the run as a :class:`~neardup.run.summary.RunSummary`.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import ExitStack
 
 from ..batch import BatchRun
 from ..deduper import Deduper
 from ..engine import Decision, DedupConfig, KeepPolicy
 from ..errors import ConfigError
-from ..records import BadRecord, Document, Fields, LineWriter, UniqueWriter, read_records
+from ..records import (
+    DEFAULT_MAX_RECORD,
+    BadRecord,
+    Document,
+    Fields,
+    LineWriter,
+    RecordReader,
+    UniqueWriter,
+    read_records,
+)
+from ..records.writers import ParquetLines, open_lines, shown_id_line
 from ..timing import Stages
 from .outputs import Tally, cluster_line, output_names
 from .progress import Progress
@@ -27,7 +38,7 @@ __all__ = ["run_dedup"]
 
 
 def run_dedup(
-    source: str,
+    source: str | Sequence[str],
     *,
     unique: str | None,
     clusters: str | None,
@@ -43,16 +54,24 @@ def run_dedup(
     store: str | None = None,
     window: str | None = None,
     batch_size: int = 256,
+    output_format: str | None = None,
+    duplicates: str | None = None,
+    max_record_size: int = DEFAULT_MAX_RECORD,
 ) -> RunResult:
-    """Deduplicate ``source`` into the UNIQUE, CLUSTERS and ERRORS outputs.
+    """Deduplicate ``source`` (one input, or several read in order) into the UNIQUE,
+    CLUSTERS and ERRORS outputs.
 
     ``unique`` and ``clusters`` may be None (not written); ``errors`` None means standard
     error. Every record read ends in CLUSTERS (documents) or ERRORS (bad records). The input
     is opened, and then every output, before anything is read, so a missing input or an
-    unwritable output fails at once. ``collect`` keeps each document with its decision in
-    the result (for a report; it holds the whole corpus in memory). ``store`` (a store URL)
-    or ``window`` decide in streaming mode against that store, ``batch_size`` records per
-    atomic section. (The Spark engine's run is :func:`neardup.spark.run_cli`.)
+    unwritable output fails at once. ``output_format`` (jsonl, csv, parquet, warc) is what
+    UNIQUE is written as (by default what its name says, or the input's own format; parquet
+    makes CLUSTERS Parquet too, as does a CLUSTERS path ending ``.parquet``);
+    ``duplicates`` is a file for the ids of the duplicates, one a line. ``collect`` keeps
+    each document with its decision in the result (for a report; it holds the whole corpus
+    in memory). ``store`` (a store URL) or ``window`` decide in streaming mode against that
+    store, ``batch_size`` records per atomic section. (The Spark engine's run is
+    :func:`neardup.spark.run_cli`.)
     """
     cfg = config if config is not None else DedupConfig()
     fields = fields if fields is not None else Fields()
@@ -68,17 +87,38 @@ def run_dedup(
     started = time.perf_counter()
     stages = Stages()
     with ExitStack() as stack:
-        reader = stack.enter_context(read_records(source, fields=fields, fmt=fmt))
+        reader = stack.enter_context(
+            read_records(source, fields=fields, fmt=fmt, max_record_size=max_record_size)
+        )
+        _check_outputs_are_not_inputs(
+            reader,
+            {
+                "-o": unique,
+                "--clusters": clusters,
+                "--errors": errors,
+                "--duplicates-only": duplicates,
+            },
+        )
         unique_out: UniqueWriter | None = None
         if unique is not None:
             header = reader.csv_header
-            out_fmt = reader.format if reader.format != "csv" or header is not None else "jsonl"
-            unique_out = UniqueWriter(unique, out_fmt, header, fields=fields)
+            in_fmt = reader.format if reader.format != "csv" or header is not None else "jsonl"
+            unique_out = UniqueWriter(
+                unique, in_fmt, header, fields=fields, output=output_format, parts=reader.parts
+            )
             stack.callback(unique_out.close)
-        clusters_out = None
+        clusters_out: LineWriter | ParquetLines | None = None
         if clusters is not None:
-            clusters_out = LineWriter(clusters)
+            clusters_out = open_lines(
+                clusters,
+                "parquet" if output_format == "parquet" else None,
+                columns=("id", "cluster", "duplicate_of", "score"),
+            )
             stack.callback(clusters_out.close)
+        dups_out = None
+        if duplicates is not None:
+            dups_out = LineWriter(duplicates)
+            stack.callback(dups_out.close)
         errors_out = (
             LineWriter(errors) if errors is not None else LineWriter(None, stream=sys.stderr)
         )
@@ -86,22 +126,35 @@ def run_dedup(
         if errors is None:
             errors_out.before_write = progress.clear
         stack.callback(progress.clear)
+        stack.callback(progress.done)
 
         tally = Tally(collect)
-        args = (reader, cfg, keep, stages, progress, tally, unique_out, clusters_out, errors_out)
+        out = _Outputs(unique_out, clusters_out, dups_out)
+        args = (reader, cfg, keep, stages, progress, tally, out, errors_out)
         candidate_pairs: int | None = None
         if mode == "batch":
             candidate_pairs = _batch(*args)
         else:
             _stream(*args, store=store, window=window, batch_size=batch_size)
-    notes = []
+    notes = list(reader.notes)
+    if reader.not_documents:
+        notes.append(_not_documents(reader))
+    if reader.skipped_files:
+        n = sum(reader.skipped_files.values())
+        kinds = ", ".join(
+            f"{k or 'no suffix'} ×{v:,}"
+            for k, v in sorted(reader.skipped_files.items(), key=lambda kv: -kv[1])[:5]
+        )
+        notes.append(f"{n:,} file{'s' if n != 1 else ''} in the input folders not read ({kinds})")
     if store is not None:
         notes.append(f"compared with, and added to, the store {store}")
     if keep == "earliest" and tally.kept and not tally.timestamped:
         notes.append(f"no document has a {fields.timestamp!r}, so each story kept its first copy")
     outputs = output_names(unique, clusters, errors, tally)
+    if duplicates is not None:
+        outputs["duplicates"] = "standard output" if duplicates == "-" else duplicates
     summary = RunSummary(
-        source=label or source,
+        source=label or reader.source,
         mode=mode,
         keep=keep,
         records=tally.kept + tally.duplicates + tally.errors,
@@ -113,8 +166,71 @@ def run_dedup(
         candidate_pairs=candidate_pairs,
         outputs=outputs,
         notes=tuple(notes),
+        unread=tuple(reader.unread),
     )
     return RunResult(summary, tally.decided)
+
+
+class _Outputs:
+    """Where each decided document goes: UNIQUE (kept), CLUSTERS (all), the duplicates'
+    ids; ``ids`` holds the ids the input gave as another JSON type than a string, so that
+    they come back as they were."""
+
+    def __init__(
+        self,
+        unique: UniqueWriter | None,
+        clusters: LineWriter | ParquetLines | None,
+        duplicates: LineWriter | None,
+    ) -> None:
+        self.unique, self.clusters, self.duplicates = unique, clusters, duplicates
+        self.ids: dict[str, object] = {}
+
+    def seen(self, doc: Document) -> None:
+        if doc.id_value is not None:
+            self.ids[doc.id] = doc.id_value
+
+    def write(self, doc: Document, decision: Decision) -> None:
+        if self.clusters is not None:
+            self.clusters.write(cluster_line(decision, self.ids))
+        if decision.is_duplicate:
+            if self.unique is not None:
+                self.unique.drop(doc)
+            if self.duplicates is not None:
+                self.duplicates.write(shown_id_line(doc.shown_id))
+        elif self.unique is not None:
+            self.unique.write(doc)
+
+    def finish(self) -> None:
+        """Close the outputs now, so the write stage's time includes flushing them."""
+        for out in (self.unique, self.clusters, self.duplicates):
+            if out is not None:
+                out.close()
+
+
+def _not_documents(reader: RecordReader) -> str:
+    counts = reader.not_documents
+    n = sum(counts.values())
+    kinds = ", ".join(f"{k} ×{v:,}" for k, v in counts.most_common())
+    return f"{n:,} WARC record{'s' if n != 1 else ''} held no document to compare ({kinds})"
+
+
+def _check_outputs_are_not_inputs(reader: RecordReader, outputs: dict[str, str | None]) -> None:
+    """An output that is an input file, or lies in an input folder, would destroy or be
+    read as input: refuse it before anything is opened for writing."""
+    folders = [os.path.realpath(s) for s in reader.sources if s != "-" and os.path.isdir(s)]
+    files = {os.path.realpath(p.path): p.name for p in reader.parts if p.path != "-"}
+    for flag, path in outputs.items():
+        if path is None or path == "-":
+            continue
+        real = os.path.realpath(path)
+        if real in files:
+            raise ConfigError(f"{flag} {path} is the input; writing it would destroy the input")
+        for folder in folders:
+            if real.startswith(folder + os.sep):
+                raise ConfigError(
+                    f"{flag} {path} is inside the input folder {folder}; a later run would "
+                    "read it as input: write it elsewhere"
+                )
 
 
 def _timed(
@@ -131,14 +247,13 @@ def _timed(
 
 
 def _batch(
-    reader: Iterator[Document | BadRecord],
+    reader: RecordReader,
     cfg: DedupConfig,
     keep: KeepPolicy,
     stages: Stages,
     progress: Progress,
     tally: Tally,
-    unique_out: UniqueWriter | None,
-    clusters_out: LineWriter | None,
+    out: _Outputs,
     errors_out: LineWriter,
 ) -> int:
     """Read everything (errors written as they come), decide, write in input order.
@@ -147,9 +262,18 @@ def _batch(
     Returns the number of candidate pairs.
     """
     docs: list[Document] = []
-    progress.start("read")
     clock = [0.0]
     with BatchRun(cfg, workers=None, chars=None) as run:
+        progress.watch(
+            lambda: {
+                "bytes": reader.bytes_read,
+                "total_bytes": reader.total_bytes,
+                "total_records": reader.total_records,
+                # the slots of the sketches are filled up to the first document not decided
+                "decided": len(run.sketches),
+            }
+        )
+        progress.start("read")
         for record in _timed(reader, clock):
             progress.advance()
             if isinstance(record, BadRecord):
@@ -157,33 +281,38 @@ def _batch(
                 tally.errors += 1
             else:
                 docs.append(record)
+                out.seen(record)
                 run.add(record.id, record.text)
-        progress.start("dedup", note=f"deduplicating {len(docs):,} documents…")
+        left = len(docs) - len(run.sketches)
+        progress.watch(None)
+        progress.start(
+            "dedup",
+            note=f"deduplicating {len(docs):,} documents… ({left:,} still to sketch and verify)",
+        )
         result = run.finish(keep=keep, timestamps=[d.timestamp for d in docs])
     stages.add("read", clock[0])
     for name in ("sketch", "candidates", "verify", "clusters"):
         stages.add(name, result.timings.get(name, 0.0))
 
-    progress.start("write")
+    progress.start("write", total=len(docs))
     t0 = time.perf_counter()
     for doc, decision in zip(docs, result.decisions, strict=True):
-        _write(doc, decision, unique_out, clusters_out)
+        out.write(doc, decision)
         tally.add(doc, decision)
         progress.advance()
-    _finish(unique_out, clusters_out)
+    out.finish()
     stages.add("write", time.perf_counter() - t0)
     return result.candidate_pairs
 
 
 def _stream(
-    reader: Iterator[Document | BadRecord],
+    reader: RecordReader,
     cfg: DedupConfig,
     keep: KeepPolicy,
     stages: Stages,
     progress: Progress,
     tally: Tally,
-    unique_out: UniqueWriter | None,
-    clusters_out: LineWriter | None,
+    out: _Outputs,
     errors_out: LineWriter,
     *,
     store: str | None = None,
@@ -195,7 +324,15 @@ def _stream(
     deduper = Deduper(cfg, store=store or "memory://", window=window, explain=False)
     read_clock = [0.0]
     dedup_seconds = write_seconds = 0.0
-    progress.start("dedup")
+    progress.watch(
+        lambda: {
+            "bytes": reader.bytes_read,
+            "total_bytes": reader.total_bytes,
+            "total_records": reader.total_records,
+            "decided": tally.kept + tally.duplicates,
+        }
+    )
+    progress.start("read")
     batch: list[Document] = []
 
     def flush() -> None:
@@ -206,7 +343,7 @@ def _stream(
         decisions = deduper.check_and_add_many(batch)
         t1 = time.perf_counter()
         for doc, decision in zip(batch, decisions, strict=True):
-            _write(doc, decision, unique_out, clusters_out)
+            out.write(doc, decision)
             tally.add(doc, decision)
         progress.advance(len(batch))
         batch.clear()
@@ -223,35 +360,16 @@ def _stream(
                 write_seconds += time.perf_counter() - t0
                 continue
             batch.append(record)
+            out.seen(record)
             if len(batch) >= batch_size:
                 flush()
         flush()
     finally:
         deduper.close()
     t0 = time.perf_counter()
-    _finish(unique_out, clusters_out)
+    out.finish()
     write_seconds += time.perf_counter() - t0
     stages.add("read", read_clock[0])
     stages.add("dedup", dedup_seconds)
     stages.add("write", write_seconds)
     return None
-
-
-def _write(
-    doc: Document,
-    decision: Decision,
-    unique_out: UniqueWriter | None,
-    clusters_out: LineWriter | None,
-) -> None:
-    if clusters_out is not None:
-        clusters_out.write(cluster_line(decision))
-    if unique_out is not None and not decision.is_duplicate:
-        unique_out.write(doc)
-
-
-def _finish(unique_out: UniqueWriter | None, clusters_out: LineWriter | None) -> None:
-    """Close the outputs now, so the write stage's time includes flushing them."""
-    if unique_out is not None:
-        unique_out.close()
-    if clusters_out is not None:
-        clusters_out.close()

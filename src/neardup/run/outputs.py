@@ -7,6 +7,7 @@ where each output went (for the summary). Shared by the local and the Spark runs
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..engine import Decision
@@ -15,13 +16,20 @@ from ..records import Document, json_line
 __all__ = ["Tally", "cluster_line", "output_names"]
 
 
-def cluster_line(decision: Decision) -> str:
-    """One line of CLUSTERS: ``{"id", "cluster", "duplicate_of", "score"}`` (score to 4 places)."""
+def cluster_line(decision: Decision, ids: Mapping[str, object] | None = None) -> str:
+    """One line of CLUSTERS: ``{"id", "cluster", "duplicate_of", "score"}`` (score to 4 places).
+
+    ``ids`` maps an id to the value to write for it, for ids the input held as another JSON
+    type than a string (an integer id comes back as an integer)."""
+
+    def shown(i: str | None) -> object:
+        return i if ids is None or i is None else ids.get(i, i)
+
     return json_line(
         {
-            "id": decision.id,
-            "cluster": decision.cluster,
-            "duplicate_of": decision.duplicate_of,
+            "id": shown(decision.id),
+            "cluster": shown(decision.cluster),
+            "duplicate_of": shown(decision.duplicate_of),
             "score": round(decision.score, 4),
         }
     )

@@ -36,6 +36,8 @@ class RunSummary:
     candidate_pairs: int | None = None
     outputs: Mapping[str, str] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    #: why the input could not be read to its end (a truncated file, an unreadable folder)
+    unread: tuple[str, ...] = ()
 
     @property
     def documents(self) -> int:
@@ -62,6 +64,8 @@ class RunSummary:
             "candidate_pairs": self.candidate_pairs,
             "stages": {name: round(s, 4) for name, s in self.stages.items()},
             "outputs": dict(self.outputs),
+            "notes": list(self.notes),
+            "unread": list(self.unread),
         }
 
     def format(self) -> str:
@@ -80,7 +84,13 @@ class RunSummary:
             f"{n} → {self.outputs[what]}"
             for what, n in (
                 ("kept", f"{self.kept:,} kept"),
-                ("clusters", plural(self.documents, "line")),
+                (
+                    "clusters",
+                    plural(
+                        self.documents,
+                        "row" if self.outputs.get("clusters", "").endswith(".parquet") else "line",
+                    ),
+                ),
             )
             if what in self.outputs
         ]
@@ -90,6 +100,7 @@ class RunSummary:
             lines.append(f"  {name:<11}{seconds:8.3f} s   {details.get(name, '')}".rstrip())
         lines.append(f"  {'total':<11}{self.seconds:8.3f} s")
         lines.extend(f"  note: {note}" for note in self.notes)
+        lines.extend(f"  not read to its end: {why}" for why in self.unread)
         share = self.duplicates / self.documents if self.documents else 0.0
         lines.append(
             f"{self.records:,} in → {self.kept:,} kept, {plural(self.duplicates, 'duplicate')} "

@@ -17,7 +17,7 @@ class NewsSpider(scrapy.Spider):
 
     name = "news"
 
-    def __init__(self, start_url: str = "http://127.0.0.1:8000/", **kwargs: Any) -> None:
+    def __init__(self, start_url: str = "http://127.0.0.1:8300/", **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.start_urls = [start_url]
         self.allowed_domains = [urlsplit(start_url).hostname or ""]

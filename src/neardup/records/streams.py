@@ -1,0 +1,259 @@
+"""The bytes of one input file: un-gzipped or un-zstd'ed when they are (found by content),
+UTF-16 and UTF-32 text turned into UTF-8, and cut into lines no longer than a cap.
+
+>>> import io
+>>> lines = list(capped_lines(io.BytesIO(b"short\\n" + b"x" * 50 + b"\\nend"), 10))
+>>> lines[0], lines[1].size, lines[2]
+(b'short\\n', 51, b'end')
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import gzip
+import io
+import re
+import sys
+import zlib
+from collections.abc import Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass
+from typing import IO, cast
+
+from ..errors import InputError, MissingDependencyError
+
+__all__ = [
+    "DEFAULT_MAX_RECORD",
+    "BrokenOff",
+    "Opened",
+    "TooLong",
+    "capped_lines",
+    "format_size",
+    "open_bytes",
+    "parse_size",
+    "text_encoding",
+]
+
+#: The most one record (a line, a CSV row, a file, a WARC record) may hold: 64 MiB.
+DEFAULT_MAX_RECORD = 64 << 20
+
+_GZIP = b"\x1f\x8b"
+_ZSTD = b"\x28\xb5\x2f\xfd"
+_SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*", re.I)
+_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def _broken_off() -> tuple[type[BaseException], ...]:
+    errors: list[type[BaseException]] = [OSError, EOFError, ValueError, zlib.error]
+    try:
+        import zstandard
+    except ImportError:
+        pass
+    else:
+        errors.append(zstandard.ZstdError)
+    return tuple(errors)
+
+
+#: What stops a stream before its end: truncated or corrupt compression, a read error,
+#: text that is not valid in the encoding the file declares.
+BrokenOff = _broken_off()
+
+
+def parse_size(text: str) -> int:
+    """A size in bytes from ``64M``, ``1.5G``, ``500k``, ``2MiB`` or a plain number.
+
+    >>> parse_size("64M"), parse_size("1.5k"), parse_size("100")
+    (67108864, 1536, 100)
+    """
+    m = _SIZE.fullmatch(text)
+    if m is None:
+        raise ValueError(f"{text!r} is not a size (use bytes, or a number with K, M or G)")
+    size = int(float(m.group(1)) * _UNITS[m.group(2).lower()])
+    if size < 1:
+        raise ValueError(f"{text!r} is not a size of at least one byte")
+    return size
+
+
+def format_size(n: float) -> str:
+    """``n`` bytes for people: 512 B, 3.4 KB, 41.2 MB, 1.1 GB (powers of 1,000).
+
+    >>> format_size(999), format_size(41_234_567), format_size(67108864)
+    ('999 B', '41.2 MB', '67.1 MB')
+    """
+    for unit, step in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if n >= step:
+            return f"{n / step:.1f} {unit}"
+    return f"{int(n)} B"
+
+
+@dataclass(frozen=True, slots=True)
+class TooLong:
+    """A line longer than the cap, skipped without keeping it: its size and how many
+    double quotes it held (for a CSV reader to find where a quoted field ends)."""
+
+    size: int
+    quotes: int
+
+
+def capped_lines(stream: IO[bytes], cap: int) -> Iterator[bytes | TooLong]:
+    """The lines of ``stream`` (line end kept), a :class:`TooLong` for each longer than
+    ``cap`` bytes — never holding more than ``cap`` + 1 MiB of one in memory."""
+    readline = stream.readline
+    limit = cap + 1
+    while True:
+        line = readline(limit)
+        if not line:
+            return
+        if len(line) < limit or line.endswith(b"\n"):
+            yield line
+            continue
+        size, quotes = len(line), line.count(b'"')
+        while True:
+            more = readline(1 << 20)
+            size += len(more)
+            quotes += more.count(b'"')
+            if not more or more.endswith(b"\n"):
+                break
+        yield TooLong(size, quotes)
+
+
+class _Utf8(io.RawIOBase):
+    """Text decoded from another encoding, given out again as UTF-8 bytes."""
+
+    def __init__(self, text: IO[str]) -> None:
+        self._text = text
+        self._pending = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+        while not self._pending:
+            chunk = self._text.read(1 << 16)
+            if not chunk:
+                return 0
+            self._pending = chunk.encode("utf-8", "surrogatepass")
+        n = min(len(buffer), len(self._pending))
+        buffer[:n] = self._pending[:n]
+        self._pending = self._pending[n:]
+        return n
+
+
+def text_encoding(head: bytes) -> tuple[str, str] | None:
+    """(codec, description) when ``head`` shows UTF-16 or UTF-32 text, else None."""
+    if head.startswith((codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)):
+        order = "little" if head.startswith(codecs.BOM_UTF32_LE) else "big"
+        return "utf-32", f"UTF-32 ({order}-endian, with a byte order mark)"
+    if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        order = "little" if head.startswith(codecs.BOM_UTF16_LE) else "big"
+        return "utf-16", f"UTF-16 ({order}-endian, with a byte order mark)"
+    if len(head) >= 4:
+        z = [b == 0 for b in head[:4]]
+        if z == [False, True, True, True]:
+            return "utf-32-le", "UTF-32 (little-endian, without a byte order mark)"
+        if z == [True, True, True, False]:
+            return "utf-32-be", "UTF-32 (big-endian, without a byte order mark)"
+        if z == [False, True, False, True]:
+            return "utf-16-le", "UTF-16 (little-endian, without a byte order mark)"
+        if z == [True, False, True, False]:
+            return "utf-16-be", "UTF-16 (big-endian, without a byte order mark)"
+    return None
+
+
+def _peek(stream: IO[bytes], n: int) -> bytes:
+    """The first ``n`` bytes of ``stream``, left unread (fewer if it cannot look ahead)."""
+    peek = getattr(stream, "peek", None)
+    if peek is not None:
+        data = cast(bytes, peek(n))
+        while len(data) < n:  # peek may give less than asked for at a buffer boundary
+            more = cast(bytes, peek(n))
+            if len(more) <= len(data):
+                break
+            data = more
+        return data[:n]
+    if stream.seekable():
+        at = stream.tell()
+        head = stream.read(n)
+        stream.seek(at)
+        return head
+    return b""
+
+
+@dataclass
+class Opened:
+    """The bytes of one input, ready to be read, and what was found out opening it."""
+
+    stream: IO[bytes]
+    #: the file as it lies on disk (for how far reading has got), or None
+    raw: IO[bytes] | None
+    compression: str | None
+    #: how the text was encoded when it was not UTF-8 (e.g. "UTF-16 (little-endian, …)")
+    encoding: str | None
+
+    def position(self) -> int | None:
+        """Bytes of the file read so far (compressed bytes for compressed input)."""
+        if self.raw is None:
+            return None
+        try:
+            return self.raw.tell()
+        except (OSError, ValueError):
+            return None
+
+
+def _detach(wrapper: io.TextIOWrapper) -> None:
+    with contextlib.suppress(ValueError):  # already detached or closed
+        wrapper.detach()
+
+
+def open_bytes(path: str, stack: ExitStack, *, text: bool = True) -> Opened:
+    """Open ``path`` (``-``: standard input, left open) for reading records from it.
+
+    gzip and zstd are found by their magic bytes and un-compressed; with ``text``, UTF-16 and
+    UTF-32 (by their byte order mark, or the NUL bytes of ASCII in them) become UTF-8.
+    InputError when the file cannot be opened.
+    """
+    raw: IO[bytes] | None
+    if path == "-":
+        buffer = getattr(sys.stdin, "buffer", None)
+        if buffer is None:  # a text-only stand-in for stdin
+            buffer = io.BytesIO(sys.stdin.read().encode("utf-8", "surrogatepass"))
+        stream = cast(IO[bytes], buffer)
+        raw = None
+    else:
+        try:
+            stream = stack.enter_context(open(path, "rb"))  # noqa: SIM115
+        except OSError as e:
+            raise InputError(f"cannot read {path}: {e.strerror or e}") from None
+        raw = stream
+    head = _peek(stream, 4)
+    compression = None
+    if head.startswith(_GZIP):
+        compression = "gzip"
+        stream = cast(IO[bytes], stack.enter_context(gzip.GzipFile(fileobj=stream)))
+    elif head.startswith(_ZSTD):
+        compression = "zstd"
+        try:
+            import zstandard
+        except ImportError as e:
+            raise MissingDependencyError(
+                f"{path} is zstd-compressed; reading it needs zstandard: "
+                "pip install 'neardup[zstd]'"
+            ) from e
+        reader = zstandard.ZstdDecompressor().stream_reader(
+            stream, read_across_frames=True, closefd=False
+        )
+        stream = cast(IO[bytes], stack.enter_context(io.BufferedReader(reader)))
+    encoding = None
+    if text:
+        try:
+            head = _peek(stream, 4)
+        except BrokenOff:  # corrupt from the start: reading says so, record by record
+            head = b""
+        found = text_encoding(head)
+        if found is not None:
+            codec, encoding = found
+            wrapped = io.TextIOWrapper(stream, encoding=codec, errors="strict", newline="\n")
+            stack.callback(_detach, wrapped)  # closing it would close what it wraps
+            stream = cast(IO[bytes], io.BufferedReader(_Utf8(wrapped)))
+    return Opened(stream, raw, compression, encoding)

@@ -1,0 +1,112 @@
+"""``neardup.dedup_frame``: pandas, polars and pyarrow tables get ``cluster``,
+``duplicate_of`` and ``score`` columns, in row order, with the decisions of ``dedup_batch``."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+import neardup
+from neardup import dedup_batch, dedup_frame
+from neardup.errors import ConfigError, InputError
+
+from .test_cli_dedup import CORPUS, STORY
+
+pl = pytest.importorskip("polars")
+
+ROWS = [
+    {"doc": k * 10, "body": str(r["text"]), "ts": str(r.get("timestamp") or "")}
+    for k, r in enumerate(CORPUS)
+]
+NAME = {k * 10: str(r["id"]) for k, r in enumerate(CORPUS)}
+
+
+def frames() -> dict[str, Any]:
+    return {
+        "pandas": pd.DataFrame(ROWS, index=[f"r{k}" for k in range(len(ROWS))]),
+        "polars": pl.DataFrame(ROWS),
+        "arrow": pa.Table.from_pylist(ROWS),
+    }
+
+
+def columns(out: Any) -> dict[str, list[Any]]:
+    if isinstance(out, pd.DataFrame):
+        return {c: [None if v is pd.NA else v for v in out[c].tolist()] for c in out.columns}
+    if isinstance(out, pa.Table):
+        return out.to_pydict()
+    return {c: out[c].to_list() for c in out.columns}
+
+
+@pytest.mark.parametrize("kind", ["pandas", "polars", "arrow"])
+def test_same_decisions_as_dedup_batch(kind: str) -> None:
+    frame = frames()[kind]
+    out = dedup_frame(frame, text="body", id="doc")
+    assert type(out) is type(frame)
+    got = columns(out)
+    assert got["doc"] == [r["doc"] for r in ROWS]  # input order, the frame's own columns kept
+    batch = dedup_batch([str(r["doc"]) for r in ROWS], [r["body"] for r in ROWS])
+    assert got["cluster"] == [int(d.cluster) for d in batch.decisions]
+    assert got["duplicate_of"] == [
+        None if d.duplicate_of is None else int(d.duplicate_of) for d in batch.decisions
+    ]
+    assert got["score"] == [round(d.score, 4) for d in batch.decisions]
+    assert {NAME[r["doc"]]: NAME[c] for r, c in zip(ROWS, got["cluster"], strict=True)} == STORY
+    if kind == "pandas":
+        assert list(out.index) == list(frame.index)
+        assert str(out["cluster"].dtype) == "int64" and str(out["duplicate_of"].dtype) == "Int64"
+
+
+@pytest.mark.parametrize("kind", ["pandas", "polars", "arrow"])
+def test_keep_earliest_and_unusable_rows(kind: str) -> None:
+    """keep='earliest' reads the timestamp column; a row with a null or blank text is not
+    decided (its three columns are null); without an id column rows are named by position."""
+    rows = [{"body": r["body"], "ts": r["ts"]} for r in ROWS] + [
+        {"body": None, "ts": ""},
+        {"body": "  ", "ts": ""},
+    ]
+    frame = {"pandas": pd.DataFrame, "polars": pl.DataFrame, "arrow": pa.Table.from_pylist}[kind](
+        rows
+    )
+    got = columns(dedup_frame(frame, text="body", timestamp="ts", keep="earliest"))
+    assert got["cluster"][:6] == [2, 1, 2, 3, 1, 5]  # zh1r (row 2) is dated before zh1
+    assert got["cluster"][6:] == [None, None] and got["duplicate_of"][6:] == [None, None]
+    score = got["score"][6:]
+    assert all(s is None or (isinstance(s, float) and math.isnan(s)) for s in score)
+
+
+def test_string_ids_and_a_hugging_face_style_table() -> None:
+    table = pa.table(
+        {"id": [str(r["id"]) for r in CORPUS], "text": [str(r["text"]) for r in CORPUS]}
+    )
+    out = neardup.dedup_frame(table)
+    assert (
+        dict(zip(out.column("id").to_pylist(), out.column("cluster").to_pylist(), strict=True))
+        == STORY
+    )
+    assert "dedup_frame" in neardup.__all__
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        ({"text": "nope"}, ConfigError, "the frame has no text column 'nope'"),
+        ({"text": "body", "id": "nope"}, ConfigError, "the frame has no id column 'nope'"),
+    ],
+)
+def test_bad_arguments(kwargs: dict[str, str], error: type[Exception], message: str) -> None:
+    with pytest.raises(error, match=message):
+        dedup_frame(frames()["pandas"], **kwargs)
+
+
+def test_repeated_id_and_existing_output_column() -> None:
+    df = pd.DataFrame({"id": [1, 1], "text": ["北京地铁今天开通", "上海今天下雨"]})
+    with pytest.raises(InputError, match="row 1 repeats the id '1' of row 0"):
+        dedup_frame(df)
+    with pytest.raises(ConfigError, match="already has 'score'"):
+        dedup_frame(df.assign(score=1.0), id=None)
+    with pytest.raises(ConfigError, match="takes a pandas or polars DataFrame"):
+        dedup_frame([{"id": 1, "text": "x"}])
