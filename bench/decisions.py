@@ -44,9 +44,9 @@ def _row(d: Any) -> dict[str, Any]:
         "score": round(float(d.score), 6),
         "measure": d.measure,
     }
-    contains = getattr(d, "contains", None)
-    if contains is not None:
-        out["contains"] = contains
+    extends = getattr(d, "extends", None)
+    if extends is not None:
+        out["extends"] = extends
     return out
 
 
@@ -95,7 +95,7 @@ def decide(corpus: str, runner: str, keep: str) -> list[dict[str, Any]]:
                 "cluster": rows[i]["cluster"],
                 "score": round(float(rows[i]["score"]), 6),
                 "measure": rows[i]["measure"],
-                **({"contains": rows[i]["contains"]} if "contains" in rows[i] else {}),
+                **({"extends": rows[i]["extends"]} if rows[i]["extends"] is not None else {}),
             }
             for i in ids
         ]

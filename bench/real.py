@@ -617,7 +617,9 @@ def read_clusters(path: Path) -> dict[str, Decision]:
                     str(r["cluster"]),
                     None if r.get("duplicate_of") is None else str(r["duplicate_of"]),
                     float(r.get("score") or 0.0),
-                    None if r.get("contains") is None else str(r["contains"]),
+                    None
+                    if r.get("extends", r.get("contains")) is None
+                    else str(r.get("extends", r.get("contains"))),
                 )
     return out
 

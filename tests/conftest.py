@@ -29,8 +29,11 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_redis_server(folder: Path) -> tuple[subprocess.Popen[bytes], str]:
-    """A real redis-server on a free loopback port, answering: the process and its URL."""
+def start_redis_server(
+    folder: Path, *, dbfilename: str | None = None
+) -> tuple[subprocess.Popen[bytes], str]:
+    """A real redis-server on a free loopback port, answering: the process and its URL
+    (``dbfilename``: load that dump in ``folder`` at start)."""
     exe = shutil.which("redis-server")
     if exe is None:
         pytest.fail("redis-server is not installed: run scripts/check.sh, which installs it")
@@ -38,7 +41,8 @@ def start_redis_server(folder: Path) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
     proc = subprocess.Popen(
         [exe, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(folder),
-         "--save", "", "--appendonly", "no"],
+         "--save", "", "--appendonly", "no",
+         *(["--dbfilename", dbfilename] if dbfilename else [])],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.STDOUT,
     )  # fmt: skip

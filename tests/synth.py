@@ -21,26 +21,31 @@ def story(rng: random.Random, sentences: int = 12) -> str:
     return "".join(out)
 
 
-def reprint(rng: random.Random, text: str) -> str:
-    """A reprint of ``text`` on another site: header, footer, cut short, a few typos."""
-    cut = text.split("。")
-    keep = max(4, int(len(cut) * rng.uniform(0.75, 1.0)))
-    body = list("。".join(cut[:keep]))
+def reprint(rng: random.Random, text: str, *, cut: bool = True) -> str:
+    """A reprint of ``text`` on another site: header, footer, a few typos, and (``cut``) its
+    last sentences dropped. An uncut reprint is a copy that brings nothing new; the story
+    arriving after a cut one brings the sentences the cut dropped, and is kept too."""
+    sentences = text.split("。")
+    keep = max(4, int(len(sentences) * rng.uniform(0.75, 1.0))) if cut else len(sentences)
+    cut_text = "。".join(sentences[:keep])
+    body = list(cut_text.rstrip("。"))
     for _ in range(rng.randint(0, 3)):
         body[rng.randrange(len(body))] = chr(rng.randint(0x4E00, 0x9FA5))
     site = rng.choice(SITES)
     return f"来源：{site}\n{''.join(body)}。\n责任编辑：{rng.choice('王李张刘陈')}某"
 
 
-def corpus(seed: int, stories: int, copies: int, prefix: str = "") -> list[tuple[str, str, int]]:
-    """(id, text, story number) for ``stories`` stories with ``copies`` reprints each,
-    shuffled."""
+def corpus(
+    seed: int, stories: int, copies: int, prefix: str = "", *, cut: bool = True
+) -> list[tuple[str, str, int]]:
+    """(id, text, story number) for ``stories`` stories with ``copies`` reprints each
+    (``cut`` short or not), shuffled."""
     rng = random.Random(seed)
     docs = []
     for s in range(stories):
         text = story(rng)
         docs.append((f"{prefix}s{s}-0", text, s))
         for c in range(1, copies + 1):
-            docs.append((f"{prefix}s{s}-{c}", reprint(rng, text), s))
+            docs.append((f"{prefix}s{s}-{c}", reprint(rng, text, cut=cut), s))
     rng.shuffle(docs)
     return docs

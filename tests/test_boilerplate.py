@@ -267,7 +267,8 @@ _REF_BREADCRUMB = re.compile(r"^[^>]{0,20}(?:>[^>]{0,20}){2,}$")
 # dateline prefixes removed from the start of a line, keeping the rest
 _REF_PREFIXES = re.compile(
     r"^(?:"
-    r"[\[【][^\]】]{1,16}讯[\]】]"  # 【新华网讯】
+    r"[\[【(][^\]】)]{0,4}(?:转载自|转自|来源|来自|原载|原文载于)[^\]】)]{0,40}[\]】)]"  # (本文转载自《晨报》)
+    r"|[\[【][^\]】]{1,16}讯[\]】]"  # 【新华网讯】
     r"|[^\s,。:]{2,12}\d{1,2}月\d{1,2}日(?:电|讯)(?:\([^)]{0,20}\))?"  # 新华社北京3月2日电(记者李明)
     r"|[^\s,。:]{2,12}\d{4}-\d{1,2}-\d{1,2}消息[,，]"  # 人民网2021-09-22消息,
     r"|[a-z][a-z .,'&-]{0,40}\((?:[a-z][a-z .&']{1,30})\)\s*[-–—]\s"  # london (reuters) -
@@ -361,3 +362,20 @@ def test_sentences_equal_the_regex_split(line: str) -> None:
     line = line.replace("\n", " ")
     expected = [s.strip() for s in _REF_SENTENCE_END.split(line) if s.strip()]
     assert _sentences(line) == expected
+
+
+@pytest.mark.parametrize(
+    ("line", "kept"),
+    [
+        (
+            "(本文转载自《晨报》)市气象台今天下午发布天气预报:明天白天晴。",
+            "市气象台今天下午发布天气预报:明天白天晴。",
+        ),
+        ("【转自某某网】北京地铁十九号线今天开通运营。", "北京地铁十九号线今天开通运营。"),
+        ("(来源:新华网)今天北京天气晴朗。", "今天北京天气晴朗。"),
+    ],
+)
+def test_a_credit_in_brackets_before_the_story_goes_alone(line: str, kept: str) -> None:
+    """A bracketed "reprinted from" credit glued to the first sentence goes; the sentence
+    stays (it used to go with it)."""
+    assert strip_boilerplate(line) == kept

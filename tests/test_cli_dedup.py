@@ -238,7 +238,7 @@ def test_jsonl_outputs(tmp_path: Path, corpus: Path, capsys: pytest.CaptureFixtu
     assert [c["id"] for c in clusters] == [r["id"] for r in CORPUS]
     assert {c["id"]: c["cluster"] for c in clusters} == STORY
     for c in clusters:
-        assert set(c) == {"id", "cluster", "duplicate_of", "score"}
+        assert set(c) == {"id", "cluster", "duplicate_of", "extends", "score"}
         if c["id"] == c["cluster"]:
             assert c["duplicate_of"] is None and c["score"] == 0.0
         else:
@@ -469,7 +469,13 @@ def test_ten_megabyte_document(tmp_path: Path, capsys: pytest.CaptureFixture[str
     source = write_lines(tmp_path / "crawl.jsonl", [huge, *(json_line(r) for r in CORPUS)])
     clusters, errors, _ = dedup(tmp_path, source, capsys)
     assert errors == [] and len(clusters) == len(CORPUS) + 1
-    assert clusters[0] == {"id": "huge", "cluster": "huge", "duplicate_of": None, "score": 0.0}
+    assert clusters[0] == {
+        "id": "huge",
+        "cluster": "huge",
+        "duplicate_of": None,
+        "extends": None,
+        "score": 0.0,
+    }
     assert (tmp_path / "unique.out").read_text("utf-8").splitlines()[0] == huge
 
 

@@ -482,41 +482,56 @@ def chain(seed: int = 4) -> tuple[list[str], list[str]]:
     rng = random.Random(seed)
     x = "".join(zh_sentence(rng) for _ in range(4))
     y = "".join(zh_sentence(rng) for _ in range(4))
-    z = zh_sentence(rng)
+    z = zh_sentence(rng) + zh_sentence(rng)
     return ["A", "B", "C"], [x, x + "\n" + y, y + "\n" + z]
 
 
 def test_cluster_label_is_the_first_seen() -> None:
-    """A document matching a duplicate joins the cluster of that story's first document."""
+    """Documents that extend a story with text of their own are kept, in the cluster of the
+    story's first document, and say what they extend."""
     ids, texts = chain()
     d = assert_batch_equals_stream(ids, texts)
-    assert [x.duplicate_of for x in d] == [None, "A", "B"]
+    assert [x.duplicate_of for x in d] == [None, None, None]
+    assert [x.extends for x in d] == [None, "A", "B"]
     assert [x.cluster for x in d] == ["A", "A", "A"]
+
+
+def test_a_copy_of_a_document_that_extends_joins_its_story() -> None:
+    """A copy of B (which extends A) is dropped as a copy of B, in A's cluster."""
+    ids, texts = chain()
+    d = assert_batch_equals_stream([*ids, "D"], [*texts, texts[1]])
+    assert [(x.is_duplicate, x.duplicate_of, x.cluster) for x in d][-1] == (True, "B", "A")
 
 
 def test_keep_longest_names_cluster_after_longest() -> None:
     """keep='longest' keeps the longest text of each cluster and names the cluster after it."""
     ids, texts = chain()
     d = dedup_batch(ids, texts, keep="longest").decisions
-    assert [(x.is_duplicate, x.cluster) for x in d] == [(True, "B"), (False, "B"), (True, "B")]
-    assert [x.duplicate_of for x in d] == ["B", None, "B"]
+    # A is all in B: a copy of the kept one; C brings text of its own and is kept
+    assert [(x.is_duplicate, x.cluster) for x in d] == [(True, "B"), (False, "B"), (False, "B")]
+    assert [x.duplicate_of for x in d] == ["B", None, None]
+    assert [x.extends for x in d] == [None, None, "B"]
 
 
 @pytest.mark.parametrize(
-    ("timestamps", "kept"),
+    ("timestamps", "kept", "dropped"),
     [
-        ([3.0, 1.0, 2.0], "B"),
-        ([5.0, 9.0, 1.0], "C"),
-        ([None, None, 4.0], "C"),
-        ([2.0, 2.0, 2.0], "A"),
+        ([3.0, 1.0, 2.0], "B", ["A"]),
+        ([5.0, 9.0, 1.0], "C", []),
+        ([None, None, 4.0], "C", []),
+        ([2.0, 2.0, 2.0], "A", []),
     ],
 )
-def test_keep_earliest_uses_timestamps(timestamps: list[float | None], kept: str) -> None:
-    """keep='earliest' keeps the earliest timestamp; a missing one never wins; ties keep the first."""
+def test_keep_earliest_uses_timestamps(
+    timestamps: list[float | None], kept: str, dropped: list[str]
+) -> None:
+    """keep='earliest' keeps the earliest timestamp; a missing one never wins; ties keep the
+    first; only documents that the kept one covers are dropped (A is all in B, not in C)."""
     ids, texts = chain()
     d = dedup_batch(ids, texts, keep="earliest", timestamps=timestamps).decisions
     assert [x.cluster for x in d] == [kept] * 3
-    assert [x.id for x in d if not x.is_duplicate] == [kept]
+    assert [x.id for x in d if x.is_duplicate] == dropped
+    assert next(x for x in d if x.id == kept).extends is None
 
 
 def test_keep_earliest_without_timestamps_keeps_first() -> None:
@@ -577,7 +592,7 @@ def test_batch_counts() -> None:
     """dedup_batch reports how many candidate pairs it found and how many verified."""
     ids, texts = chain()
     result = dedup_batch(ids, texts)
-    assert result.verified_pairs == sum(d.is_duplicate for d in result.decisions) == 2
+    assert result.verified_pairs == sum(d.match is not None for d in result.decisions) == 2
     assert result.candidate_pairs >= 2
     assert dedup_batch([], []).decisions == []
 

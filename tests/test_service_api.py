@@ -160,10 +160,12 @@ async def test_check_decides_without_adding(store_url: str) -> None:
             "id": "a",
             "is_duplicate": False,
             "duplicate_of": None,
+            "extends": None,
             "cluster": "a",
             "score": 0.0,
             "measure": None,
             "evidence": [],
+            "chrome": [],
         }
         assert (await c.get("/v1/documents/a")).status_code == 404
         assert (await c.post("/v1/documents", json={"id": "a", "text": text})).status_code == 200

@@ -82,7 +82,7 @@ def test_batches_in_a_store_decide_as_one_batch_run(store_url: str) -> None:
 
 def test_incremental_runs_agree_with_one_run(persistent_url: str) -> None:
     store_url = persistent_url
-    docs = corpus(7, 30, 3)
+    docs = corpus(7, 30, 3, cut=False)
     ids, texts = [d[0] for d in docs], [d[1] for d in docs]
     ref = dedup_batch(ids, texts).decisions
     got = []
@@ -233,8 +233,8 @@ def _feeder(url: str, docs: list[tuple[str, str]], start: object, batch: int) ->
 
 
 def _race(url: str, processes: int, batch: int) -> None:
-    """Each process gets different reprints of the same stories, at the same moment."""
-    docs = corpus(11, 12, processes * 3)
+    """Each process gets different copies of the same stories, at the same moment."""
+    docs = corpus(11, 12, processes * 3, cut=False)
     story_of = {i: s for i, _, s in docs}
     shares: list[list[tuple[str, str]]] = [[] for _ in range(processes)]
     for n, (i, t, _) in enumerate(docs):
@@ -307,7 +307,7 @@ def _count(db: Path) -> int:
 
 
 def test_kill_9_then_the_same_command_gives_the_uninterrupted_output(tmp_path: Path) -> None:
-    docs = corpus(13, 150, 3)
+    docs = corpus(13, 150, 3, cut=False)
     src = tmp_path / "crawl.jsonl"
     _write_corpus(src, docs)
     # the uninterrupted run
@@ -356,7 +356,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_cli_incremental_runs_on_a_db(tmp_path: Path) -> None:
-    docs = corpus(17, 20, 2)
+    docs = corpus(17, 20, 2, cut=False)
     whole, first, second = tmp_path / "all.jsonl", tmp_path / "a.jsonl", tmp_path / "b.jsonl"
     _write_corpus(whole, docs)
     _write_corpus(first, docs[:25])
@@ -416,3 +416,50 @@ def test_cli_window_on_a_redis_store(redis_url: str, tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     lines = [json.loads(line) for line in c.read_text().splitlines()]
     assert all(line["duplicate_of"] is None for line in lines)  # all 40 days apart
+
+
+# -- stores written by earlier versions ------------------------------------------------------
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+#: the documents tests/fixtures/make_v1_stores.py put into the v1 stores
+V1_DOCS = corpus(21, 6, 2, cut=False)
+
+
+def _check_v1_store(url: str) -> None:
+    """A store written by neardup 0.1.0 opens: its decisions read back, and new documents
+    are decided against it (a copy of a stored story is a copy of it)."""
+    with Deduper(store=url, explain=False) as dd:
+        assert len(dd) == len(V1_DOCS)
+        stored = {i: dd.decision(i) for i, _, _ in V1_DOCS}
+        assert sum(not d.is_duplicate for d in stored.values()) == 6
+        assert all(d.extends is None for d in stored.values())
+        first = next(i for i, _, s in V1_DOCS if s == 3 and not stored[i].is_duplicate)
+        text = dict((i, t) for i, t, _ in V1_DOCS)[first]
+        d = dd.check_and_add("new-copy", "转载：" + text)
+        assert d.is_duplicate and d.cluster == stored[first].cluster
+        fresh = dd.check_and_add(
+            "new-story", "".join(chr(0x4E00 + k * 7 % 20000) for k in range(300))
+        )
+        assert not fresh.is_duplicate
+
+
+def test_a_sqlite_store_of_the_first_version_opens(tmp_path: Path) -> None:
+    path = tmp_path / "store.db"
+    path.write_bytes((FIXTURES / "store-v1.db").read_bytes())
+    _check_v1_store(f"sqlite:///{path}")
+    with sqlite3.connect(path) as con:  # upgraded in place: the new columns are there
+        names = {row[1] for row in con.execute("PRAGMA table_info(docs)")}
+        assert {"extends", "story"} <= names
+        assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def test_a_redis_store_of_the_first_version_opens(tmp_path: Path) -> None:
+    from .conftest import start_redis_server
+
+    (tmp_path / "dump.rdb").write_bytes((FIXTURES / "store-v1.rdb").read_bytes())
+    proc, url = start_redis_server(tmp_path, dbfilename="dump.rdb")
+    try:
+        _check_v1_store(url + "?namespace=v1")
+    finally:
+        proc.kill()
+        proc.wait()

@@ -417,10 +417,10 @@ def test_wget_warc_keeps_the_stories_the_scrapy_crawl_keeps(
     items = [json.loads(line) for line in feed.read_text("utf-8").splitlines()]
     kept_by_scrapy = Counter(story(str(item["url"])) for item in items)
     stories = set(story_of.values()) - {""}
-    assert {k: v for k, v in kept_by_warc.items() if k} == {
-        k: v for k, v in kept_by_scrapy.items() if k
-    }
-    assert set(kept_by_warc) - {""} == stories and set(kept_by_warc.values()) == {1}
+    # the same stories; each kept once, or twice when a cut reprint was fetched before the
+    # full story (which brings text of its own): the two crawls fetch in other orders
+    assert set(kept_by_warc) - {""} == set(kept_by_scrapy) - {""} == stories
+    assert set(kept_by_warc.values()) <= {1, 2} and set(kept_by_scrapy.values()) <= {1, 2}
     video = next(c for c in clusters if story(str(c["id"])) == "")
     assert str(video["duplicate_of"]).endswith("/c/")
     # every article fetched is in CLUSTERS; the kept archive is a WARC

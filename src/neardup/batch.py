@@ -24,6 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .engine import (
+    IDENTICAL,
     CommonShingles,
     Decision,
     DedupConfig,
@@ -32,6 +33,7 @@ from .engine import (
     best_match,
     check_keep,
     choose_kept,
+    counts_as_story,
     evidence,
     make_sketches,
     may_verify,
@@ -119,7 +121,8 @@ class BatchRun:
         self.texts: list[str] = []
         self.copy_of: list[int] = []  # the first copy of the same text, or -1
         self.sketches: list[Sketch] = []
-        self.parent: list[int] = []
+        self.parent: list[int] = []  # the earlier document each one matched, or -1
+        self.copy: list[bool] = []  # whether it is a copy of it (dropped), or extends it
         self.score: list[float] = []
         self.measure: list[str | None] = []
         self._first_copy: dict[int, int] = {}
@@ -161,6 +164,7 @@ class BatchRun:
         self.ids.append(doc_id)
         self.texts.append(text)
         self.parent.append(-1)
+        self.copy.append(False)
         self.score.append(0.0)
         self.measure.append(None)
         j = self._first_copy.setdefault(text_key(text), i)
@@ -202,17 +206,36 @@ class BatchRun:
         ).tolist()
         decisions = []
         for i, doc_id in enumerate(ids):
-            kept = kept_of[i]
-            if kept == i:
-                decisions.append(Decision(doc_id, False, None, doc_id, 0.0, None))
+            kept, p = kept_of[i], parent[i]
+            cluster = ids[kept]
+            if self.copy[i]:
+                ev = evidence(sketches[i], sketches[p]) if explain else ()
+                decisions.append(
+                    Decision(doc_id, True, ids[p], cluster, self.score[i], self.measure[i], ev)
+                )
                 continue
-            if parent[i] >= 0:
-                dup_of, s, m = parent[i], self.score[i], self.measure[i]
-            else:  # the first of a story whose longest or earliest document is kept instead
+            if keep != "first" and kept == i:
+                p = -1  # the document a story keeps names it, and extends nothing
+            elif keep != "first":
+                # a story keeps its longest or earliest document: a document it covers
+                # (the first of the story, or one extending it) is a copy of that one
                 v = verify(sketches[i], sketches[kept], self.cfg)
-                dup_of, s, m = kept, v.score, v.measure
-            ev = evidence(sketches[i], sketches[dup_of]) if explain else ()
-            decisions.append(Decision(doc_id, True, ids[dup_of], ids[kept], s, m, ev))
+                if v.is_copy:
+                    ev = evidence(sketches[i], sketches[kept]) if explain else ()
+                    decisions.append(
+                        Decision(doc_id, True, ids[kept], cluster, v.copy_score, v.measure, ev)
+                    )
+                    continue
+                if p < 0 and v.is_duplicate:
+                    p = kept
+                    self.score[i], self.measure[i] = v.score, v.measure
+            if p < 0:
+                decisions.append(Decision(doc_id, False, None, cluster, 0.0, None))
+                continue
+            ev = evidence(sketches[i], sketches[p]) if explain else ()
+            decisions.append(
+                Decision(doc_id, False, None, cluster, self.score[i], self.measure[i], ev, ids[p])
+            )
         self.timings.add("clusters", time.perf_counter() - t0)
         verified = sum(1 for p in parent if p >= 0)
         return BatchResult(decisions, self._pairs, verified, dict(self.timings.seconds))
@@ -332,17 +355,19 @@ class BatchRun:
             c = self.copy_of[i]
             if c >= 0:
                 sketches[i] = sketches[c]
-                self.parent[i], self.score[i], self.measure[i] = c, 1.0, "identical"
+                self.parent[i], self.copy[i] = c, True
+                self.score[i], self.measure[i] = IDENTICAL.copy_score, IDENTICAL.measure
                 continue
             lo, hi = bounds[i - nxt], bounds[i - nxt + 1]
-            best = None
+            found = None
             if lo < hi:
                 pool = ((str(j), sketches[j]) for j in earlier[lo:hi].tolist())
-                best = best_match(sketches[i], pool, cfg, common)
-            if best is None:
+                found = best_match(sketches[i], pool, cfg, common)
+            if counts_as_story(found):
                 common.add(sketches[i].vocab)
-            else:
-                self.parent[i], self.score[i], self.measure[i] = int(best[0]), best[1], best[2]
+            if found is not None:
+                self.parent[i], self.copy[i] = int(found.key), found.is_copy
+                self.score[i], self.measure[i] = found.score, found.verdict.measure
         self._next = max(nxt, frontier)
         self.timings.add("verify", time.perf_counter() - t0)
 

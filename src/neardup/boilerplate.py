@@ -86,7 +86,8 @@ _BREADCRUMB = re.compile(r"^[^>]{0,20}(?:>[^>]{0,20}){2,}$")
 # dateline prefixes removed from the start of a line, keeping the rest
 _PREFIXES = re.compile(
     r"^(?:"
-    r"[\[【][^\]】]{1,16}讯[\]】]"  # 【新华网讯】
+    r"[\[【(][^\]】)]{0,4}(?:转载自|转自|来源|来自|原载|原文载于)[^\]】)]{0,40}[\]】)]"  # (本文转载自《晨报》)
+    r"|[\[【][^\]】]{1,16}讯[\]】]"  # 【新华网讯】
     r"|[^\s,。:]{2,12}\d{1,2}月\d{1,2}日(?:电|讯)(?:\([^)]{0,20}\))?"  # 新华社北京3月2日电(记者李明)
     r"|[^\s,。:]{2,12}\d{4}-\d{1,2}-\d{1,2}消息[,，]"  # 人民网2021-09-22消息,
     r"|[a-z][a-z .,'&-]{0,40}\((?:[a-z][a-z .&']{1,30})\)\s*[-–—]\s"  # london (reuters) -
@@ -174,7 +175,7 @@ _HINT = re.compile(
     )
 )
 # what a dateline prefix (see _PREFIXES) holds somewhere
-_PREFIX_HINT = re.compile(r"讯|日电|消息[,，]|\)[^\S\n]*[-–—][^\S\n]")
+_PREFIX_HINT = re.compile(r"讯|日电|消息[,，]|转载自|转自|来源|来自|原载|原文载于|\)[^\S\n]*[-–—][^\S\n]")
 # The characters that end a sentence wherever they are (a "." ends one only before whitespace).
 _ENDS = "。!?！？"
 _REJOIN = re.compile(r"([。!?！？.])(?:(?<=[^.])\s*|\s+)(?=\S)")

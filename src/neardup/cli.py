@@ -15,11 +15,12 @@ from importlib.resources import as_file, files
 from typing import cast
 
 from . import __version__
-from ._options import store_options, store_url
-from .compare import Comparison, compare
+from .compare import Comparison, DedupView, compare
+from .deduper import Deduper
 from .engine import DedupConfig
 from .errors import NeardupError
 from .measures import DEFAULT_PROCESSOR
+from .options import store_options, store_url
 from .passages import Passage
 from .records import DEFAULT_MAX_RECORD, FORMATS, Fields, LineWriter, format_size, parse_size
 from .records.writers import OUTPUT_FORMATS
@@ -115,14 +116,49 @@ def format_comparison(c: Comparison, *, color: bool, show: int = 10) -> str:
             _highlight(c.b, [(p.b_start, p.b_end, k) for k, p in enumerate(passages)], color)
         )
     )
+    if c.dedup is not None:
+        lines.extend(["", *format_dedup_view(c.dedup)])
     return "\n".join(lines)
+
+
+def format_dedup_view(view: DedupView) -> list[str]:
+    """What ``neardup dedup`` decides for B after A, the score it decides on, and which
+    shared text counted and which was set aside as chrome."""
+    v = view.verdict
+    lines = [f"dedup (B after A): {view.summary}"]
+    if v.measure == "coverage":
+        lines.append(
+            f"  coverage of the shorter text {v.score:.4f} (same story from "
+            f"{DedupConfig().threshold}), of B's own text {v.copy_score:.4f} "
+            f"(a copy from {DedupConfig().copy_threshold})"
+        )
+    else:
+        lines.append(f"  {v.measure} {v.score:.4f}, B's own text {v.copy_score:.4f}")
+    counted = sum(p.length for p in view.counted)
+    chrome = sum(p.length for p in view.chrome)
+    lines.append(
+        f"  shared text that counted: {len(view.counted)} passages, {counted:,} characters; "
+        f"set aside as chrome: {len(view.chrome)} passages, {chrome:,} characters"
+    )
+    lines.extend(f"    chrome: {_excerpt(p.text, 60)}" for p in view.chrome[:5])
+    stripped = len(view.a) + len(view.b)
+    lines.append(
+        f"  (compared as the engine compares them: boilerplate lines stripped, "
+        f"{stripped:,} characters in all)"
+    )
+    return lines
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
     stdin_used: list[bool] = []
     a = read_text_arg(args.a, stdin_used=stdin_used)
     b = read_text_arg(args.b, stdin_used=stdin_used)
-    c = compare(a, b, processor=None if args.raw else DEFAULT_PROCESSOR)
+    guard = None
+    url = store_url(args)
+    if url is not None:  # the chrome that store has learned sets shared text aside
+        with Deduper(store=url) as dd:
+            guard = dd.chrome()
+    c = compare(a, b, processor=None if args.raw else DEFAULT_PROCESSOR, guard=guard)
     if args.json:
         print(json.dumps(c.to_dict(), ensure_ascii=False))
     else:
@@ -144,9 +180,12 @@ outputs:
   UNIQUE    the kept records in input order, exactly as they came in (JSONL lines; CSV rows
             under the input's header; a folder's files as JSON lines {"id", "text"})
   CLUSTERS  one JSON line for every usable record, in input order:
-            {"id", "cluster", "duplicate_of", "score"}: cluster is the id of the record kept
-            for its story, duplicate_of the record it matched best (null when kept), score
-            that match's similarity to 4 places (0.0 when kept)
+            {"id", "cluster", "duplicate_of", "extends", "score"}: cluster is the id of the
+            record kept for its story; duplicate_of the earlier record it copies (it is
+            left out of UNIQUE), null when kept; extends, for a kept record of a story seen
+            before, the earlier record it repeats and adds text to (a reply quoting its
+            parent, a full article after an excerpt); score that match's score to 4 places
+            (0.0 for a new story)
   ERRORS    one JSON line for every record that cannot be used: {"line", "id", "reason"}
             (with "file" when several files are read: malformed JSON or CSV, no text, empty
             text, invalid UTF-8, a repeated id, a bad timestamp, a record over
@@ -487,6 +526,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--raw", action="store_true", help="compare the texts as given, without normalization"
     )
+    store_options(p, default=" (the default: no chrome learned)")
     p.set_defaults(func=_cmd_compare)
 
     d = sub.add_parser(

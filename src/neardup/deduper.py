@@ -32,8 +32,10 @@ from .engine import (
     Sketch,
     best_match,
     bucket_keys,
+    counts_as_story,
     evidence,
     make_sketches,
+    shared_text,
     store_fingerprint,
     text_key,
 )
@@ -94,7 +96,9 @@ def _items(docs: Iterable[DocLike]) -> list[_Item]:
 
 
 def _from_entry(e: Entry) -> Decision:
-    return Decision(e.id, not e.kept, e.duplicate_of, e.cluster, e.score, e.measure)
+    return Decision(
+        e.id, not e.kept, e.duplicate_of, e.cluster, e.score, e.measure, extends=e.extends
+    )
 
 
 class Deduper:
@@ -160,6 +164,12 @@ class Deduper:
     def close(self) -> None:
         """Close the store (connections, files)."""
         self.store.close()
+
+    def chrome(self) -> CommonShingles:
+        """The chrome learned so far (the template guard, up to date with the store): what
+        coverage sets aside. Pass it to :func:`neardup.compare` as ``guard``."""
+        self._sync()
+        return self._common
 
     def sketch(self, text: str) -> Sketch:
         """The sketch of one text under this Deduper's configuration."""
@@ -227,15 +237,17 @@ class Deduper:
     def _explained(self, entry: Entry) -> Decision:
         """The decision an entry records, its evidence recomputed from the stored sketches."""
         d = _from_entry(entry)
-        if not self.explain or d.duplicate_of is None:
+        match = d.match
+        if not self.explain or match is None:
             return d
         mine = entry.copy_of or entry.id
-        other = self.store.entries([d.duplicate_of]).get(d.duplicate_of)
-        theirs = (other.copy_of or other.id) if other is not None else d.duplicate_of
+        other = self.store.entries([match]).get(match)
+        theirs = (other.copy_of or other.id) if other is not None else match
         found = self._sketches([(mine, -1), (theirs, -1)])
         if mine not in found or theirs not in found:
             return d
-        return dataclasses.replace(d, evidence=evidence(found[mine], found[theirs]))
+        counted, chrome = shared_text(found[mine], found[theirs], self.config, self._common)
+        return dataclasses.replace(d, evidence=counted, chrome=chrome)
 
     def entry(self, doc_id: str) -> Entry | None:
         """What the store keeps of ``doc_id`` (None if it has not been added)."""
@@ -466,24 +478,36 @@ class Deduper:
                     if doc_id not in cands and self._in_window(ts, t) and doc_id in pool:
                         cands[doc_id] = seq
             order = sorted(cands, key=cands.__getitem__)
-            best = best_match(sk, ((k, pool[k]) for k in order), cfg, self._common)
-            if best is None:
+            found = best_match(sk, ((k, pool[k]) for k in order), cfg, self._common)
+            story = counts_as_story(found)
+            if found is None:
                 d = Decision(it.id, False, None, it.id, 0.0, None)
-                if add:
-                    self._common.add(sk.vocab)
-                    counted.append((len(news), sk))
             else:
-                key, score, measure = best
-                cluster = entries[key].cluster
-                ev = evidence(sk, pool[key]) if self.explain else ()
-                d = Decision(it.id, True, key, cluster, score, measure, ev)
+                cluster = entries[found.key].cluster
+                ev, chrome = (
+                    shared_text(sk, pool[found.key], cfg, self._common)
+                    if self.explain
+                    else ((), ())
+                )
+                copy_of = found.key if found.is_copy else None
+                extends = None if found.is_copy else found.key
+                d = Decision(
+                    it.id, found.is_copy, copy_of, cluster, found.score, found.verdict.measure,
+                    ev, extends, chrome,
+                )  # fmt: skip
+            if add and story:
+                self._common.add(sk.vocab)
+                counted.append((len(news), sk))
             decisions.append(d)
             if not add:
                 continue
             joined = [
                 bk for bk in buckets_of[i] if len(stored.get(bk, ())) + len(local.get(bk, ())) < cap
             ]
-            entry = Entry(it.id, 0, t, d.duplicate_of, d.cluster, d.score, d.measure, it.title)
+            entry = Entry(
+                it.id, 0, t, d.duplicate_of, d.cluster, d.score, d.measure, it.title,
+                extends=d.extends,
+            )  # fmt: skip
             seq = (1 << 62) + i  # after everything stored
             for bk in joined:
                 local.setdefault(bk, []).append((seq, it.id, t))
@@ -491,6 +515,6 @@ class Deduper:
             entries[it.id] = entry
             local_exact.setdefault(it.key, it.id)
             decided[it.id] = d
-            news.append(NewEntry(entry, it.key, sk, joined))
+            news.append(NewEntry(entry, it.key, sk, joined, story))
             origin.append(i)
         return decisions, news, origin

@@ -26,7 +26,7 @@ from .times import parse_timestamp
 __all__ = ["OUTPUT_COLUMNS", "dedup_frame"]
 
 #: The columns :func:`dedup_frame` adds.
-OUTPUT_COLUMNS = ("cluster", "duplicate_of", "score")
+OUTPUT_COLUMNS = ("cluster", "duplicate_of", "extends", "score")
 
 F = TypeVar("F")
 _DEFAULT_ID = "id"
@@ -164,12 +164,14 @@ def dedup_frame(
     value_of = {key: id_values[i] for key, i in zip(ids, rows, strict=True)}
     cluster: list[Any] = [None] * n
     duplicate_of: list[Any] = [None] * n
+    extends: list[Any] = [None] * n
     score: list[float | None] = [None] * n
     for i, d in zip(rows, result.decisions, strict=True):
         cluster[i] = value_of[d.cluster]
         duplicate_of[i] = None if d.duplicate_of is None else value_of[d.duplicate_of]
+        extends[i] = None if d.extends is None else value_of[d.extends]
         score[i] = round(d.score, 4)
-    new = {"cluster": cluster, "duplicate_of": duplicate_of, "score": score}
+    new = {"cluster": cluster, "duplicate_of": duplicate_of, "extends": extends, "score": score}
     return cast(F, _with_columns(frame, kind, new))
 
 

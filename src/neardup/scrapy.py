@@ -84,6 +84,7 @@ PRIORITY: Final = 200
 #: at most this many items are decided in one atomic section
 BATCH: Final = 64
 DUPLICATE_OF: Final = "neardup_duplicate_of"
+EXTENDS: Final = "neardup_extends"
 SCORE: Final = "neardup_score"
 STORE_FILE: Final = "neardup.db"
 
@@ -285,7 +286,7 @@ class NearDupPipeline:
         if worker == "process":
             local.close()
         self._local = local if worker == "thread" else None
-        self.counts = {"kept": 0, "duplicates": 0, "errors": 0}
+        self.counts = {"kept": 0, "extends": 0, "duplicates": 0, "errors": 0}
         self._run = secrets.token_hex(5)  # this process's part of every store id
         self._seen = 0
         self._logged: set[str] = set()
@@ -483,21 +484,36 @@ class NearDupPipeline:
             self._annotate(adapter, other, d.score)
         else:
             self._count("kept")
+            extends = None
+            if d.extends is not None:  # a story seen before, with text of its own: kept
+                self._count("extends")
+                extends = shown_id(d.extends)
+                logger.debug("neardup: kept %s, which extends %s (%s %.2f)", mine, extends,
+                             d.measure, d.score)  # fmt: skip
             if self.mode == "annotate":
-                self._annotate(adapter, None, 0.0)
+                self._annotate(adapter, None, d.score if extends else 0.0, extends)
         return item
 
-    def _annotate(self, adapter: ItemAdapter, duplicate_of: str | None, score: float) -> None:
+    def _annotate(
+        self,
+        adapter: ItemAdapter,
+        duplicate_of: str | None,
+        score: float,
+        extends: str | None = None,
+    ) -> None:
         try:
             adapter[DUPLICATE_OF] = duplicate_of
             adapter[SCORE] = round(score, 4)
+            adapter[EXTENDS] = extends
         except KeyError:
+            if extends is None and adapter.get(DUPLICATE_OF, 0) == duplicate_of:
+                return  # an item type without the field neardup_extends, and nothing to say
             name = type(adapter.item).__name__
             self._error(
                 Unusable(
                     "annotate",
-                    f"cannot mark items of type {name}: declare the fields {DUPLICATE_OF} and "
-                    f"{SCORE} in it, or use dict items",
+                    f"cannot mark items of type {name}: declare the fields {DUPLICATE_OF}, "
+                    f"{SCORE} and {EXTENDS} in it, or use dict items",
                 ),
                 count=False,
             )

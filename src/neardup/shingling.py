@@ -27,7 +27,14 @@ import numpy.typing as npt
 from .errors import ConfigError
 from .hashing import mix
 
-__all__ = ["Shingles", "covered_units", "pack_codes", "shingle_hashes", "unit_codes"]
+__all__ = [
+    "Shingles",
+    "covered_units",
+    "pack_codes",
+    "shingle_hashes",
+    "unit_codes",
+    "unit_offsets",
+]
 
 U64 = npt.NDArray[np.uint64]
 _SEP, _WORD, _CJK, _JOIN = 0, 1, 2, 3
@@ -116,6 +123,27 @@ def unit_codes(text: str) -> tuple[U64, npt.NDArray[np.bool_]]:
     punctuation dropped) as code points, and whether each is a CJK character."""
     codes, cjk = _units(text)
     return codes.astype(np.uint64), cjk
+
+
+def unit_offsets(text: str) -> npt.NDArray[np.intp]:
+    """Where each unit of ``text`` is: the index of its character (what a unit position of
+    a shingle means in the text).
+
+    >>> unit_offsets("ab, 中").tolist()
+    [0, 1, 4]
+    """
+    cp = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype="<u4")
+    if cp.size == 0:
+        return np.zeros(0, dtype=np.intp)
+    cls = np.zeros(cp.size, dtype=np.uint8)
+    bmp = cp < 0x10000
+    cls[bmp] = _classes()[cp[bmp]]
+    astral = np.flatnonzero(~bmp)
+    for i in astral.tolist():
+        c = int(cp[i])
+        cjk = _ASTRAL_CJK[0] <= c <= _ASTRAL_CJK[1]
+        cls[i] = _CJK if cjk else (_WORD if chr(c).isalnum() else _SEP)
+    return np.flatnonzero((cls == _WORD) | (cls == _CJK))
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,5 +11,5 @@ ADDONS = {"neardup.scrapy.NearDupAddon": 100}
 NEARDUP_HTML_FIELD = "html"  # compare the main text of each page, not its menus and footers
 
 # what the feed keeps of each item (not the page's HTML)
-FEED_EXPORT_FIELDS = ["url", "title", "neardup_duplicate_of", "neardup_score"]
+FEED_EXPORT_FIELDS = ["url", "title", "neardup_duplicate_of", "neardup_extends", "neardup_score"]
 FEED_EXPORT_ENCODING = "utf-8"

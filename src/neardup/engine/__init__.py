@@ -32,12 +32,15 @@ from .config import KEEP_POLICIES, DedupConfig, KeepPolicy, check_keep, store_fi
 from .decide import (
     IDENTICAL,
     Decision,
+    Match,
     best_match,
     best_of,
     choose_kept,
+    counts_as_story,
     evidence,
     identical,
     roots,
+    shared_text,
 )
 from .prefilter import estimated_containment, may_verify, may_verify_counts
 from .sketches import (
@@ -50,7 +53,7 @@ from .sketches import (
     prepare,
 )
 from .templates import CommonShingles, TemplateGuard, TemplateTable
-from .verify import Verdict, coverage, required, verify
+from .verify import Verdict, at_edges, coverage, required, verify
 
 __all__ = [
     "IDENTICAL",
@@ -61,15 +64,18 @@ __all__ = [
     "Decision",
     "DedupConfig",
     "KeepPolicy",
+    "Match",
     "Sketch",
     "TemplateGuard",
     "TemplateTable",
     "Verdict",
+    "at_edges",
     "best_match",
     "best_of",
     "bucket_keys",
     "check_keep",
     "choose_kept",
+    "counts_as_story",
     "coverage",
     "distinct",
     "distinct_with_index",
@@ -83,6 +89,7 @@ __all__ = [
     "prepare",
     "required",
     "roots",
+    "shared_text",
     "store_fingerprint",
     "text_key",
     "verify",

@@ -36,7 +36,10 @@ def check_keep(keep: object) -> KeepPolicy:
 class DedupConfig:
     """The knobs of near-duplicate detection, with defaults chosen on news in both languages.
 
-    ``threshold``: coverage a candidate needs to be called a duplicate.
+    ``threshold``: the coverage of the shorter text that makes two documents the same story.
+    ``copy_threshold``: the share of a later document's own text (chrome aside) that must be
+    found in its match for it to be dropped as a copy; below it the document brings new text
+    and is kept, extending the story it matched.
     ``title_threshold``: the character-measure score short texts need.
     ``short_units``: texts with fewer units than this are compared as titles.
     ``fragment_ratio``: below this length ratio (shorter / longer) the coverage needed rises
@@ -50,6 +53,7 @@ class DedupConfig:
     """
 
     threshold: float = 0.6
+    copy_threshold: float = 0.9
     fragment_ratio: float = 0.3
     prefilter: float = 0.3
     common_after: int = 5
@@ -66,7 +70,7 @@ class DedupConfig:
     normalizer: Normalizer = field(default_factory=Normalizer)
 
     def __post_init__(self) -> None:
-        for name in ("threshold", "title_threshold"):
+        for name in ("threshold", "copy_threshold", "title_threshold"):
             value = getattr(self, name)
             if not 0.0 < value <= 1.0:
                 raise ConfigError(f"{name} must be in (0, 1], got {value}")

@@ -28,6 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..passages import Passage, shared_passages
+from ..shingling import unit_offsets
 from .config import DedupConfig, KeepPolicy, check_keep
 from .sketches import Sketch
 from .templates import TemplateGuard
@@ -35,20 +36,25 @@ from .verify import Verdict, verify
 
 __all__ = [
     "IDENTICAL",
+    "MOSTLY_NEW",
     "Decision",
+    "Match",
     "best_match",
     "best_of",
     "choose_kept",
+    "counts_as_story",
     "evidence",
     "identical",
     "roots",
+    "shared_text",
+    "stories",
 ]
 
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
 
 #: The verdict on a byte-identical copy of an earlier text.
-IDENTICAL = Verdict(1.0, "identical", True)
+IDENTICAL = Verdict(1.0, "identical", True, 1.0, True, repeated=1.0)
 
 
 def identical() -> Verdict:
@@ -60,9 +66,14 @@ def identical() -> Verdict:
 class Decision:
     """The verdict on one document.
 
-    ``duplicate_of`` is the earlier document it matched best (None when it is kept);
-    ``cluster`` is the id of the document kept for its story; ``score`` and ``measure`` say
-    how close the match was; ``evidence`` holds the passages the two share.
+    ``is_duplicate``: the document is a copy of an earlier one and is dropped;
+    ``duplicate_of`` names that document (None when it is kept). ``extends``: a kept document
+    of a story seen before — it repeats the earlier document it names and adds text of its
+    own (a reply quoting its parent, a full article after an excerpt). ``cluster`` is the id
+    of the document kept for its story; ``score`` and ``measure`` say how close the match
+    was (for a copy, how much of this document the other covers; otherwise how much of the
+    shorter text); ``evidence`` holds the passages the two share that counted, ``chrome``
+    the shared passages set aside as chrome (text that recurs across different stories).
     """
 
     id: str
@@ -72,6 +83,13 @@ class Decision:
     score: float
     measure: str | None
     evidence: tuple[Passage, ...] = ()
+    extends: str | None = None
+    chrome: tuple[Passage, ...] = ()
+
+    @property
+    def match(self) -> str | None:
+        """The earlier document this one matched: the one it copies or extends."""
+        return self.duplicate_of if self.duplicate_of is not None else self.extends
 
     def to_dict(self) -> dict[str, object]:
         """A JSON-ready dict (evidence as its passages' texts)."""
@@ -79,11 +97,32 @@ class Decision:
             "id": self.id,
             "is_duplicate": self.is_duplicate,
             "duplicate_of": self.duplicate_of,
+            "extends": self.extends,
             "cluster": self.cluster,
             "score": round(self.score, 4),
             "measure": self.measure,
             "evidence": [p.text for p in self.evidence],
+            "chrome": [p.text for p in self.chrome],
         }
+
+
+@dataclass(frozen=True, slots=True)
+class Match:
+    """What a document matched: the earlier document (``key``), the verdict, and whether it
+    is a copy of it (dropped) rather than a new text of its story (kept, extending it)."""
+
+    key: str
+    verdict: Verdict
+
+    @property
+    def is_copy(self) -> bool:
+        return self.verdict.is_copy
+
+    @property
+    def score(self) -> float:
+        """The score the decision used: how much of the document its match covers (a copy),
+        or how much of the shorter text the other covers (the same story)."""
+        return self.verdict.copy_score if self.verdict.is_copy else self.verdict.score
 
 
 def best_match(
@@ -91,26 +130,62 @@ def best_match(
     candidates: Iterable[tuple[str, Sketch]],
     cfg: DedupConfig,
     guard: TemplateGuard | None,
-) -> tuple[str, float, str] | None:
-    """The candidate (given earliest first) that verifies with the highest score, the
-    earliest on ties: its key, score and measure; None when none verifies."""
-    best: tuple[str, float, str] | None = None
+) -> Match | None:
+    """What a document matches among earlier candidates (given earliest first): the one it
+    is a copy of with the highest copy score, else the same story with the highest score;
+    the earliest on ties; None when it matches none."""
+    copy: Match | None = None
+    same: Match | None = None
     for key, other in candidates:
         v = verify(sketch, other, cfg, guard)
-        if v.is_duplicate and (best is None or v.score > best[1]):
-            best = (key, v.score, v.measure)
-            if v.score >= 1.0:
-                break  # nothing scores higher, and candidates come earliest first
-    return best
+        if not v.is_duplicate:
+            continue
+        if v.is_copy:
+            if copy is None or v.copy_score > copy.verdict.copy_score:
+                copy = Match(key, v)
+                if v.copy_score >= 1.0:
+                    break  # nothing scores higher, and candidates come earliest first
+        elif copy is None and (same is None or v.score > same.verdict.score):
+            same = Match(key, v)
+    return copy if copy is not None else same
 
 
-def best_of(later: I64, earlier: I64, scores: F64) -> I64:
-    """:func:`best_match` over many verified pairs at once: for each distinct ``later``
-    document (in increasing order), the row of its best pair — the highest score, the
-    earliest ``earlier`` on ties."""
+#: A kept document that repeats less than this share of its own text from what it matched
+#: is a new story of its own for the template guard (see :func:`counts_as_story`).
+MOSTLY_NEW = 0.5
+
+
+def counts_as_story(match: Match | None) -> bool:
+    """Whether a decided document counts as one more story for the template guard: a new
+    story (it matched nothing), or a kept document that is mostly new text (less than
+    :data:`MOSTLY_NEW` of it repeats what it extends). Copies never count, nor do kept
+    documents that mostly repeat their story (a full article after an excerpt of it), so a
+    story's own text is counted once however often it is reprinted — while text that
+    recurs in documents whose other content differs (a bio, a signature, a footer) is
+    counted once per document, and soon becomes chrome."""
+    if match is None:
+        return True
+    return bool(stories(np.array([match.is_copy]), np.array([match.verdict.repeated]))[0])
+
+
+def stories(is_copy: npt.NDArray[np.bool_], repeated: F64) -> npt.NDArray[np.bool_]:
+    """:func:`counts_as_story` for many matched documents at once, from their match's
+    ``is_copy`` and ``repeated``."""
+    out: npt.NDArray[np.bool_] = ~is_copy & (repeated < MOSTLY_NEW)
+    return out
+
+
+def best_of(
+    later: I64, earlier: I64, scores: F64, copies: npt.NDArray[np.bool_] | None = None
+) -> I64:
+    """:func:`best_match` over many verified same-story pairs at once: for each distinct
+    ``later`` document (in increasing order), the row of its best pair — a copy before any
+    other pair (``copies``), then the highest score (the copy score for copies), then the
+    earliest ``earlier``."""
     if len(later) == 0:
         return np.zeros(0, dtype=np.int64)
-    order = np.lexsort((earlier, -scores, later))
+    copy = np.zeros(len(later), dtype=np.bool_) if copies is None else copies
+    order = np.lexsort((earlier, -scores, ~copy, later))
     first = np.concatenate(([True], later[order][1:] != later[order][:-1]))
     out: I64 = order[first].astype(np.int64)
     return out
@@ -119,6 +194,50 @@ def best_of(later: I64, earlier: I64, scores: F64) -> I64:
 def evidence(a: Sketch, b: Sketch) -> tuple[Passage, ...]:
     """The passages two prepared texts share, longest first (what a person reads)."""
     return tuple(shared_passages(a.text, b.text, min_len=6, limit=10))
+
+
+def shared_text(
+    a: Sketch, b: Sketch, cfg: DedupConfig, guard: TemplateGuard | None
+) -> tuple[tuple[Passage, ...], tuple[Passage, ...]]:
+    """The passages two prepared texts share, longest first, split into the parts that
+    counted and those set aside as chrome: the units of ``a`` that lie only in shingles the
+    template guard calls common."""
+    found = evidence(a, b)
+    if guard is None or not found:
+        return found, ()
+    codes = a.shingles
+    common = guard.is_common(codes)
+    if not common.any():
+        return found, ()
+    n = a.n_units
+    widths = np.where(codes & np.uint32(1), cfg.cjk_width, cfg.word_width)
+    idx = np.flatnonzero(~common)
+    ends = np.minimum(idx + widths[idx], n)
+    delta = np.bincount(idx, minlength=n + 1) - np.bincount(ends, minlength=n + 1)
+    rare = np.cumsum(delta[:n]) > 0  # each unit of a: inside a shingle that is not chrome
+    where = unit_offsets(a.text)
+    counted: list[Passage] = []
+    chrome: list[Passage] = []
+    for p in found:
+        lo, hi = (int(x) for x in np.searchsorted(where, [p.a_start, p.a_end]))
+        hi = min(hi, n)
+        if lo >= hi:
+            counted.append(p)
+            continue
+        flags = rare[lo:hi]
+        # cut the passage where its units go from counted to chrome and back
+        cuts = np.flatnonzero(flags[1:] != flags[:-1]) + 1
+        for u0, u1 in zip(np.r_[0, cuts], np.r_[cuts, len(flags)], strict=True):
+            start = p.a_start if u0 == 0 else int(where[lo + u0])
+            end = p.a_end if u1 == len(flags) else int(where[lo + u1])
+            piece = Passage(
+                start,
+                p.b_start + start - p.a_start,
+                end - start,
+                p.text[start - p.a_start : end - p.a_start],
+            )
+            (counted if flags[u0] else chrome).append(piece)
+    return tuple(counted), tuple(chrome)
 
 
 def roots(parent: Sequence[int]) -> list[int]:

@@ -32,6 +32,7 @@ __all__ = [
     "distinct",
     "distinct_with_index",
     "figures",
+    "figures_at",
     "make_sketch",
     "make_sketches",
     "pack_codes",
@@ -107,9 +108,16 @@ def distinct_with_index(codes: U32) -> tuple[U32, npt.NDArray[np.integer[Any]]]:
 
 def figures(text: str) -> frozenset[str]:
     """The figures of a text (two or more characters), leaving out years and dates."""
-    return frozenset(
-        n for n in _NUMBER.findall(text) if len(n) >= 2 and not _YEAR_OR_DATE.fullmatch(n)
-    )
+    return frozenset(f for f, _ in figures_at(text))
+
+
+def figures_at(text: str) -> list[tuple[str, int]]:
+    """The figures of :func:`figures` with where each occurrence starts in ``text``."""
+    return [
+        (m.group(), m.start())
+        for m in _NUMBER.finditer(text)
+        if len(m.group()) >= 2 and not _YEAR_OR_DATE.fullmatch(m.group())
+    ]
 
 
 def make_sketches(texts: Sequence[str], cfg: DedupConfig) -> list[Sketch]:

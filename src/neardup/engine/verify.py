@@ -23,18 +23,19 @@ with the character measures the source documents advise for titles instead.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
 from ..measures import lcsubstr, levenshtein
-from ..shingling import covered_units
+from ..shingling import covered_units, unit_offsets
 from .config import DedupConfig
 from .prefilter import estimated_containment
-from .sketches import Sketch
+from .sketches import Sketch, figures_at
 from .templates import TemplateGuard
 
-__all__ = ["Verdict", "coverage", "required", "verify"]
+__all__ = ["Verdict", "at_edges", "copy_share", "coverage", "required", "verify"]
 
 U32 = npt.NDArray[np.uint32]
 
@@ -76,11 +77,25 @@ def coverage(short: Sketch, other: Sketch, cfg: DedupConfig, common: TemplateGua
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
-    """The verification of one candidate pair: its score, the measure, and the verdict."""
+    """The verification of one candidate pair (a later document against an earlier one).
+
+    ``score`` is how much of the shorter text the other covers, chrome aside, and
+    ``is_duplicate`` whether that makes the two **the same story**. ``copy_score`` is how
+    much of the *later* document's own text the earlier one covers, and ``is_copy`` whether
+    the later document is mostly found in the earlier one — brings nothing new, and so is
+    dropped. A same-story pair that is not a copy (a reply quoting its parent, a full article
+    after an excerpt of it) keeps the later document, which *extends* the earlier one.
+    """
 
     score: float
     measure: str
     is_duplicate: bool
+    copy_score: float = 0.0
+    is_copy: bool = False
+    #: the shared text lies only at the edges of both (see :func:`at_edges`): chrome
+    edges: bool = False
+    #: the share of the later document's own units (not chrome) found in the other
+    repeated: float = 0.0
 
 
 def required(cfg: DedupConfig, ratio: float, base: float | None = None) -> float:
@@ -97,26 +112,175 @@ def required(cfg: DedupConfig, ratio: float, base: float | None = None) -> float
 
 
 def verify(a: Sketch, b: Sketch, cfg: DedupConfig, common: TemplateGuard | None = None) -> Verdict:
-    """Score a candidate pair and decide whether it is a near-duplicate.
+    """Verify the later document ``a`` against the earlier ``b``: the same story, and a copy?
 
     ``common`` (the stories seen so far) lets coverage ignore boilerplate and templates.
     """
     if a.is_empty or b.is_empty:
         same = a.text == b.text
-        return Verdict(1.0 if same else 0.0, "identical" if same else "coverage", same)
+        score = 1.0 if same else 0.0
+        measure = "identical" if same else "coverage"
+        return Verdict(score, measure, same, score, same, repeated=score)
     short, other = (a, b) if a.n_units <= b.n_units else (b, a)
     if short.n_units < cfg.short_units:
-        # titles: the best of the two character measures, as the source documents advise
-        s1 = lcsubstr.normalized_similarity(short.text, other.text, processor=None)
-        s2 = levenshtein.normalized_similarity(short.text, other.text, processor=None)
-        score, measure = (s1, "lcsubstr") if s1 >= s2 else (s2, "levenshtein")
-        ratio = len(short.text) / max(1, len(other.text))
-        return Verdict(score, measure, score >= required(cfg, ratio, cfg.title_threshold))
+        return _titles(a, short, other, cfg)
     if estimated_containment(short, other) < cfg.prefilter:
         return Verdict(0.0, "coverage", False)
-    score = coverage(short, other, cfg, common)
-    if len(short.numbers) >= 2:
-        agree = len(short.numbers & other.numbers) / len(short.numbers)
-        if agree < 0.5:
-            score = min(score, agree)
-    return Verdict(score, "coverage", score >= required(cfg, short.n_units / other.n_units))
+    score = _agreeing(coverage(short, other, cfg, common), short, other, cfg, common)
+    if score < required(cfg, short.n_units / other.n_units):
+        return Verdict(score, "coverage", False)
+    mine, theirs = _placement(short, other, cfg, common), _placement(other, short, cfg, common)
+    if _edges(mine, theirs, cfg):
+        return Verdict(score, "coverage", False, edges=True)
+    later = mine if short is a else theirs
+    own = _agreeing(copy_share(later, cfg), a, b, cfg, common)
+    repeated = later.shared / later.total if later.total else 0.0
+    return Verdict(score, "coverage", True, own, own >= cfg.copy_threshold, repeated=repeated)
+
+
+def _runs(x: npt.NDArray[np.bool_]) -> int:
+    """The length of the longest run of True in ``x``."""
+    if not x.any():
+        return 0
+    d = np.diff(np.concatenate(([0], x.view(np.int8), [0])))
+    return int((np.flatnonzero(d == -1) - np.flatnonzero(d == 1)).max())
+
+
+class _Placement(NamedTuple):
+    """Where a text's own units (not chrome) lie around what it shares with another: before
+    the first shared unit, after the last, the longest run between shared ones, all of them
+    (``total``) and the shared ones (``shared``)."""
+
+    head: int
+    tail: int
+    gap: int
+    total: int
+    shared: int
+
+
+def _placement(
+    doc: Sketch, other: Sketch, cfg: DedupConfig, guard: TemplateGuard | None
+) -> _Placement:
+    codes, n = doc.shingles, doc.n_units
+    vocab = other.vocab
+    shared = vocab[np.minimum(np.searchsorted(vocab, codes), len(vocab) - 1)] == codes
+    rare = np.ones(len(codes), dtype=np.bool_) if guard is None else ~guard.is_common(codes)
+    widths = np.where(codes & np.uint32(1), cfg.cjk_width, cfg.word_width)
+
+    def paint(idx: npt.NDArray[np.intp]) -> npt.NDArray[np.bool_]:
+        ends = np.minimum(idx + widths[idx], n)
+        delta = np.bincount(idx, minlength=n + 1) - np.bincount(ends, minlength=n + 1)
+        return np.cumsum(delta[:n]) > 0
+
+    coverable = paint(np.flatnonzero(rare))
+    covered = paint(np.flatnonzero(shared & rare))[coverable]
+    total = len(covered)
+    hits = np.flatnonzero(covered)
+    if len(hits) == 0:
+        return _Placement(total, 0, 0, total, 0)
+    first, last = int(hits[0]), int(hits[-1])
+    gap = _runs(~covered[first : last + 1])
+    return _Placement(first, total - 1 - last, gap, total, len(hits))
+
+
+def copy_share(place: _Placement, cfg: DedupConfig) -> float:
+    """How much of a later document its match covers, for the copy decision: its shared
+    units over its own, leaving out a short run of its own at its top or bottom (fewer than
+    ``short_units`` units: a site's header or footer line, what any reprint adds)."""
+    short_edge = cfg.short_units
+    aside = (place.head if place.head < short_edge else 0) + (
+        place.tail if place.tail < short_edge else 0
+    )
+    own = place.total - aside
+    return place.shared / own if own > 0 else 0.0
+
+
+#: Shares of a text's own units (not chrome) that make an edge of it its own: what a
+#: different opening, ending or middle must hold for the shared rest to be chrome.
+EDGE_ENDS = 0.25  # different openings around the same ending (a sign-off, a bio)
+EDGE_STARTS = 0.35  # the same opening (header lines) before different endings
+EDGE_MIDDLE = 0.45  # the same opening and ending around a different middle
+SIGN_OFF = 0.5  # the shorter, to its end, found only in the second half of the longer
+
+
+def at_edges(short: Sketch, other: Sketch, cfg: DedupConfig, guard: TemplateGuard | None) -> bool:
+    """Whether what two texts share lies only at their edges — the same closing lines (a
+    sign-off, a bio, a series footer), the same opening lines (headers), or both — around
+    different texts of their own: chrome, not one story. Also when the shorter, up to its
+    end, is found only in the second half of the longer, after text of the longer's own (a
+    post that is little more than the bio every column ends with). Each part of a text's
+    own must hold at least ``short_units`` units and the share above of its units that are
+    not chrome."""
+    return _edges(_placement(short, other, cfg, guard), _placement(other, short, cfg, guard), cfg)
+
+
+def _edges(mine: _Placement, theirs: _Placement, cfg: DedupConfig) -> bool:
+    sh, st, sg, sn = mine.head, mine.tail, mine.gap, mine.total
+    oh, ot, on = theirs.head, theirs.tail, theirs.total
+
+    def own(units: int, total: int, share: float) -> bool:
+        return units >= max(cfg.short_units, share * total)
+
+    edge = cfg.short_units  # what is left at the other end is no more than this
+    return (
+        (own(sh, sn, EDGE_ENDS) and own(oh, on, EDGE_ENDS) and st < edge and ot < edge)
+        or (own(st, sn, EDGE_STARTS) and own(ot, on, EDGE_STARTS) and sh < edge and oh < edge)
+        or own(sg, sn, EDGE_MIDDLE)
+        or (st < edge and own(oh, on, SIGN_OFF))
+    )
+
+
+def _agreeing(
+    score: float, short: Sketch, other: Sketch, cfg: DedupConfig, guard: TemplateGuard | None
+) -> float:
+    """``score``, capped when fewer than half of ``short``'s figures (two or more) are in
+    ``other``: earnings, weather and meeting items share words, not figures. Figures outside
+    the span ``short`` shares with ``other`` — before the first shared unit or after the
+    last, where a site adds its view counter or its own date — are not compared."""
+    if len(short.numbers) < 2:
+        return score
+    agree = len(short.numbers & other.numbers) / len(short.numbers)
+    if agree >= 0.5:
+        return score
+    first, last = _shared_span(short, other, cfg, guard)
+    where = unit_offsets(short.text)
+    if len(where) == 0 or first > last:
+        return min(score, agree)
+    lo, hi = int(where[min(first, len(where) - 1)]), int(where[min(last, len(where) - 1)])
+    inside = {f for f, at in figures_at(short.text) if lo <= at <= hi}
+    if len(inside) < 2:
+        return score
+    agree = len(inside & other.numbers) / len(inside)
+    return min(score, agree) if agree < 0.5 else score
+
+
+def _shared_span(
+    doc: Sketch, other: Sketch, cfg: DedupConfig, guard: TemplateGuard | None
+) -> tuple[int, int]:
+    """The first and last unit of ``doc`` inside a shingle ``other`` also has (not chrome);
+    (1, 0) when there is none."""
+    codes = doc.shingles
+    vocab = other.vocab
+    shared = vocab[np.minimum(np.searchsorted(vocab, codes), len(vocab) - 1)] == codes
+    if guard is not None:
+        shared &= ~guard.is_common(codes)
+    idx = np.flatnonzero(shared)
+    if len(idx) == 0:
+        return 1, 0
+    widths = np.where(codes[idx] & np.uint32(1), cfg.cjk_width, cfg.word_width)
+    return int(idx[0]), int(min(doc.n_units, int((idx + widths).max())) - 1)
+
+
+def _titles(a: Sketch, short: Sketch, other: Sketch, cfg: DedupConfig) -> Verdict:
+    """Short texts: the best of the two character measures, as the source documents advise
+    for titles. A longer later text is a copy when little of it is new: its edit similarity,
+    or the longest common substring over its own length."""
+    s1 = lcsubstr.normalized_similarity(short.text, other.text, processor=None)
+    s2 = levenshtein.normalized_similarity(short.text, other.text, processor=None)
+    score, measure = (s1, "lcsubstr") if s1 >= s2 else (s2, "levenshtein")
+    ratio = len(short.text) / max(1, len(other.text))
+    bar = required(cfg, ratio, cfg.title_threshold)
+    if score < bar:
+        return Verdict(score, measure, False)
+    own = score if short is a else max(s2, s1 * len(short.text) / max(1, len(a.text)))
+    return Verdict(score, measure, True, own, own >= bar, repeated=own)

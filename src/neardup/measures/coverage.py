@@ -31,7 +31,9 @@ def _scored(a: str, b: str, cjk_width: int, word_width: int) -> tuple[int, int]:
     if sa.n_units != sb.n_units:
         short, other = (sa, sb) if sa.n_units < sb.n_units else (sb, sa)
         return _covered(short, other, cjk_width), _coverable(short)
-    return max(_covered(sa, sb, cjk_width), _covered(sb, sa, cjk_width)), _coverable(sa)
+    one = (_covered(sa, sb, cjk_width), _coverable(sa))
+    two = (_covered(sb, sa, cjk_width), _coverable(sb))
+    return max(one, two, key=lambda p: p[0] / p[1] if p[1] else 0.0)
 
 
 def _coverable(s: Shingles) -> int:

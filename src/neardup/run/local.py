@@ -112,7 +112,7 @@ def run_dedup(
             clusters_out = open_lines(
                 clusters,
                 "parquet" if output_format == "parquet" else None,
-                columns=("id", "cluster", "duplicate_of", "score"),
+                columns=("id", "cluster", "duplicate_of", "extends", "score"),
             )
             stack.callback(clusters_out.close)
         dups_out = None

@@ -2,7 +2,7 @@
 where each output went (for the summary). Shared by the local and the Spark runs.
 
 >>> print(cluster_line(Decision("b", True, "a", "a", 0.987654, "coverage")))
-{"id": "b", "cluster": "a", "duplicate_of": "a", "score": 0.9877}
+{"id": "b", "cluster": "a", "duplicate_of": "a", "extends": null, "score": 0.9877}
 """
 
 from __future__ import annotations
@@ -17,7 +17,9 @@ __all__ = ["Tally", "cluster_line", "output_names"]
 
 
 def cluster_line(decision: Decision, ids: Mapping[str, object] | None = None) -> str:
-    """One line of CLUSTERS: ``{"id", "cluster", "duplicate_of", "score"}`` (score to 4 places).
+    """One line of CLUSTERS: ``{"id", "cluster", "duplicate_of", "extends", "score"}`` (score
+    to 4 places): a dropped copy names what it copies, a kept document of a story seen before
+    what it extends.
 
     ``ids`` maps an id to the value to write for it, for ids the input held as another JSON
     type than a string (an integer id comes back as an integer)."""
@@ -30,6 +32,7 @@ def cluster_line(decision: Decision, ids: Mapping[str, object] | None = None) ->
             "id": shown(decision.id),
             "cluster": shown(decision.cluster),
             "duplicate_of": shown(decision.duplicate_of),
+            "extends": shown(decision.extends),
             "score": round(decision.score, 4),
         }
     )

@@ -149,8 +149,35 @@ class Scores(BaseModel):
     coverage: float
 
 
+class DedupOut(BaseModel):
+    """What ``neardup dedup`` decides for ``b`` arriving after ``a``, on the texts as the
+    engine compares them (normalized, boilerplate lines stripped: ``a`` and ``b`` here;
+    passage offsets are in those)."""
+
+    summary: str
+    same_story: Annotated[bool, Field(description="The two are one story.")]
+    is_copy: Annotated[bool, Field(description="b is a copy of a: dedup drops it.")]
+    score: Annotated[
+        float,
+        Field(
+            description="The coverage of the shorter text (or, for titles, the character measure)."
+        ),
+    ]
+    copy_score: Annotated[float, Field(description="How much of b's own text a covers.")]
+    measure: str
+    edges: Annotated[
+        bool,
+        Field(description="What they share lies only at their edges (chrome): two stories."),
+    ]
+    a: str
+    b: str
+    counted: list[Passage]
+    chrome: list[Passage]
+
+
 class CompareOut(BaseModel):
-    """Every measure for the pair and the passages the two share, longest first.
+    """Every measure for the pair and the passages the two share, longest first, and what
+    the dedup engine decides for ``b`` after ``a``.
 
     Passage offsets are in ``a`` and ``b`` as returned: the texts after normalization
     (HTML to text, full-width to half-width, case and Traditional Chinese folded)."""
@@ -159,23 +186,54 @@ class CompareOut(BaseModel):
     passages: list[Passage]
     a: str
     b: str
+    dedup: DedupOut
 
 
 class DecisionOut(BaseModel):
-    """The verdict on one document."""
+    """The verdict on one document: dropped as a copy (``is_duplicate``), or kept — as a new
+    story, or as a new text of a story seen before (``extends``)."""
 
     id: str
-    is_duplicate: bool
+    is_duplicate: Annotated[
+        bool,
+        Field(
+            description="A copy of an earlier document, bringing nothing new: drop it. False "
+            "for a new story and for a document that extends one with text of its own."
+        ),
+    ]
     duplicate_of: Annotated[
-        str | None, Field(description="The earlier document it matched best; null when kept.")
+        str | None, Field(description="The earlier document it copies; null when kept.")
+    ]
+    extends: Annotated[
+        str | None,
+        Field(
+            default=None,
+            description="Kept, but of a story seen before: the earlier document it repeats and "
+            "adds text to (a reply quoting its parent, a full article after an excerpt).",
+        ),
     ]
     cluster: Annotated[str, Field(description="The id of the document kept for its story.")]
-    score: Annotated[float, Field(description="The similarity of the best match (0 when kept).")]
+    score: Annotated[
+        float,
+        Field(
+            description="For a copy, how much of this document its match covers; otherwise how "
+            "much of the shorter text the other covers (0 for a new story)."
+        ),
+    ]
     measure: Annotated[
         str | None, Field(description="How that score was measured (coverage, identical, …).")
     ]
     evidence: Annotated[
-        list[str], Field(description="The passages it shares with duplicate_of, longest first.")
+        list[str],
+        Field(description="The passages it shares with its match that counted, longest first."),
+    ]
+    chrome: Annotated[
+        list[str],
+        Field(
+            default_factory=list,
+            description="Passages it shares with its match that were set aside as chrome "
+            "(text recurring across different stories: sign-offs, bios, footers).",
+        ),
     ]
 
 
@@ -239,6 +297,10 @@ class Member(BaseModel):
     id: str
     is_duplicate: bool
     duplicate_of: str | None
+    extends: Annotated[
+        str | None,
+        Field(default=None, description="Kept with text of its own: the member it extends."),
+    ]
     score: float
     measure: str | None
     title: str | None

@@ -3,11 +3,13 @@ at a time, see :class:`~neardup.service._service.Service`) and the comparison of
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ..compare import compare
 from ..deduper import Decision, Deduper
 from ..errors import InputError
 from ..normalize import normalize
-from ..passages import shared_passages
+from ..passages import Passage, shared_passages
 from . import _models as m
 
 __all__ = [
@@ -45,10 +47,12 @@ def document(dd: Deduper, doc_id: str) -> m.DocumentOut | None:
         id=decision.id,
         is_duplicate=decision.is_duplicate,
         duplicate_of=decision.duplicate_of,
+        extends=decision.extends,
         cluster=decision.cluster,
         score=round(decision.score, 4),
         measure=decision.measure,
         evidence=[p.text for p in decision.evidence],
+        chrome=[p.text for p in decision.chrome],
         title=entry.title,
         timestamp=entry.timestamp,
         text=dd.stored_text(doc_id),
@@ -115,6 +119,7 @@ def cluster(dd: Deduper, label: str, limit: int, offset: int) -> m.ClusterOut | 
                 id=e.id,
                 is_duplicate=not e.kept,
                 duplicate_of=e.duplicate_of,
+                extends=e.extends,
                 score=round(e.score, 4),
                 measure=e.measure,
                 title=e.title,
@@ -138,13 +143,33 @@ def compare_texts(body: m.CompareIn, max_cells: int) -> m.CompareOut:
             "texts (such as the parts to compare), or start the service with a larger "
             "--max-compare-cells"
         )
-    c = compare(a, b, processor=None)
+    c = compare(body.a, body.b, processor=None if body.raw else normalize)
+
+    def passages(found: Sequence[Passage]) -> list[m.Passage]:
+        return [
+            m.Passage(text=p.text, a_start=p.a_start, b_start=p.b_start, length=p.length)
+            for p in found
+        ]
+
+    view = c.dedup
+    assert view is not None
+    v = view.verdict
     return m.CompareOut(
         scores=m.Scores(**c.scores),
-        passages=[
-            m.Passage(text=p.text, a_start=p.a_start, b_start=p.b_start, length=p.length)
-            for p in c.passages
-        ],
+        passages=passages(c.passages),
         a=c.a,
         b=c.b,
+        dedup=m.DedupOut(
+            summary=view.summary,
+            same_story=v.is_duplicate,
+            is_copy=v.is_copy,
+            score=round(v.score, 4),
+            copy_score=round(v.copy_score, 4),
+            measure=v.measure,
+            edges=v.edges,
+            a=view.a,
+            b=view.b,
+            counted=passages(view.counted),
+            chrome=passages(view.chrome),
+        ),
     )

@@ -15,8 +15,8 @@ import sys
 from typing import Any
 from urllib.parse import urlsplit
 
-from .._options import store_options, store_url
 from ..errors import ConfigError, MissingDependencyError
+from ..options import store_options, store_url
 from ._middleware import allowed_name
 from ._settings import (  # standard library only, as is everything this module imports
     DEFAULT_HEALTH_TIMEOUT,

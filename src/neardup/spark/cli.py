@@ -114,7 +114,13 @@ def run_cli(
         for r in rows:
             dup = r["duplicate_of"] is not None
             decision = Decision(
-                r["id"], dup, r["duplicate_of"], r["cluster"], float(r["score"]), r["measure"]
+                r["id"],
+                dup,
+                r["duplicate_of"],
+                r["cluster"],
+                float(r["score"]),
+                r["measure"],
+                extends=r["extends"],
             )
             doc = Document(r["id"], "", r["title"], raw=r["_raw"])
             if clusters_out is not None:

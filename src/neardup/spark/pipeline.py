@@ -409,7 +409,9 @@ def _verify(
     few_removed = few
     rounds, converged = 1, cfg.common_after <= 0
     while not converged:
-        removed = verdicts.select(F.col("j").alias("_pos")).distinct()
+        # the documents that do not count as stories: copies, and kept ones that mostly
+        # repeat what they extend (counts_as_story)
+        removed = best_matches(verdicts, n_parts).filter(~F.col("_story")).select("_pos")
         kept = guard.filter("_keep").join(
             F.broadcast(removed) if few_removed else removed, "_pos", "left_anti"
         )
@@ -445,8 +447,10 @@ def _verify(
     copies = docs.filter(F.col("_first") != F.col("_pos")).select(
         "_pos",
         F.col("_first").alias("_parent"),
-        F.lit(IDENTICAL.score).alias("_score"),
+        F.lit(IDENTICAL.copy_score).alias("_score"),
         F.lit(IDENTICAL.measure).alias("_measure"),
+        F.lit(True).alias("_copy"),
+        F.lit(False).alias("_story"),
     )
     links = parents.unionByName(copies).persist(run.disk)
     stats["linked"] = links.count()
@@ -480,33 +484,75 @@ def _clusters(
         )
     # checkpointed: the plans below use it twice, and would otherwise grow large
     decided = members.join(label, "_pos").join(links, "_pos", "left").localCheckpoint()
-    # the first of a cluster whose longest or earliest copy is kept is matched to that copy
-    orphans = decided.filter(F.col("_parent").isNull() & (F.col("_pos") != F.col("_kept")))
-    rescored = verify_pairs(
-        run.spark,
-        orphans.select(F.col("_pos").alias("j"), F.col("_kept").alias("i")),
-        sketches,
-        None,
-        run.cfg,
-        keep_all=True,
-    ).toDF("_k2", "_pos", "_s2", "_m2")
-    decided = (
-        decided.join(rescored, "_pos", "left")
-        .withColumn("_parent", F.coalesce("_parent", "_k2"))
-        .withColumn("_score", F.coalesce("_score", "_s2"))
-        .withColumn("_measure", F.coalesce("_measure", "_m2"))
-    )
+    decided = decided.withColumn("_copy", F.coalesce("_copy", F.lit(False)))
+    is_rep = F.col("_pos") == F.col("_kept")
+    if keep != "first":
+        # a story keeps its longest or earliest document: a document it covers (the first of
+        # the story, or one extending it) is a copy of that one
+        others = decided.filter(~F.col("_copy") & ~is_rep)
+        rescored = verify_pairs(
+            run.spark,
+            others.select(F.col("_pos").alias("j"), F.col("_kept").alias("i")),
+            sketches,
+            None,
+            run.cfg,
+            keep_all=True,
+        ).select(
+            F.col("j").alias("_pos"),
+            F.col("score").alias("_rs"),
+            F.col("measure").alias("_rm"),
+            F.col("same").alias("_rsame"),
+            F.col("copy").alias("_rcs"),
+            F.col("is_copy").alias("_rcopy"),
+        )
+        decided = decided.join(rescored, "_pos", "left")
+        recopied = F.coalesce("_rcopy", F.lit(False))
+        adopted = F.col("_parent").isNull() & F.coalesce("_rsame", F.lit(False))
+        link = (
+            F.when(F.col("_copy"), F.col("_parent"))
+            .when(is_rep, F.lit(None))
+            .when(recopied, F.col("_kept"))
+            .when(adopted, F.col("_kept"))
+            .otherwise(F.col("_parent"))
+        )
+        score = (
+            F.when(F.col("_copy"), F.col("_score"))
+            .when(is_rep, F.lit(None))
+            .when(recopied, F.col("_rcs"))
+            .when(adopted, F.col("_rs"))
+            .otherwise(F.col("_score"))
+        )
+        measure = (
+            F.when(F.col("_copy"), F.col("_measure"))
+            .when(is_rep, F.lit(None))
+            .when(recopied | adopted, F.col("_rm"))
+            .otherwise(F.col("_measure"))
+        )
+        decided = (
+            decided.withColumn("_link", link)
+            .withColumn("_lscore", score)
+            .withColumn("_lmeasure", measure)
+            .withColumn("_dropped", F.col("_copy") | recopied)
+        )
+    else:
+        decided = (
+            decided.withColumn("_link", F.col("_parent"))
+            .withColumn("_lscore", F.col("_score"))
+            .withColumn("_lmeasure", F.col("_measure"))
+            .withColumn("_dropped", F.col("_copy"))
+        )
     names = docs.select("_pos", "_id")
-    is_kept = F.col("_pos") == F.col("_kept")
+    dropped = F.col("_dropped")
     clusters = (
         decided.join(names.toDF("_kept", "_cluster_id"), "_kept")
-        .join(names.toDF("_parent", "_parent_id"), "_parent", "left")
+        .join(names.toDF("_link", "_link_id"), "_link", "left")
         .select(
             F.col("_id").alias("id"),
             F.col("_cluster_id").alias("cluster"),
-            F.when(~is_kept, F.col("_parent_id")).alias("duplicate_of"),
-            F.when(is_kept, F.lit(0.0)).otherwise(F.col("_score")).alias("score"),
-            F.when(~is_kept, F.col("_measure")).alias("measure"),
+            F.when(dropped, F.col("_link_id")).alias("duplicate_of"),
+            F.when(~dropped, F.col("_link_id")).alias("extends"),
+            F.coalesce("_lscore", F.lit(0.0)).alias("score"),
+            F.col("_lmeasure").alias("measure"),
             F.col("_title").alias("title"),
             F.col("_pos").alias("position"),
         )

@@ -251,8 +251,9 @@ def same_table(a: Table, b: Table) -> bool:
 def pairs_at_risk(
     spark: SparkSession, pairs: DataFrame, slot_lists: DataFrame, old: Table, new: Table
 ) -> DataFrame:
-    """The pairs whose shorter document holds a slot that the later document sees as
-    common under one table and not under the other: the only verdicts that can change."""
+    """The pairs one of whose documents holds a slot that the later document sees as common
+    under one table and not under the other: the only verdicts that can change (coverage
+    reads the shorter text's slots; where the shared text lies, the longer's too)."""
     from pyspark.sql import functions as F
 
     every = np.union1d(old[0], new[0])
@@ -265,8 +266,15 @@ def pairs_at_risk(
     before, after = firsts(old), firsts(new)
     differ = before != after
     delta = spark.sparkContext.broadcast((every[differ], before[differ], after[differ]))
-    short = F.when(F.col("nj") <= F.col("ni"), F.col("j")).otherwise(F.col("i"))
-    joined = pairs.withColumn("_pos", short).join(slot_lists, "_pos")
+    lists = slot_lists.select("_pos", "_s")
+    none = F.array().cast("array<int>")
+    joined = (
+        pairs.join(lists.toDF("i", "_si"), "i", "left")
+        .join(lists.toDF("j", "_sj"), "j", "left")
+        .withColumn("_s", F.concat(F.coalesce("_si", none), F.coalesce("_sj", none)))
+        .filter(F.size("_s") > 0)
+        .drop("_si", "_sj")
+    )
 
     def run(batches: Batches) -> Iterator[pa.RecordBatch]:
         import pyarrow as pa

@@ -17,6 +17,7 @@ import numpy.typing as npt
 
 from ..engine import DedupConfig, Sketch, TemplateTable, best_of, may_verify_counts, verify
 from ..engine.codec import from_row
+from ..engine.decide import stories
 from .columns import Batches, BatchFn, arrow_schema, sorted_rows
 
 if TYPE_CHECKING:
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 __all__ = [
+    "LINK_SCHEMA",
     "PAIR_SCHEMA",
     "VERDICT_SCHEMA",
     "Table",
@@ -35,7 +37,10 @@ __all__ = [
 I64 = npt.NDArray[np.int64]
 
 PAIR_SCHEMA = "i long, j long, ni int, nj int"
-VERDICT_SCHEMA = "i long, j long, score double, measure string"
+VERDICT_SCHEMA = (
+    "i long, j long, score double, measure string, same boolean, copy double, is_copy boolean, "
+    "repeated double"
+)
 
 #: The template guard of a whole run: (sorted slots, input position of the
 #: ``common_after``-th kept story holding each) — see :class:`~neardup.engine.TemplateTable`.
@@ -81,10 +86,10 @@ def verify_pairs(
     few_pairs: bool = False,
 ) -> DataFrame:
     """``verify(later, earlier)`` on each pair (``i`` earlier, ``j`` later) with the template
-    guard ``table`` as j sees it: the duplicate verdicts (every verdict with ``keep_all``).
+    guard ``table`` as j sees it: the same-story verdicts (every verdict with ``keep_all``).
 
-    Only pairs compared as titles carry the prepared texts through the join; the coverage
-    measure reads shingles, signatures and figures alone. ``few_pairs`` (a few million at
+    Only pairs compared as titles, or whose figures may disagree, carry the prepared texts
+    through the join; otherwise verification reads shingles, signatures and figures alone. ``few_pairs`` (a few million at
     most) broadcasts their positions so that only the sketches they need are shuffled.
     """
     from pyspark.sql import functions as F
@@ -98,7 +103,13 @@ def verify_pairs(
     left = full.toDF("i", *(f"i{c}" for c in cols))
     right = full.toDF("j", *(f"j{c}" for c in cols))
     joined = pairs.select("i", "j").join(left, "i").join(right, "j")
-    titles = (F.least("i_n", "j_n") < cfg.short_units) | F.lit(keep_all)
+    # the texts travel only where verify reads them: titles, and pairs whose figures may
+    # disagree (verify then looks where the figures are)
+    common_figures = F.size(F.array_intersect("i_nums", "j_nums"))
+    figures = (F.greatest(F.size("i_nums"), F.size("j_nums")) >= 2) & (
+        2 * common_figures < F.greatest(F.size("i_nums"), F.size("j_nums"))
+    )
+    titles = (F.least("i_n", "j_n") < cfg.short_units) | figures | F.lit(keep_all)
     joined = joined.withColumn("i_ptext", F.when(titles, F.col("i_ptext"))).withColumn(
         "j_ptext", F.when(titles, F.col("j_ptext"))
     )
@@ -112,7 +123,7 @@ def verify_pairs(
         # a document's sketch is rebuilt once per batch side; with or without its text
         cache: dict[tuple[str, int, bool], Sketch] = {}
         for batch in batches:
-            out: dict[str, list[Any]] = {"i": [], "j": [], "score": [], "measure": []}
+            out: dict[str, list[Any]] = {name: [] for name in schema.names}
             for row in batch.to_pylist():
                 i, j = row["i"], row["j"]
                 if len(cache) > 4096:
@@ -132,35 +143,51 @@ def verify_pairs(
                     out["j"].append(j)
                     out["score"].append(float(v.score))
                     out["measure"].append(v.measure)
+                    out["same"].append(v.is_duplicate)
+                    out["copy"].append(float(v.copy_score))
+                    out["is_copy"].append(v.is_copy)
+                    out["repeated"].append(float(v.repeated))
             if out["i"]:
                 yield pa.RecordBatch.from_pydict(out, schema=schema)
 
     return joined.mapInArrow(run, VERDICT_SCHEMA)
 
 
+#: The best match of each later document: :func:`best_matches`.
+LINK_SCHEMA = (
+    "_pos long, _parent long, _score double, _measure string, _copy boolean, _story boolean"
+)
+
+
 def best_matches(verdicts: DataFrame, n_parts: int) -> DataFrame:
-    """For each later document ``j``, its best verdict as the engine picks it
-    (:func:`~neardup.engine.best_of`: the highest score, the earliest ``i`` on ties):
-    ``_pos, _parent, _score, _measure``."""
+    """For each later document ``j``, its match as the engine picks it
+    (:func:`~neardup.engine.best_of`: a copy first, then the highest score, the earliest
+    ``i`` on ties): ``_pos, _parent, _score`` (the copy score for a copy), ``_measure``,
+    ``_copy``, and ``_story``: whether ``j`` counts as a story for the template guard
+    (:func:`~neardup.engine.counts_as_story`)."""
 
     def run(batches: Batches) -> Iterator[pa.RecordBatch]:
         import pyarrow as pa
 
-        cols = sorted_rows(batches, ["j", "i", "score", "measure"])
+        names = ["j", "i", "score", "measure", "copy", "is_copy", "repeated"]
+        cols = sorted_rows(batches, names)
         if not cols:
             return
-        j, i, score, measure = cols
-        rows = best_of(j.astype(np.int64), i.astype(np.int64), score.astype(np.float64))
+        j, i, score, measure, copy, is_copy, repeated = cols
+        copies = is_copy.astype(np.bool_)
+        scores = np.where(copies, copy, score).astype(np.float64)
+        rows = best_of(j.astype(np.int64), i.astype(np.int64), scores, copies)
+        story = stories(copies[rows], repeated[rows].astype(np.float64))
         yield pa.RecordBatch.from_arrays(
             [
                 pa.array(j[rows].astype(np.int64)),
                 pa.array(i[rows].astype(np.int64)),
-                pa.array(score[rows].astype(np.float64)),
+                pa.array(scores[rows]),
                 pa.array(measure[rows].tolist(), type=pa.string()),
+                pa.array(copies[rows]),
+                pa.array(story),
             ],
-            schema=arrow_schema("_pos long, _parent long, _score double, _measure string"),
+            schema=arrow_schema(LINK_SCHEMA),
         )
 
-    return verdicts.repartition(n_parts, "j").mapInArrow(
-        run, "_pos long, _parent long, _score double, _measure string"
-    )
+    return verdicts.repartition(n_parts, "j").mapInArrow(run, LINK_SCHEMA)

@@ -47,7 +47,8 @@ class Entry:
     """What a store keeps of one document besides its sketch.
 
     ``seq`` orders documents by when they were added (earliest first); ``copy_of`` names the
-    document whose exact text this one repeats (it then has no sketch of its own).
+    document whose exact text this one repeats (it then has no sketch of its own);
+    ``extends``, for a kept document of a story seen before, the document it extends.
     """
 
     id: str
@@ -59,6 +60,7 @@ class Entry:
     measure: str | None
     title: str | None = None
     copy_of: str | None = None
+    extends: str | None = None
 
     @property
     def kept(self) -> bool:
@@ -68,12 +70,22 @@ class Entry:
 @dataclass(frozen=True, slots=True)
 class NewEntry:
     """A document to add: its entry (``seq`` is assigned by the store), the hash of its exact
-    text, its sketch (None for an exact copy) and the buckets it joins."""
+    text, its sketch (None for an exact copy), the buckets it joins, and whether it counts as
+    one more story for the template guard (``story``; by default when it is kept and has a
+    sketch) — the log every process replays lists those."""
 
     entry: Entry
     text_key: int
     sketch: Sketch | None
     buckets: Sequence[BandKey] = field(default_factory=tuple)
+    story: bool | None = None
+
+    @property
+    def counts(self) -> bool:
+        """Whether the document goes into the log of stories."""
+        if self.story is not None:
+            return self.story and self.sketch is not None
+        return self.entry.kept and self.sketch is not None
 
 
 class Store(ABC):
@@ -139,7 +151,8 @@ class Store(ABC):
     @abstractmethod
     def log(self, after: int, limit: int) -> tuple[int, list[str], bool]:
         """Up to ``limit`` log records after position ``after``: the new position, the ids of
-        the kept documents they name, and whether the end of the log was reached."""
+        the documents that counted as stories (:attr:`NewEntry.counts`) they name, and
+        whether the end of the log was reached."""
 
     @abstractmethod
     def load_common(self) -> tuple[int, bytes] | None:

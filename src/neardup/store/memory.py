@@ -26,7 +26,7 @@ class MemoryStore(Store):
         self._joined: dict[str, tuple[BandKey, ...]] = {}
         self._exact: dict[int, str] = {}
         self._text_key: dict[str, int] = {}
-        self._log: list[str] = []  # ids of kept documents, in the order they were added
+        self._log: list[str] = []  # ids of documents that counted as stories, in order
         self._common: tuple[int, bytes] | None = None
         self._seq = 0
         self._pending: list[NewEntry] = []
@@ -84,7 +84,7 @@ class MemoryStore(Store):
         for key in new.buckets:
             self._buckets.setdefault(key, []).append((self._seq, e.id, e.timestamp))
         self._joined[e.id] = tuple(new.buckets)
-        if entry.kept and new.sketch is not None:
+        if new.counts:
             self._log.append(e.id)
 
     def entries(self, ids: Iterable[str]) -> dict[str, Entry]:

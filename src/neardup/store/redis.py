@@ -62,15 +62,16 @@ def _entry_json(e: Entry, text_key: int) -> str:
     return json.dumps(
         [
             e.seq, e.timestamp, e.duplicate_of, e.cluster, e.score, e.measure, e.title,
-            e.copy_of, text_key,
+            e.copy_of, text_key, e.extends,
         ],
         ensure_ascii=False,
     )  # fmt: skip
 
 
 def _entry(doc_id: str, raw: bytes | str) -> tuple[Entry, int]:
-    seq, ts, dup, cluster, score, measure, title, copy_of, key = json.loads(raw)
-    return Entry(doc_id, seq, ts, dup, cluster, score, measure, title, copy_of), key
+    seq, ts, dup, cluster, score, measure, title, copy_of, key, *more = json.loads(raw)
+    extends = more[0] if more else None  # entries written before documents could extend
+    return Entry(doc_id, seq, ts, dup, cluster, score, measure, title, copy_of, extends), key
 
 
 def _member(seq: int, ts: float, doc_id: str) -> str:
@@ -277,7 +278,7 @@ class RedisStore(Store):
         e = new.entry
         entry = Entry(
             e.id, seq, e.timestamp, e.duplicate_of, e.cluster, e.score, e.measure, e.title,
-            e.copy_of,
+            e.copy_of, e.extends,
         )  # fmt: skip
         checks = (
             [[str(bk), self._seen_buckets.get(bk, 0)] for bk in bucket_keys(new.sketch)]
@@ -292,7 +293,7 @@ class RedisStore(Store):
             str(new.text_key),
             int(new.sketch is not None),
             int(e.copy_of is not None),
-            int(entry.kept and new.sketch is not None),
+            int(new.counts),
             e.cluster,
             repr(e.timestamp),
             _member(seq, e.timestamp, e.id),

@@ -38,7 +38,9 @@ CREATE TABLE IF NOT EXISTS docs (
     copy_of TEXT,
     text_key INTEGER NOT NULL,
     kept INTEGER NOT NULL,
-    sketch BLOB
+    sketch BLOB,
+    extends TEXT,
+    story INTEGER
 );
 CREATE INDEX IF NOT EXISTS docs_cluster ON docs (cluster);
 CREATE INDEX IF NOT EXISTS docs_ts ON docs (ts);
@@ -52,12 +54,14 @@ CREATE TABLE IF NOT EXISTS buckets (
 CREATE TABLE IF NOT EXISTS exact (text_key INTEGER PRIMARY KEY, id TEXT NOT NULL);
 """
 
-_ENTRY = "id, seq, ts, duplicate_of, cluster, score, measure, title, copy_of"
+_ENTRY = "id, seq, ts, duplicate_of, cluster, score, measure, title, copy_of, extends"
+#: Columns added since the first version, added to an older file when it is opened.
+_ADDED = {"extends": "TEXT", "story": "INTEGER"}
 _CHUNK = 400  # parameters per IN list, well under SQLite's limit
 
 
 def _entry(row: Sequence[Any]) -> Entry:
-    return Entry(row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7], row[8])
+    return Entry(row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7], row[8], row[9])
 
 
 def _chunks(values: Sequence[Any], size: int = _CHUNK) -> Iterator[Sequence[Any]]:
@@ -96,6 +100,7 @@ class SQLiteStore(Store):
             try:
                 self._db.execute("PRAGMA journal_mode=WAL")
                 self._db.executescript(f"BEGIN IMMEDIATE;{_SCHEMA}COMMIT;")
+                self._upgrade()
                 return
             except sqlite3.OperationalError as exc:
                 if self._db.in_transaction:
@@ -105,6 +110,18 @@ class SQLiteStore(Store):
                     raise
                 time.sleep(delay)
                 delay = min(0.5, delay * 2)
+
+    def _upgrade(self) -> None:
+        """Add the columns a file written by an earlier version lacks (its documents keep
+        their decisions: none extends another, and the kept ones counted as stories)."""
+        have = {row[1] for row in self._db.execute("PRAGMA table_info(docs)")}
+        missing = [(name, kind) for name, kind in _ADDED.items() if name not in have]
+        if missing:
+            with self._write():
+                have = {row[1] for row in self._db.execute("PRAGMA table_info(docs)")}
+                for name, kind in missing:
+                    if name not in have:
+                        self._db.execute(f"ALTER TABLE docs ADD COLUMN {name} {kind}")
 
     # -- transactions ---------------------------------------------------------------------
 
@@ -177,10 +194,10 @@ class SQLiteStore(Store):
         blob = encode(new.sketch) if new.sketch is not None else None
         cur = self._db.execute(
             "INSERT INTO docs (id, ts, duplicate_of, cluster, score, measure, title, copy_of,"
-            " text_key, kept, sketch) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " text_key, kept, sketch, extends, story) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 e.id, e.timestamp, e.duplicate_of, e.cluster, e.score, e.measure, e.title,
-                e.copy_of, signed64(new.text_key), int(e.kept), blob,
+                e.copy_of, signed64(new.text_key), int(e.kept), blob, e.extends, int(new.counts),
             ),
         )  # fmt: skip
         seq = cur.lastrowid
@@ -233,7 +250,7 @@ class SQLiteStore(Store):
     def log(self, after: int, limit: int) -> tuple[int, list[str], bool]:
         with self._lock:
             rows = self._db.execute(
-                "SELECT seq, id FROM docs WHERE seq > ? AND kept = 1"
+                "SELECT seq, id FROM docs WHERE seq > ? AND coalesce(story, kept) = 1"
                 " AND sketch IS NOT NULL ORDER BY seq LIMIT ?",
                 (after, limit),
             ).fetchall()

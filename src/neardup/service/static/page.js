@@ -149,7 +149,29 @@ function renderComparison(r) {
   });
   $("text-a").replaceChildren(highlighted(r.a, r.passages.map((p, k) => ({ start: p.a_start, length: p.length, k }))));
   $("text-b").replaceChildren(highlighted(r.b, r.passages.map((p, k) => ({ start: p.b_start, length: p.length, k }))));
+  renderDedup(r.dedup);
   $("compare-result").hidden = false;
+}
+
+// What neardup dedup decides for B after A: the verdict, the scores it decides on, and the
+// shared text that counted beside what was set aside as chrome.
+function renderDedup(d) {
+  const box = $("dedup-verdict");
+  box.replaceChildren();
+  if (!d) return;
+  const counted = d.counted.reduce((n, p) => n + p.length, 0);
+  const chrome = d.chrome.reduce((n, p) => n + p.length, 0);
+  box.append(
+    el("p", {}, el("strong", {}, "dedup (B after A): "), d.summary),
+    el("p", { class: "status" },
+      `coverage of the shorter text ${d.score.toFixed(4)} (${d.measure}), of B's own text ` +
+      `${d.copy_score.toFixed(4)}; shared text that counted: ${counted.toLocaleString()} ` +
+      `characters, set aside as chrome: ${chrome.toLocaleString()} characters.`));
+  if (d.chrome.length) {
+    box.append(el("ul", { class: "chrome" }, ...d.chrome.slice(0, 10).map((p) =>
+      el("li", {}, el("span", { class: "badge" }, "chrome"), " ",
+        p.text.length > 80 ? Array.from(p.text).slice(0, 80).join("") + "…" : p.text))));
+  }
 }
 
 // -- clusters -----------------------------------------------------------------------------
@@ -216,6 +238,10 @@ function memberCard(m, label) {
   const when = new Date(m.timestamp * 1000);
   const verdict = kept
     ? el("div", { class: "verdict" }, el("span", { class: "badge kept" }, "kept"))
+    : !m.is_duplicate
+    ? el("div", { class: "verdict" }, el("span", { class: "badge kept" }, "kept"),
+        m.extends ? ` · extends ${m.extends} with text of its own · score ` : "",
+        m.extends ? el("strong", { class: "score" }, m.score.toFixed(4)) : "")
     : el("div", { class: "verdict" },
         el("span", { class: "badge" }, "duplicate"),
         ` of ${m.duplicate_of} · score `, el("strong", { class: "score" }, m.score.toFixed(4)),

@@ -1,0 +1,226 @@
+"""Real crawls: chrome (sign-offs, bios, series footers, signatures, header lines, view
+counters) never makes two stories one, and a document that brings new text is never dropped.
+
+The fixtures imitate the patterns of real sites with invented text: a blog's intro post that
+is little more than the bio every later column ends with; a series footer; a reply quoting
+its parent; two posts of one author sharing his header lines and signature; a view counter
+whose figures change. Every case is decided the same way by the batch run, the streaming
+Deduper and a SQLite store.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from neardup import Decision, Deduper, dedup_batch
+from neardup.engine import CommonShingles, DedupConfig, make_sketch, verify
+
+from .test_deduper import CJK_POOL, EN_POOL
+
+CFG = DedupConfig()
+
+
+def zh(rng: random.Random, sentences: int) -> str:
+    """Invented Chinese paragraphs (random characters in clauses): they share nothing."""
+    out = []
+    for _ in range(sentences):
+        a = "".join(rng.choices(CJK_POOL, k=rng.randint(10, 18)))
+        b = "".join(rng.choices(CJK_POOL, k=rng.randint(8, 16)))
+        out.append(f"{a}，{b}。")
+    return "".join(out)
+
+
+def en(rng: random.Random, sentences: int) -> str:
+    return " ".join(
+        " ".join(rng.choices(EN_POOL, k=rng.randint(9, 16))).capitalize() + "."
+        for _ in range(sentences)
+    )
+
+
+def decide(
+    ids: list[str], texts: list[str], tmp_path: Path, cfg: DedupConfig = CFG
+) -> list[Decision]:
+    """The batch run's decisions, checked equal to streaming into memory and into SQLite."""
+    batch = dedup_batch(ids, texts, config=cfg).decisions
+    key: Callable[[Decision], tuple[object, ...]] = lambda d: (  # noqa: E731
+        d.id, d.is_duplicate, d.duplicate_of, d.extends, d.cluster, round(d.score, 6), d.measure
+    )  # fmt: skip
+    for store in ("memory://", f"sqlite:///{tmp_path / 'crawl.db'}"):
+        with Deduper(cfg, store=store, explain=False) as dd:
+            streamed = dd.check_and_add_many(list(zip(ids, texts, strict=True)))
+        assert [key(d) for d in streamed] == [key(d) for d in batch], store
+    return batch
+
+
+def by_id(decisions: list[Decision]) -> dict[str, Decision]:
+    return {d.id: d for d in decisions}
+
+
+# -- sign-offs and bios ------------------------------------------------------------------------
+
+
+def test_a_bio_only_post_does_not_join_the_columns_that_end_with_the_bio(tmp_path: Path) -> None:
+    """A columnist's first post is her bio and the site's subscription block; every later
+    column ends with the same bio. The columns are different stories: none is dropped, none
+    joins the bio post's cluster (nor each other's)."""
+    rng = random.Random(1)
+    bio = "\n---\n博客 | 某作者\n" + zh(rng, 5)
+    subscribe = "\n请加入成为本站的月费订户，长期支持我们的工作。\n"
+    ids = ["intro", "col-1", "col-2", "col-3", "col-4"]
+    texts = [zh(rng, 1) + subscribe + bio] + [zh(rng, 14) + bio for _ in range(4)]
+    d = by_id(decide(ids, texts, tmp_path))
+    for i in ids[1:]:
+        assert not d[i].is_duplicate, i
+        assert d[i].cluster == i, (i, d[i])
+
+
+def test_a_series_footer_does_not_join_the_series(tmp_path: Path) -> None:
+    """Short posts of a series, each half its own text, half the series footer."""
+    rng = random.Random(2)
+    footer = "\n---\n【我的故事】系列" + zh(rng, 3)
+    ids = [f"ep-{k}" for k in range(6)]
+    texts = [zh(rng, 3) + footer for _ in ids]
+    d = decide(ids, texts, tmp_path)
+    assert [x.cluster for x in d] == ids
+    assert not any(x.is_duplicate for x in d)
+
+
+def test_a_copy_of_a_column_is_still_a_copy(tmp_path: Path) -> None:
+    """The bio is chrome, the column is not: a reprint of a column is a copy of it."""
+    rng = random.Random(3)
+    bio = "\n---\n博客 | 某作者\n" + zh(rng, 5)
+    columns = [zh(rng, 12) + bio for _ in range(5)]
+    reprint = "转载自某网站\n" + columns[2].replace(columns[2][5], "甲", 1)
+    ids = [*(f"col-{k}" for k in range(5)), "reprint"]
+    d = by_id(decide(ids, [*columns, reprint], tmp_path))
+    assert d["reprint"].is_duplicate and d["reprint"].duplicate_of == "col-2"
+
+
+# -- quoting -----------------------------------------------------------------------------------
+
+
+def test_a_reply_quoting_its_parent_is_kept_and_extends_it(tmp_path: Path) -> None:
+    """A reply that quotes its parent and answers it brings new text: kept, in the parent's
+    cluster, saying what it extends; a reply that only quotes (says "me too") is a copy."""
+    rng = random.Random(4)
+    parent = f"From: ann@example.org (Ann)\nSubject: {en(rng, 1)}\n\n{en(rng, 6)}"
+    body = parent.split("\n\n", 1)[1]
+    quoted = "\n".join("> " + line for line in body.split(". "))
+    reply = (
+        f"From: bob@example.net (Bob)\nSubject: Re: ...\n\nAnn writes:\n{quoted}\n\n{en(rng, 5)}"
+    )
+    metoo = f"Ann writes:\n{quoted}\n\nMe too."
+    d = by_id(decide(["parent", "reply", "metoo"], [parent, reply, metoo], tmp_path))
+    assert not d["reply"].is_duplicate
+    assert d["reply"].extends == "parent" and d["reply"].cluster == "parent"
+    assert d["metoo"].is_duplicate and d["metoo"].cluster == "parent"
+
+
+def test_a_full_article_after_an_excerpt_is_kept_and_an_excerpt_after_it_is_dropped(
+    tmp_path: Path,
+) -> None:
+    """The excerpt first: the full article brings the rest and is kept, extending it. An
+    excerpt arriving after the full article brings nothing: dropped."""
+    rng = random.Random(5)
+    full = zh(rng, 14)
+    excerpt = full[: len(full) // 2]
+    d = by_id(decide(["excerpt", "full", "excerpt-2"], [excerpt, full, excerpt + "。"], tmp_path))
+    assert not d["full"].is_duplicate and d["full"].extends == "excerpt"
+    assert d["excerpt-2"].is_duplicate and d["excerpt-2"].cluster == "excerpt"
+
+
+# -- signatures and header lines ---------------------------------------------------------------
+
+
+def test_two_posts_sharing_header_lines_and_a_signature_are_two_stories(tmp_path: Path) -> None:
+    """One author's posts share their first and last lines; their middles differ."""
+    rng = random.Random(6)
+    head = "From: carl@example.com (Carl Jones)\nOrganization: Example Widgets Incorporated\n"
+    sig = "\n-- \nCarl Jones, senior widget engineer, Example Widgets Incorporated\n" + en(rng, 1)
+    texts = [head + f"Subject: {en(rng, 1)}\n\n" + en(rng, 3) + sig for _ in range(3)]
+    d = decide(["p1", "p2", "p3"], texts, tmp_path)
+    assert [x.cluster for x in d] == ["p1", "p2", "p3"]
+    assert not any(x.is_duplicate for x in d)
+
+
+# -- view counters -----------------------------------------------------------------------------
+
+
+def test_a_view_counter_with_changing_figures_does_not_hide_a_copy(tmp_path: Path) -> None:
+    """A page and its copy elsewhere end with a counter whose figures differ: still a copy;
+    and two stories with counters are two stories."""
+    rng = random.Random(7)
+
+    def counter() -> str:
+        return f"\n阅读 {rng.randint(100, 99999)} 次  点赞 {rng.randint(1, 999)}  评论 {rng.randint(1, 99)}"
+
+    story, other = zh(rng, 10), zh(rng, 10)
+    ids = ["a", "b", "a-copy"]
+    d = by_id(decide(ids, [story + counter(), other + counter(), story + counter()], tmp_path))
+    assert d["a-copy"].is_duplicate and d["a-copy"].duplicate_of == "a"
+    assert d["b"].cluster == "b"
+
+
+# -- learned chrome ----------------------------------------------------------------------------
+
+
+def test_a_block_recurring_in_different_stories_is_learned_as_chrome(tmp_path: Path) -> None:
+    """A block in the middle of many different stories (a "related articles" list) is
+    chrome once it has been seen in ``common_after`` stories: it then makes no match."""
+    rng = random.Random(8)
+    block = "\n相关阅读：" + zh(rng, 4) + "\n"
+    stories = [zh(rng, 2) + block + zh(rng, 2) for _ in range(CFG.common_after + 2)]
+    ids = [f"s{k}" for k in range(len(stories))]
+    d = decide(ids, stories, tmp_path)
+    late = d[CFG.common_after :]
+    assert all(x.cluster == x.id and not x.is_duplicate for x in late)
+
+
+def test_chrome_passages_are_shown_beside_the_ones_that_counted() -> None:
+    """A decision's evidence is what counted; what was set aside as chrome is listed apart."""
+    rng = random.Random(9)
+    block = zh(rng, 4)
+    dd = Deduper()
+    for k in range(CFG.common_after):  # the block becomes chrome
+        dd.check_and_add(f"s{k}", zh(rng, 2) + "\n" + block + "\n" + zh(rng, 2))
+    story = zh(rng, 8)
+    dd.check_and_add("story", story + "\n" + block)
+    d = dd.check_and_add("copy", "转载\n" + story + "\n" + block)
+    assert d.is_duplicate and d.duplicate_of == "story"
+    assert d.evidence and d.chrome
+    middle = block[8:16].replace("，", ",")  # the block's first units share shingles with the story
+    assert any(middle in p.text for p in d.chrome)
+    assert not any(middle in p.text for p in d.evidence)
+
+
+# -- the verdict itself ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_copy_and_extends_verdicts(lang: str) -> None:
+    """verify says the same story, and whether the later text is a copy."""
+    rng = random.Random(10)
+    write = zh if lang == "zh" else en
+    story, more = write(rng, 8), write(rng, 4)
+    a, b = make_sketch(story, CFG), make_sketch(story + "\n" + more, CFG)
+    longer_after = verify(b, a, CFG)
+    assert longer_after.is_duplicate and not longer_after.is_copy
+    assert 0.5 < longer_after.copy_score < CFG.copy_threshold
+    shorter_after = verify(a, b, CFG)
+    assert shorter_after.is_duplicate and shorter_after.is_copy
+
+
+def test_learned_chrome_counts_stories_not_copies() -> None:
+    """Copies of one story do not make its text chrome; different stories do."""
+    rng = random.Random(11)
+    story = zh(rng, 6)
+    ids = [f"c{k}" for k in range(8)]
+    d = dedup_batch(ids, [story + "。" * k for k in range(8)]).decisions
+    assert all(x.is_duplicate for x in d[1:])  # the eighth copy still matches
+    common = CommonShingles(limit=CFG.common_after)
+    common.add(make_sketch(story, CFG).vocab)
+    assert not common.is_common(make_sketch(story, CFG).vocab).any()
