@@ -9,6 +9,8 @@ import random
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from neardup.engine import (
     MAX_VERIFY_CHARS,
@@ -607,3 +609,52 @@ def test_default_bands_rows_fit() -> None:
     b, r = CFG.bands_rows
     assert b * r <= CFG.num_perm
     assert DedupConfig(lsh_params=(16, 8)).bands_rows == (16, 8)
+
+
+def _painted_placement(
+    doc: Sketch, other: Sketch, cfg: DedupConfig, common: object
+) -> tuple[int, ...]:
+    """The definition of placement, unit by unit: paint the units inside shingles that are
+    not chrome, and those inside shingles the other also has; compress to the first."""
+    n, codes = doc.n_units, doc.shingles
+    shared = np.isin(codes, other.vocab)
+    rare = np.ones(len(codes), bool) if common is None else ~common.is_common(codes)  # type: ignore[attr-defined]
+    widths = np.where(codes & 1, cfg.cjk_width, cfg.word_width)
+    own, hit = np.zeros(n, bool), np.zeros(n, bool)
+    for i in range(len(codes)):
+        if rare[i]:
+            own[i : i + widths[i]] = True
+            if shared[i]:
+                hit[i : i + widths[i]] = True
+    c = hit[own]
+    if not c.any():
+        return (len(c), 0, 0, len(c), 0)
+    first, last = int(np.argmax(c)), len(c) - 1 - int(np.argmax(c[::-1]))
+    runs, k = [0], 0
+    for x in c[first : last + 1]:
+        k = 0 if x else k + 1
+        runs.append(k)
+    return (first, len(c) - 1 - last, max(runs), len(c), int(c.sum()))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(0, 3))
+def test_placement_equals_its_definition(seed: int, chrome: int) -> None:
+    """placement (interval arithmetic) equals painting the units one by one."""
+    from neardup.engine.verify import placement
+
+    rng = random.Random(seed)
+    story = "".join(
+        rng.choice("甲乙丙丁戊己庚辛壬癸子丑寅卯辰巳午未申酉") for _ in range(rng.randint(1, 300))
+    )
+    cut = rng.randint(0, len(story))
+    other = story[cut // 2 : cut] + "".join(
+        rng.choice("山水火木金土") for _ in range(rng.randint(0, 80))
+    )
+    a, b = make_sketch(story, CFG), make_sketch(other, CFG)
+    common = None
+    if chrome:
+        common = CommonShingles(limit=1)
+        codes = a.vocab[rng.sample(range(len(a.vocab)), min(len(a.vocab), chrome * 7))]
+        common.add(codes)
+    assert tuple(placement(a, b, CFG, common)) == _painted_placement(a, b, CFG, common)

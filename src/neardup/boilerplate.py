@@ -175,7 +175,9 @@ _HINT = re.compile(
     )
 )
 # what a dateline prefix (see _PREFIXES) holds somewhere
-_PREFIX_HINT = re.compile(r"讯|日电|消息[,，]|转载自|转自|来源|来自|原载|原文载于|\)[^\S\n]*[-–—][^\S\n]")
+_PREFIX_HINT = re.compile(
+    r"讯|日电|消息[,，]|转载自|转自|来源|来自|原载|原文载于|\)[^\S\n]*[-–—][^\S\n]"
+)
 # The characters that end a sentence wherever they are (a "." ends one only before whitespace).
 _ENDS = "。!?！？"
 _REJOIN = re.compile(r"([。!?！？.])(?:(?<=[^.])\s*|\s+)(?=\S)")

@@ -29,22 +29,42 @@ import numpy as np
 import numpy.typing as npt
 
 from ..measures import lcsubstr, levenshtein
-from ..shingling import covered_units, unit_offsets
+from ..shingling import unit_offsets
 from .config import DedupConfig
 from .prefilter import estimated_containment
 from .sketches import Sketch, figures_at
 from .templates import TemplateGuard
 
-__all__ = ["Verdict", "at_edges", "copy_share", "coverage", "required", "verify"]
+__all__ = [
+    "Placement",
+    "Verdict",
+    "at_edges",
+    "copy_share",
+    "coverage",
+    "placement",
+    "required",
+    "verify",
+]
 
 U32 = npt.NDArray[np.uint32]
+I64 = npt.NDArray[np.int64]
 
 
-def _covered(n: int, idx: npt.NDArray[np.intp], codes: U32, cfg: DedupConfig) -> int:
-    """Units covered by the shingles at positions ``idx`` (ascending) of ``codes``, whose
-    lowest bit tells their width."""
-    widths = np.where(codes[idx] & np.uint32(1), cfg.cjk_width, cfg.word_width)
-    return covered_units(n, idx, widths)
+def _shared(doc: Sketch, other: Sketch) -> npt.NDArray[np.bool_]:
+    """Which of ``doc``'s shingles (in text order) ``other`` also has."""
+    vocab = other.vocab
+    if doc.vocab_index is None:
+        codes = doc.shingles
+        each: npt.NDArray[np.bool_] = (
+            vocab[np.minimum(np.searchsorted(vocab, codes), len(vocab) - 1)] == codes
+        )
+        return each
+    # look up the sorted distinct codes (fast), then spread to every position
+    mine = doc.vocab
+    found: npt.NDArray[np.bool_] = (
+        vocab[np.minimum(np.searchsorted(vocab, mine), len(vocab) - 1)] == mine
+    )[doc.vocab_index]
+    return found
 
 
 def coverage(short: Sketch, other: Sketch, cfg: DedupConfig, common: TemplateGuard | None) -> float:
@@ -52,27 +72,7 @@ def coverage(short: Sketch, other: Sketch, cfg: DedupConfig, common: TemplateGua
 
     Units only common shingles cover (boilerplate, templates) count on neither side.
     """
-    codes = short.shingles
-    if len(codes) == 0 or short.n_units == 0:
-        return 0.0
-    vocab = other.vocab
-    if short.vocab_index is None:
-        pos = np.searchsorted(vocab, codes)
-        shared = vocab[np.minimum(pos, len(vocab) - 1)] == codes
-    else:  # look up the sorted distinct codes (fast), then spread to every position
-        mine = short.vocab
-        pos = np.searchsorted(vocab, mine)
-        shared = (vocab[np.minimum(pos, len(vocab) - 1)] == mine)[short.vocab_index]
-    if not shared.any():
-        return 0.0
-    n = short.n_units
-    if common is None:
-        return _covered(n, np.flatnonzero(shared), codes, cfg) / n
-    rare = ~common.is_common(codes)
-    coverable = _covered(n, np.flatnonzero(rare), codes, cfg)
-    if coverable < cfg.short_units:
-        return 0.0  # nothing distinctive left to compare
-    return _covered(n, np.flatnonzero(shared & rare), codes, cfg) / coverable
+    return _score(placement(short, other, cfg, common), short, cfg, common)
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,27 +126,36 @@ def verify(a: Sketch, b: Sketch, cfg: DedupConfig, common: TemplateGuard | None 
         return _titles(a, short, other, cfg)
     if estimated_containment(short, other) < cfg.prefilter:
         return Verdict(0.0, "coverage", False)
-    score = _agreeing(coverage(short, other, cfg, common), short, other, cfg, common)
+    mine = placement(short, other, cfg, common)
+    score = _agreeing(_score(mine, short, cfg, common), short, other, cfg, common)
     if score < required(cfg, short.n_units / other.n_units):
         return Verdict(score, "coverage", False)
-    mine, theirs = _placement(short, other, cfg, common), _placement(other, short, cfg, common)
-    if _edges(mine, theirs, cfg):
-        return Verdict(score, "coverage", False, edges=True)
+    if short is a and not _may_be_edges(mine, other, short, cfg, common):
+        theirs = mine  # not needed: the later text is the shorter, and no edge rule can hold
+    else:
+        theirs = placement(other, short, cfg, common)
+        if _edges(mine, theirs, cfg):
+            return Verdict(score, "coverage", False, edges=True)
     later = mine if short is a else theirs
     own = _agreeing(copy_share(later, cfg), a, b, cfg, common)
     repeated = later.shared / later.total if later.total else 0.0
     return Verdict(score, "coverage", True, own, own >= cfg.copy_threshold, repeated=repeated)
 
 
-def _runs(x: npt.NDArray[np.bool_]) -> int:
-    """The length of the longest run of True in ``x``."""
-    if not x.any():
-        return 0
-    d = np.diff(np.concatenate(([0], x.view(np.int8), [0])))
-    return int((np.flatnonzero(d == -1) - np.flatnonzero(d == 1)).max())
+def _score(place: Placement, short: Sketch, cfg: DedupConfig, guard: TemplateGuard | None) -> float:
+    """:func:`coverage` from the placement of ``short``: its shared units over its units
+    that are not chrome (over all its units without a guard); 0 when fewer than
+    ``short_units`` are not chrome."""
+    if short.n_units == 0 or place.shared == 0:
+        return 0.0
+    if guard is None:
+        return place.shared / short.n_units
+    if place.total < cfg.short_units:
+        return 0.0  # nothing distinctive left to compare
+    return place.shared / place.total
 
 
-class _Placement(NamedTuple):
+class Placement(NamedTuple):
     """Where a text's own units (not chrome) lie around what it shares with another: before
     the first shared unit, after the last, the longest run between shared ones, all of them
     (``total``) and the shared ones (``shared``)."""
@@ -158,32 +167,57 @@ class _Placement(NamedTuple):
     shared: int
 
 
-def _placement(
+def _merged(starts: I64, ends: I64) -> tuple[I64, I64]:
+    """The union of the intervals [starts[k], ends[k]) (starts ascending) as disjoint
+    intervals, in order."""
+    reach = np.maximum.accumulate(ends)
+    first = np.flatnonzero(np.concatenate(([True], starts[1:] > reach[:-1])))
+    last = np.empty_like(first)
+    last[:-1] = first[1:] - 1
+    last[-1] = len(starts) - 1
+    return starts[first], reach[last]
+
+
+def placement(
     doc: Sketch, other: Sketch, cfg: DedupConfig, guard: TemplateGuard | None
-) -> _Placement:
+) -> Placement:
+    """Where ``doc``'s own units lie around what it shares with ``other`` (see
+    :class:`Placement`), counted in units that are not chrome, from the unions of shingle
+    intervals (no array of the text's length)."""
     codes, n = doc.shingles, doc.n_units
-    vocab = other.vocab
-    shared = vocab[np.minimum(np.searchsorted(vocab, codes), len(vocab) - 1)] == codes
-    rare = np.ones(len(codes), dtype=np.bool_) if guard is None else ~guard.is_common(codes)
-    widths = np.where(codes & np.uint32(1), cfg.cjk_width, cfg.word_width)
+    if len(codes) == 0 or len(other.vocab) == 0:
+        return Placement(n, 0, 0, n, 0)
+    shared = _shared(doc, other)
+    positions = np.arange(len(codes), dtype=np.int64)
+    ends = np.minimum(positions + np.where(codes & 1, cfg.cjk_width, cfg.word_width), n)
+    if guard is not None:
+        rare = ~guard.is_common(codes)
+        own, idx = positions[rare], positions[shared & rare]
+    else:
+        own, idx = positions, positions[shared]
+    if len(own) == 0:
+        return Placement(0, 0, 0, 0, 0)
+    c_start, c_end = _merged(own, ends[own])  # every unit that is not chrome
+    lengths = c_end - c_start
+    total = int(lengths.sum())
+    if len(idx) == 0:
+        return Placement(total, 0, 0, total, 0)
+    s_start, s_end = _merged(idx, ends[idx])  # every such unit the other has too
+    before = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=before[1:])
+    # how many units that are not chrome lie before each start and each end of a shared run
+    # (each lies inside one of the runs of units that are not chrome)
+    at = np.concatenate((s_start, s_end))
+    k = np.searchsorted(c_start, at, side="right") - 1
+    counted = before[k] + np.minimum(at, c_end[k]) - c_start[k]
+    starts, stops = counted[: len(s_start)], counted[len(s_start) :]
+    gap = int((starts[1:] - stops[:-1]).max()) if len(starts) > 1 else 0
+    return Placement(
+        int(starts[0]), total - int(stops[-1]), max(gap, 0), total, int((s_end - s_start).sum())
+    )
 
-    def paint(idx: npt.NDArray[np.intp]) -> npt.NDArray[np.bool_]:
-        ends = np.minimum(idx + widths[idx], n)
-        delta = np.bincount(idx, minlength=n + 1) - np.bincount(ends, minlength=n + 1)
-        return np.cumsum(delta[:n]) > 0
 
-    coverable = paint(np.flatnonzero(rare))
-    covered = paint(np.flatnonzero(shared & rare))[coverable]
-    total = len(covered)
-    hits = np.flatnonzero(covered)
-    if len(hits) == 0:
-        return _Placement(total, 0, 0, total, 0)
-    first, last = int(hits[0]), int(hits[-1])
-    gap = _runs(~covered[first : last + 1])
-    return _Placement(first, total - 1 - last, gap, total, len(hits))
-
-
-def copy_share(place: _Placement, cfg: DedupConfig) -> float:
+def copy_share(place: Placement, cfg: DedupConfig) -> float:
     """How much of a later document its match covers, for the copy decision: its shared
     units over its own, leaving out a short run of its own at its top or bottom (fewer than
     ``short_units`` units: a site's header or footer line, what any reprint adds)."""
@@ -211,10 +245,33 @@ def at_edges(short: Sketch, other: Sketch, cfg: DedupConfig, guard: TemplateGuar
     post that is little more than the bio every column ends with). Each part of a text's
     own must hold at least ``short_units`` units and the share above of its units that are
     not chrome."""
-    return _edges(_placement(short, other, cfg, guard), _placement(other, short, cfg, guard), cfg)
+    return _edges(placement(short, other, cfg, guard), placement(other, short, cfg, guard), cfg)
 
 
-def _edges(mine: _Placement, theirs: _Placement, cfg: DedupConfig) -> bool:
+def _may_be_edges(
+    mine: Placement, other: Sketch, short: Sketch, cfg: DedupConfig, guard: TemplateGuard | None
+) -> bool:
+    """False when no rule of :func:`_edges` can hold whatever the longer text's placement:
+    the shorter's own opening, ending and middle are too small for the first three, and the
+    longer text shares a shingle with it within its first ``short_units`` units (so no
+    sign-off). Spares working out the longer text's placement for most reprints."""
+    edge = cfg.short_units
+    n = mine.total
+    if mine.head >= max(edge, EDGE_ENDS * n) or mine.tail >= max(edge, EDGE_STARTS * n):
+        return True
+    if mine.gap >= max(edge, EDGE_MIDDLE * n):
+        return True
+    if mine.tail >= edge:
+        return False  # the sign-off rule needs the shorter to be shared up to its end
+    codes = other.shingles[:edge]  # the longer's units before its first shared one, at least
+    vocab = short.vocab
+    hit = vocab[np.minimum(np.searchsorted(vocab, codes), len(vocab) - 1)] == codes
+    if guard is not None:
+        hit &= ~guard.is_common(codes)
+    return not hit.any()
+
+
+def _edges(mine: Placement, theirs: Placement, cfg: DedupConfig) -> bool:
     sh, st, sg, sn = mine.head, mine.tail, mine.gap, mine.total
     oh, ot, on = theirs.head, theirs.tail, theirs.total
 
@@ -260,8 +317,9 @@ def _shared_span(
     """The first and last unit of ``doc`` inside a shingle ``other`` also has (not chrome);
     (1, 0) when there is none."""
     codes = doc.shingles
-    vocab = other.vocab
-    shared = vocab[np.minimum(np.searchsorted(vocab, codes), len(vocab) - 1)] == codes
+    if len(codes) == 0 or len(other.vocab) == 0:
+        return 1, 0
+    shared = _shared(doc, other)
     if guard is not None:
         shared &= ~guard.is_common(codes)
     idx = np.flatnonzero(shared)
