@@ -75,3 +75,36 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def redis_url(redis_server: str) -> str:
     """A store URL with a namespace of its own on the session's redis-server."""
     return f"{redis_server}?namespace=t{uuid.uuid4().hex[:12]}"
+
+
+# -- the quick loop: `pytest -m "not slow"` leaves out what starts real services -----------
+
+#: Tests that start a real service or a real crawl (Spark, Chromium, uvicorn servers,
+#: `scrapy crawl`, wget, several processes): marked slow, by where they live.
+_SLOW_FILES = (
+    "tests/spark/",
+    "tests/service/test_service_page.py",
+    "tests/service/test_service_serve.py",
+    "tests/service/test_service_failures.py",
+    "tests/service/test_service_security.py",
+    "tests/test_scrapy.py",
+    "tests/records/test_warc.py::test_wget",
+)
+#: Tests that are slow on their own (processes racing, kill -9, whole-corpus runs).
+_SLOW_NAMES = ("race", "concurrent", "kill_9", "processes", "ten_megabyte", "opening_a_new")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark as slow every test that needs a real service (a redis-server too)."""
+    slow = pytest.mark.slow
+    for item in items:
+        node = item.nodeid
+        names = getattr(item, "fixturenames", ())
+        uses_redis = "redis_server" in names or "redis_url" in names
+        if (
+            any(node.startswith(prefix) for prefix in _SLOW_FILES)
+            or uses_redis
+            or "[redis" in node
+            or any(name in item.name for name in _SLOW_NAMES)
+        ):
+            item.add_marker(slow)

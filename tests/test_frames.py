@@ -6,15 +6,20 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import pandas as pd
-import pyarrow as pa
 import pytest
 
 import neardup
 from neardup import dedup_batch, dedup_frame
 from neardup.errors import ConfigError, InputError
 
-from .test_cli_dedup import CORPUS, STORY
+from .run.test_cli_dedup import CORPUS, STORY
+
+pd = pytest.importorskip(
+    "pandas", reason="dedup_frame on pandas needs pandas: pip install 'neardup[frames]'"
+)
+pa = pytest.importorskip(
+    "pyarrow", reason="dedup_frame needs pyarrow: pip install 'neardup[frames]'"
+)
 
 pl = pytest.importorskip("polars")
 

@@ -8,13 +8,16 @@ import io
 import json
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
 from neardup.run import Progress
 
 from .test_cli_dedup import CORPUS, json_line, run, write_lines
+
+pa = pytest.importorskip(
+    "pyarrow", reason="the progress of Parquet inputs needs pyarrow: pip install 'neardup[parquet]'"
+)
+pq = pytest.importorskip("pyarrow.parquet")
 
 
 def progress_lines(err: str) -> list[dict[str, object]]:

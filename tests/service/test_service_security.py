@@ -17,7 +17,7 @@ pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 import httpx
 
-from tests.test_service_serve import serving
+from tests.service.test_service_serve import serving
 
 KEY = "a-key-of-twenty-chars"
 

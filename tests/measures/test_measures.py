@@ -25,7 +25,7 @@ from neardup.measures import (
     simhash,
 )
 
-from . import naive
+from .. import naive
 
 FAST = settings(max_examples=60, deadline=None)
 SLOW = settings(max_examples=25, deadline=None)

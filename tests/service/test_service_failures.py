@@ -21,8 +21,8 @@ import httpx
 from neardup import Deduper
 from neardup.service import create_app
 from tests.conftest import start_redis_server
-from tests.test_service_api import reprint, story
-from tests.test_service_serve import _run, serving
+from tests.service.test_service_api import reprint, story
+from tests.service.test_service_serve import _run, serving
 
 #: What "answers at once" means here: far below the 60 s a hung Redis used to cost, and
 #: loose enough for a loaded CI machine (tests never assert a speed, only an absence of

@@ -22,8 +22,8 @@ pytest.importorskip("playwright.sync_api")
 import httpx
 from playwright import sync_api
 
-from tests.test_service_api import reprint, story
-from tests.test_service_serve import Server, serving
+from tests.service.test_service_api import reprint, story
+from tests.service.test_service_serve import Server, serving
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = [

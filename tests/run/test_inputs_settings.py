@@ -180,7 +180,7 @@ def test_scrapy_neardup_set_reaches_the_worker() -> None:
     pytest.importorskip("scrapy")
     from neardup.scrapy import NearDupPipeline, Worker
 
-    from .test_scrapy import crawler_with
+    from ..test_scrapy import crawler_with
 
     p = NearDupPipeline.from_crawler(
         crawler_with(
@@ -224,7 +224,7 @@ def test_scrapy_neardup_set_is_checked_at_start_up(
     pytest.importorskip("scrapy")
     from neardup.scrapy import NearDupPipeline
 
-    from .test_scrapy import crawler_with
+    from ..test_scrapy import crawler_with
 
     with pytest.raises(ConfigError) as info:
         NearDupPipeline.from_crawler(crawler_with(settings))

@@ -14,7 +14,7 @@ import pytest
 
 from neardup.records import BadRecord, Document, read_records
 
-from .test_cli_dedup import CORPUS, EN_STORY, ZH_STORY, json_line, read_jsonl, run, write_lines
+from ..run.test_cli_dedup import CORPUS, EN_STORY, ZH_STORY, json_line, read_jsonl, run, write_lines
 
 
 def read(source: str, **kwargs: object) -> list[Document | BadRecord]:

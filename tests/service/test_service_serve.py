@@ -24,7 +24,7 @@ pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 import httpx
 
-from tests.test_service_api import reprint, story
+from tests.service.test_service_api import reprint, story
 
 _STARTED = re.compile(r"neardup serve: (http://\S+/) ")
 

@@ -19,7 +19,7 @@ import pytest
 from neardup import Decision, Deduper, dedup_batch
 from neardup.engine import CommonShingles, DedupConfig, make_sketch, verify
 
-from .test_deduper import CJK_POOL, EN_POOL
+from ..test_deduper import CJK_POOL, EN_POOL
 
 CFG = DedupConfig()
 

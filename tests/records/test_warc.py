@@ -26,7 +26,7 @@ from warcio.archiveiterator import ArchiveIterator  # noqa: E402
 from warcio.statusandheaders import StatusAndHeaders  # noqa: E402
 from warcio.warcwriter import WARCWriter  # noqa: E402
 
-from .test_cli_dedup import (  # noqa: E402
+from ..run.test_cli_dedup import (  # noqa: E402
     EN_OTHER,
     EN_REPRINT,
     EN_STORY,
@@ -344,7 +344,7 @@ def test_truncated_warc_exits_3(tmp_path: Path, capsys: pytest.CaptureFixture[st
 
 # -- a real crawler's WARC: wget, of the Scrapy tests' local news web ---------------------------
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "scrapy_project"
 
 
@@ -359,7 +359,7 @@ def test_wget_warc_keeps_the_stories_the_scrapy_crawl_keeps(
     video page (no article text, only the site's menus and footer) is a copy of its site's
     index page there, where the Scrapy crawl, which never saw that page, keeps it."""
     pytest.importorskip("scrapy")
-    from .scrapy_site import build, serve
+    from ..scrapy_site import build, serve
 
     pages, story_of = build()
     with serve(pages) as url:

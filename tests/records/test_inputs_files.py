@@ -10,12 +10,15 @@ import json
 import os
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.ipc as ipc
-import pyarrow.parquet as pq
 import pytest
 
-from .test_cli_dedup import CORPUS, STORY, json_line, read_jsonl, run, write_lines
+from ..run.test_cli_dedup import CORPUS, STORY, json_line, read_jsonl, run, write_lines
+
+pa = pytest.importorskip(
+    "pyarrow", reason="Parquet and Arrow inputs need pyarrow: pip install 'neardup[parquet]'"
+)
+ipc = pytest.importorskip("pyarrow.ipc")
+pq = pytest.importorskip("pyarrow.parquet")
 
 zstandard = pytest.importorskip("zstandard")
 
