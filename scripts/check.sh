@@ -10,6 +10,7 @@ need=()
 command -v redis-server >/dev/null || need+=(redis-server)
 command -v chromium >/dev/null || need+=(chromium)
 dpkg -s fonts-noto-cjk >/dev/null 2>&1 || need+=(fonts-noto-cjk)
+command -v wget >/dev/null || need+=(wget)  # the WARC test crawls a local site with wget --warc-file
 if ((${#need[@]})); then
     SUDO=""
     [ "$(id -u)" -eq 0 ] || SUDO="sudo"
