@@ -119,7 +119,12 @@ def build(lang: str, n: int, seed: int) -> list[dict[str, Any]]:
     # drop stories that overlap an earlier one (a lenient run: coverage 0.3, no template guard)
     loose = DedupConfig(threshold=0.3, title_threshold=0.5, common_after=0)
     found = dedup_batch([str(i) for i in range(len(pool))], [r["text"] for r in pool], config=loose)
-    base = [r for r, d in zip(pool, found.decisions, strict=True) if not d.is_duplicate][:n]
+    # a story that is a copy of an earlier one, or extends it, overlaps it
+    base = [
+        r
+        for r, d in zip(pool, found.decisions, strict=True)
+        if not d.is_duplicate and getattr(d, "extends", None) is None
+    ][:n]
     rows: list[dict[str, Any]] = []
     for i, r in enumerate(base):
         cluster = f"{lang}{i}"
