@@ -695,3 +695,22 @@ def test_subprocess_sample_and_missing_input(tmp_path: Path) -> None:
         done.stderr.decode().strip()
         == f"neardup: error: cannot read {tmp_path / 'nope.jsonl'}: No such file or directory"
     )
+
+
+def test_the_sample_report_marks_documents_kept_with_text_of_their_own() -> None:
+    """A later document of a story that brings text of its own is listed as kept."""
+    from neardup import Decision
+    from neardup.records import Document
+    from neardup.run import format_sample_report
+
+    decided = [
+        (Document("a", "excerpt", "A story"), Decision("a", False, None, "a", 0.0, None)),
+        (
+            Document("b", "full", "A story, in full"),
+            Decision("b", False, None, "a", 1.0, "coverage", extends="a"),
+        ),
+        (Document("c", "copy", "A story"), Decision("c", True, "a", "a", 0.98, "coverage")),
+    ]
+    report = format_sample_report(decided)
+    assert "1 document of a story seen before kept with text of its own" in report
+    assert "+ kept  A story, in full" in report and "0.9800  A story" in report

@@ -41,8 +41,9 @@ def format_sample_report(decided: list[tuple[Document, Decision]], *, width: int
     """Each story with the copy kept and every duplicate merged into it, by title and score.
 
     Stories are in the order their kept copy came in; stories with no duplicate are listed
-    together at the end. When the records carry the sample's own labels (``cluster``), a
-    last line says how the result agrees with them.
+    together at the end. A later document of a story that brings text of its own is kept
+    too, and marked ``+ kept``. When the records carry the sample's own labels
+    (``cluster``), a last line says how the result agrees with them.
     """
     members: dict[str, list[tuple[Document, Decision]]] = {}
     for doc, decision in decided:
@@ -51,21 +52,30 @@ def format_sample_report(decided: list[tuple[Document, Decision]], *, width: int
     groups = [(by_id[c], m) for c, m in members.items() if len(m) > 1]
     alone = [by_id[c] for c, m in members.items() if len(m) == 1]
     n_dup = sum(1 for _, d in decided if d.is_duplicate)
+    n_ext = sum(1 for _, d in decided if d.extends is not None)
 
+    more = (
+        f", {plural(n_ext, 'document')} of a story seen before kept with text of its own"
+        if n_ext
+        else ""
+    )
     lines = [
         f"{plural(len(decided), 'document')} → {plural(len(members), 'story', 'stories')} kept, "
-        f"{plural(n_dup, 'duplicate')} merged into them.",
+        f"{plural(n_dup, 'duplicate')} merged into them{more}.",
         "score: how much of the shorter text the other one covers (1 = all of it).",
         "",
     ]
     for k, (kept, group) in enumerate(groups, 1):
-        lines.append(f"story {k}: {plural(len(group) - 1, 'duplicate')}")
+        dups = sum(1 for _, d in group if d.is_duplicate)
+        lines.append(f"story {k}: {plural(dups, 'duplicate')}")
         lines.append(f"  kept    {_fit(_headline(kept), width)}  {kept.id}")
         for doc, decision in group:
             if doc.id == kept.id:
                 continue
-            via = "" if decision.duplicate_of == kept.id else f"  (matched {decision.duplicate_of})"
-            lines.append(f"  {decision.score:.4f}  {_fit(_headline(doc), width)}  {doc.id}{via}")
+            match = decision.match
+            via = "" if match == kept.id else f"  (matched {match})"
+            mark = f"{decision.score:.4f}" if decision.is_duplicate else "+ kept"
+            lines.append(f"  {mark:<6}  {_fit(_headline(doc), width)}  {doc.id}{via}")
         lines.append("")
     if alone:
         lines.append(f"kept alone, no duplicate found ({len(alone)}):")
