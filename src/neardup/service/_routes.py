@@ -136,7 +136,7 @@ def _document_routes(app: FastAPI, service: Service, writes: _Writes) -> None:
         summary="Decide whether a document duplicates one already added, without adding it",
     )
     async def check(body: m.DocumentIn) -> dict[str, object]:
-        d = await service.call(work.check, body.as_mapping())
+        [d] = await service.decide(work.check, [body.as_mapping()])
         return d.to_dict()
 
     @app.post(
@@ -148,7 +148,7 @@ def _document_routes(app: FastAPI, service: Service, writes: _Writes) -> None:
         summary="Decide and add a document (atomic; an id added before returns its decision)",
     )
     async def add(body: m.DocumentIn) -> dict[str, object]:
-        [d] = await service.call(work.add, [body.as_mapping()])
+        [d] = await service.decide(work.add, [body.as_mapping()])
         service.metrics.decided(int(not d.is_duplicate), int(d.is_duplicate))
         return d.to_dict()
 
@@ -161,7 +161,7 @@ def _document_routes(app: FastAPI, service: Service, writes: _Writes) -> None:
         summary=f"Decide and add up to {m.MAX_BATCH:,} documents in order, atomically",
     )
     async def add_batch(body: m.BatchIn) -> m.BatchOut:
-        decisions = await service.call(work.add, [d.as_mapping() for d in body.documents])
+        decisions = await service.decide(work.add, [d.as_mapping() for d in body.documents])
         dups = sum(d.is_duplicate for d in decisions)
         service.metrics.decided(len(decisions) - dups, dups)
         return m.BatchOut(

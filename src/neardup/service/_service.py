@@ -7,7 +7,9 @@ import contextlib
 import functools
 import logging
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import anyio
@@ -18,23 +20,60 @@ from ._metrics import Metrics
 from ._probe import StoreProbe, outcome
 from ._settings import Settings
 
-__all__ = ["Service"]
+__all__ = ["MAX_COALESCED", "Service"]
 
 log = logging.getLogger("neardup.service")
 
 T = TypeVar("T")
 
+#: The most documents that requests waiting together are decided with in one atomic section
+#: (a single batch request larger than this is still decided whole).
+MAX_COALESCED = 256
+
+
+@dataclass(eq=False)
+class _Job:
+    """One request's work for the Deduper, waiting in line for its turn.
+
+    ``docs`` is set for work that coalesces: ``fn(deduper, docs)`` returns one answer per
+    document, so the jobs of the same ``fn`` that wait together are done in one call.
+    ``state`` goes from "waiting" (in line) to "leading" (its request runs the head of the
+    line now) or straight to "running" (in a batch another request runs), then "done"."""
+
+    fn: Callable[..., Any]
+    args: tuple[Any, ...] = ()
+    docs: list[dict[str, object]] | None = None
+    wake: anyio.Event = field(default_factory=anyio.Event)
+    state: str = "waiting"
+    result: Any = None
+    error: BaseException | None = None
+
+    def finish(self, result: Any = None, error: BaseException | None = None) -> None:
+        self.result, self.error, self.state = result, error, "done"
+        self.wake.set()
+
 
 class Service:
     """The state behind the endpoints: one Deduper, used by one thread at a time.
 
-    A request for the Deduper waits for its turn without holding a thread (so the
-    endpoints that never need the Deduper always find one), at most
-    ``settings.queue_timeout`` seconds and behind at most ``settings.max_queue`` others;
-    past either it is answered 503 with Retry-After. When the store fails a call (it timed
-    out, it cannot be reached), the requests that were waiting behind that call are answered
-    503 at once rather than each trying the store again: a hung store costs one timeout per
-    wave of requests, not one per request. Requests that come later try the store again.
+    Requests for the Deduper wait in line without holding a thread (so the endpoints that
+    never need the Deduper always find one), at most ``settings.queue_timeout`` seconds and
+    behind at most ``settings.max_queue`` others; past either they are answered 503 with
+    Retry-After. There is no thread or task of its own: the request at the head of the line
+    does the work, on a worker thread, then hands the head to the next.
+
+    Documents to add (or to check) that wait together are decided together: the request at
+    the head takes every such request behind it (up to :data:`MAX_COALESCED` documents) into
+    one :meth:`~neardup.Deduper.check_and_add_many`, which makes the decisions that adding
+    them one by one, in the order they came, would make, in one atomic section: one set of
+    round trips to the store and one commit for them all, instead of one each. That is what
+    makes a busy service cheap per request. A batch that fails for anything but the store
+    is tried again document by document, so one request's fault is its own.
+
+    When the store fails a call (it timed out, it cannot be reached), the requests waiting in
+    line behind that call are answered 503 at once rather than each trying the store again:
+    a hung store costs one timeout per wave of requests, not one per request. Requests that
+    come later try the store again.
 
     A damaged SQLite file, found by the check the service starts with or by any call that
     meets the damage, makes every request for the store a 503 :class:`StoreDamaged` from
@@ -47,10 +86,8 @@ class Service:
         self.metrics = Metrics()
         self.probe = StoreProbe(deduper.store)
         self._lock = threading.Lock()  # the Deduper, on whichever thread runs it
-        self._turn = anyio.Lock()  # whose turn it is, waited for on the event loop
-        self._waiting = 0
-        self._failures = 0  # store failures so far, to fail their waiting requests fast
-        self._failure: ServiceError | None = None
+        self._line: deque[_Job] = deque()  # requests waiting for the Deduper, in order
+        self._busy = False  # a request runs the head of the line (or is about to)
         self._damage: StoreDamaged | None = None
         self._file_check = self.probe.check_file()
         self._comparing = 0
@@ -83,56 +120,149 @@ class Service:
             log.error("the store %s is damaged: %s", self.deduper.store.url, cause)
             self._damage = answer
 
+    # -- the line -----------------------------------------------------------------------------
+
     async def call(self, fn: Callable[..., T], *args: Any) -> T:
         """Run ``fn(deduper, *args)`` on a worker thread, one call at a time (a Deduper is
         not safe to share between threads), so the event loop keeps serving. A store that
         fails is a :class:`ServiceError` 503."""
+        result: T = await self._submit(_Job(fn, args))
+        return result
+
+    async def decide(
+        self,
+        fn: Callable[[Deduper, list[dict[str, object]]], list[T]],
+        docs: list[dict[str, object]],
+    ) -> list[T]:
+        """``fn(deduper, docs)``, one answer per document, as :meth:`call` runs it, but
+        together with the documents of the other requests for ``fn`` that wait in line
+        beside this one (in the order they came); this request's answers."""
+        result: list[T] = await self._submit(_Job(fn, docs=docs))
+        return result
+
+    async def _submit(self, job: _Job) -> Any:
         damage = self.damage()
         if damage is not None:
             raise damage
-        if self._waiting >= self.settings.max_queue:
+        if len(self._line) >= self.settings.max_queue:
             raise busy(
                 503,
-                f"{self._waiting} requests are already waiting for the store; try again later",
+                f"{len(self._line)} requests are already waiting for the store; try again later",
             )
-        self._waiting += 1
-        failures = self._failures
+        self._line.append(job)
+        if not self._busy:  # nobody runs the line: this request does
+            self._busy = True
+            job.state = "leading"
+        else:
+            await self._wait(job)
+        if job.state == "leading":
+            await self._lead(job)
+        if job.error is not None:
+            raise job.error
+        return job.result
+
+    async def _wait(self, job: _Job) -> None:
+        """Wait until it is this job's turn to lead, or until another request has done it."""
         try:
-            with anyio.move_on_after(self.settings.queue_timeout) as wait:
-                await self._turn.acquire()
-        finally:
-            self._waiting -= 1
-        if wait.cancelled_caught:
-            raise busy(
-                503,
-                f"the store was busy for {self.settings.queue_timeout:g} s with the requests "
-                "before this one; try again later",
-            )
-        try:
-            if self._failures != failures and self._failure is not None:
-                failed = self._failure
-                raise ServiceError(
-                    failed.status,
-                    failed.code,
-                    f"{failed.message} (it failed the request before this one)",
-                    headers=failed.headers,
+            with anyio.move_on_after(self.settings.queue_timeout):
+                await job.wake.wait()
+            if job.state == "waiting":  # still in line when the time ran out
+                self._line.remove(job)
+                raise busy(
+                    503,
+                    f"the store was busy for {self.settings.queue_timeout:g} s with the "
+                    "requests before this one; try again later",
                 )
-            work = functools.partial(fn, self.deduper, *args)
-            return await anyio.to_thread.run_sync(self._locked, work)
-        except ServiceError:
+            if job.state == "running":  # taken into a batch as the time ran out: it ends
+                await job.wake.wait()
+        except anyio.get_cancelled_exc_class():  # the client went away, the server stops
+            if job.state == "waiting":
+                self._line.remove(job)
+            elif job.state == "leading":
+                self._hand_on()
             raise
+
+    async def _lead(self, leader: _Job) -> None:
+        """Run the head of the line (the leader and, when its work coalesces, the jobs of
+        the same work right behind it), then hand the head on."""
+        try:
+            batch = [self._line.popleft()]
+            assert batch[0] is leader
+            if leader.docs is not None:
+                size = len(leader.docs)
+                while self._line:
+                    nxt = self._line[0]
+                    if nxt.fn is not leader.fn or nxt.docs is None:
+                        break
+                    if size + len(nxt.docs) > MAX_COALESCED:
+                        break
+                    size += len(nxt.docs)
+                    batch.append(self._line.popleft())
+            for job in batch:
+                job.state = "running"
+            with anyio.CancelScope(shield=True):  # the others in the batch wait for it
+                await self._run(batch)
+        finally:
+            self._hand_on()
+
+    def _hand_on(self) -> None:
+        if self._line:
+            nxt = self._line[0]
+            nxt.state = "leading"
+            nxt.wake.set()
+        else:
+            self._busy = False
+
+    async def _run(self, batch: Sequence[_Job]) -> None:
+        damage = self.damage()
+        if damage is not None:
+            for job in batch:
+                job.finish(error=damage)
+            return
+        first = batch[0]
+        if first.docs is None:
+            work = functools.partial(first.fn, self.deduper, *first.args)
+        else:
+            work = functools.partial(
+                first.fn, self.deduper, [d for j in batch for d in j.docs or ()]
+            )
+        try:
+            result = await anyio.to_thread.run_sync(self._locked, work)
         except Exception as exc:
             answer = store_failure(exc)
+            if answer is None and len(batch) > 1:  # whose fault? each on its own
+                for job in batch:
+                    await self._run([job])
+                return
             if answer is None:
-                raise
-            log.error("store error in %s: %s", getattr(fn, "__name__", fn), exc)
-            if isinstance(answer, StoreDamaged):
-                self._damaged(answer, exc)
-            self._failures += 1
-            self._failure = answer
-            raise answer from exc
-        finally:
-            self._turn.release()
+                first.finish(error=exc)
+                return
+            self._failed(answer, exc, getattr(first.fn, "__name__", first.fn))
+            for job in batch:
+                job.finish(error=answer)
+            return
+        if first.docs is None:
+            first.finish(result)
+            return
+        at = 0
+        for job in batch:
+            n = len(job.docs or ())
+            job.finish(result[at : at + n])
+            at += n
+
+    def _failed(self, answer: ServiceError, exc: BaseException, what: object) -> None:
+        """A store failure: say so, and answer every request waiting in line behind it."""
+        log.error("store error in %s: %s", what, exc)
+        if isinstance(answer, StoreDamaged):
+            self._damaged(answer, exc)
+        behind = ServiceError(
+            answer.status,
+            answer.code,
+            f"{answer.message} (it failed the request before this one)",
+            headers=answer.headers,
+        )
+        while self._line:
+            self._line.popleft().finish(error=behind)
 
     @contextlib.asynccontextmanager
     async def comparing(self) -> AsyncIterator[None]:

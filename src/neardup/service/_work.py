@@ -28,9 +28,9 @@ def add(dd: Deduper, docs: list[dict[str, object]]) -> list[Decision]:
     return dd.check_and_add_many(docs)
 
 
-def check(dd: Deduper, doc: dict[str, object]) -> Decision:
-    """Decide one document without adding it."""
-    return dd.check_many([doc])[0]
+def check(dd: Deduper, docs: list[dict[str, object]]) -> list[Decision]:
+    """Decide documents without adding them, each against the store only."""
+    return dd.check_many(docs)
 
 
 def document(dd: Deduper, doc_id: str) -> m.DocumentOut | None:
