@@ -88,3 +88,38 @@ def common(a: str, b: str) -> float:
         return 1.0
     ca, cb = Counter(a), Counter(b)
     return sum(min(n, cb[ch]) for ch, n in ca.items()) / longest
+
+
+def shared_passages(
+    a: str, b: str, *, min_len: int = 6, limit: int | None = 20, max_positions: int = 64
+) -> list[tuple[int, int, int, str]]:
+    """Greedy string tiling by brute force: every maximal match of at least ``min_len``
+    characters that starts on a seed (an ``min_len``-gram found at most ``max_positions``
+    times in b), longest first, kept when it overlaps no kept one in either text."""
+    m = min_len
+    if len(a) < m or len(b) < m:
+        return []
+    count = Counter(b[j : j + m] for j in range(len(b) - m + 1))
+    found = []
+    for i in range(len(a) - m + 1):
+        for j in range(len(b) - m + 1):
+            if a[i : i + m] != b[j : j + m] or count[b[j : j + m]] > max_positions:
+                continue
+            if i > 0 and j > 0 and a[i - 1] == b[j - 1]:
+                continue
+            k = m
+            while i + k < len(a) and j + k < len(b) and a[i + k] == b[j + k]:
+                k += 1
+            found.append((k, i, j))
+    found.sort(key=lambda t: (-t[0], t[1], t[2]))
+    used_a, used_b = set(), set()
+    out = []
+    for k, i, j in found:
+        if used_a & set(range(i, i + k)) or used_b & set(range(j, j + k)):
+            continue
+        used_a |= set(range(i, i + k))
+        used_b |= set(range(j, j + k))
+        out.append((i, j, k, a[i : i + k]))
+        if limit is not None and len(out) >= limit:
+            break
+    return out
