@@ -1,9 +1,9 @@
 """Speed of the HTTP service: POST /v1/documents on a loopback server, measured from clients.
 
-    python bench/service_speed.py                 # 600 articles, 1 and 8 clients, SQLite and Redis, 3 runs
-    python bench/service_speed.py --docs 300 --runs 1 --stores sqlite
+    python bench/service_speed.py                 # 600 articles, 1 and 8 clients, 1 and N workers, SQLite and Redis, 3 runs
+    python bench/service_speed.py --docs 300 --runs 1 --stores sqlite --workers 1,2,4
 
-Each run starts ``neardup serve`` (access log off) on a fresh store — a SQLite file in a
+Each run starts ``neardup serve --workers W`` (access log off) on a fresh store — a SQLite file in a
 temporary folder, or a namespace on a redis-server this script starts on a free loopback port
 — and posts ``--docs`` Chinese articles of 1 to 5 KB (UTF-8) from
 ``../shared/corpus/hkcnews-zh-hans.jsonl.gz``, read at run time, each once, split between the
@@ -90,13 +90,26 @@ class Redis:
         self.proc.wait(timeout=10)
 
 
-class Server:
-    """``neardup serve`` on a free loopback port."""
+def cpu_seconds(pid: int) -> float:
+    """CPU time of a process and every process under it, from /proc (0 where there is none)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        total = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            children = [int(c) for c in f.read().split()]
+    except (OSError, ValueError, IndexError):
+        return 0.0
+    return total + sum(cpu_seconds(c) for c in children)
 
-    def __init__(self, store: str) -> None:
+
+class Server:
+    """``neardup serve --workers W`` on a free loopback port."""
+
+    def __init__(self, store: str, workers: int) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "neardup", "serve", "--store", store, "--port", "0",
-             "--no-access-log"],
+             "--no-access-log", *(["--workers", str(workers)] if workers else [])],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
@@ -111,7 +124,8 @@ class Server:
             raise SystemExit(f"error: neardup serve did not start on {store}")
         stream = self.proc.stderr
         threading.Thread(target=lambda: [None for _ in stream], daemon=True).start()
-        for _ in range(300):
+        self.workers = workers
+        for _ in range(600):
             try:
                 c = http.client.HTTPConnection(self.host, self.port, timeout=5)
                 c.request("GET", "/healthz")
@@ -124,12 +138,24 @@ class Server:
             raise SystemExit("error: neardup serve never answered /healthz")
 
     def warm_up(self, text: str) -> None:
-        """One check (which adds nothing), so the dictionaries load outside the timing."""
-        c = http.client.HTTPConnection(self.host, self.port, timeout=60)
+        """Checks (which add nothing) on several connections at once, so that every worker
+        has loaded its dictionaries before the timing."""
         body = json.dumps({"id": "warm-up", "text": text}).encode()
-        c.request("POST", "/v1/check", body, {"Content-Type": "application/json"})
-        assert c.getresponse().status == 200
-        c.close()
+
+        def check() -> None:
+            c = http.client.HTTPConnection(self.host, self.port, timeout=120)
+            for _ in range(3):
+                c.request("POST", "/v1/check", body, {"Content-Type": "application/json"})
+                r = c.getresponse()
+                r.read()
+                assert r.status == 200
+            c.close()
+
+        threads = [threading.Thread(target=check) for _ in range(4 * max(1, self.workers))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
 
     def stop(self) -> None:
         self.proc.terminate()
@@ -142,6 +168,7 @@ class Result:
     p50: float  # milliseconds
     p99: float
     kept: int
+    cpu: float = 0.0  # the server's CPU milliseconds per request
 
 
 def post_all(server: Server, docs: list[dict[str, str]], clients: int) -> Result:
@@ -172,16 +199,18 @@ def post_all(server: Server, docs: list[dict[str, str]], clients: int) -> Result
     threads = [threading.Thread(target=client, args=(c,)) for c in range(clients)]
     for t in threads:
         t.start()
+    cpu0 = cpu_seconds(server.proc.pid)
     barrier.wait()
     t0 = time.perf_counter()
     for t in threads:
         t.join()
     wall = time.perf_counter() - t0
+    cpu = (cpu_seconds(server.proc.pid) - cpu0) / len(docs) * 1000
     if failures:
         raise SystemExit(f"error: a request failed: {failures[0]}")
     every = sorted(x for lat in latencies for x in lat)
     p99 = every[min(len(every) - 1, int(0.99 * len(every)))]
-    return Result(len(docs) / wall, statistics.median(every) * 1000, p99 * 1000, sum(kept))
+    return Result(len(docs) / wall, statistics.median(every) * 1000, p99 * 1000, sum(kept), cpu)
 
 
 def library(store: str, docs: list[dict[str, str]]) -> float:
@@ -202,6 +231,12 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3, help="runs of each setting (default 3)")
     parser.add_argument("--clients", default="1,8", help="client counts (default 1,8)")
     parser.add_argument("--stores", default="sqlite,redis", help="stores (default sqlite,redis)")
+    parser.add_argument(
+        "--workers",
+        default=f"1,{os.cpu_count() or 1}",
+        help="worker processes of the server (default: 1 and the CPUs, %(default)s; 0 leaves "
+        "--workers out, for a neardup from before it)",
+    )
     args = parser.parse_args()
     try:
         docs = articles(args.docs)
@@ -210,10 +245,15 @@ def main() -> None:
     kb = sum(len(d["text"].encode()) for d in docs) / len(docs) / 1024
     clients = [int(c) for c in args.clients.split(",")]
     stores = args.stores.split(",")
+    workers = list(dict.fromkeys(int(w) for w in args.workers.split(",")))
     print(header("POST /v1/documents on a loopback server", {"runs": str(args.runs)}))
     print(f"{len(docs)} hkcnews articles of 1–5 KB (mean {kb:.1f} KB), each posted once per run\n")
-    print("| store | clients | requests/s | p50 ms | p99 ms | library docs/s | HTTP / library |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    print(
+        "| store | workers | clients | requests/s | vs 1 worker | p50 ms | p99 ms | CPU ms | "
+        "library docs/s | HTTP / library |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    kept: set[int] = set()
     with tempfile.TemporaryDirectory() as tmp:
         redis = Redis(tmp) if "redis" in stores else None
         try:
@@ -226,27 +266,35 @@ def main() -> None:
                     return f"sqlite:///{Path(tmp) / (tag + uuid.uuid4().hex[:8])}.db"
 
                 peer = statistics.median(library(fresh("lib"), docs) for _ in range(args.runs))
-                for n in clients:
-                    runs = []
-                    for _ in range(args.runs):
-                        server = Server(fresh("svc"))
+                settings = [(w, n) for n in clients for w in workers]
+                runs: dict[tuple[int, int], list[Result]] = {s: [] for s in settings}
+                for _ in range(args.runs):  # interleaved: a run of each setting, then again
+                    for w, n in settings:
+                        server = Server(fresh("svc"), w)
                         try:
                             server.warm_up(docs[0]["text"])
-                            runs.append(post_all(server, docs, n))
+                            runs[(w, n)].append(post_all(server, docs, n))
                         finally:
                             server.stop()
-                    rps = statistics.median(r.rps for r in runs)
-                    p50 = statistics.median(r.p50 for r in runs)
-                    p99 = statistics.median(r.p99 for r in runs)
+                        kept.add(runs[(w, n)][-1].kept)
+                rps = {s: statistics.median(r.rps for r in found) for s, found in runs.items()}
+                for w, n in settings:
+                    found = runs[(w, n)]
+                    one = rps.get((1, n))
+                    ratio = f"{rps[(w, n)] / one:.2f}" if one else "—"
+                    p50 = statistics.median(r.p50 for r in found)
+                    p99 = statistics.median(r.p99 for r in found)
+                    cpu = statistics.median(r.cpu for r in found)
                     print(
-                        f"| {kind} | {n} | {rps:,.0f} | {p50:.1f} | {p99:.1f} | {peer:,.0f} | "
-                        f"{rps / peer:.2f} |",
+                        f"| {kind} | {w} | {n} | {rps[(w, n)]:,.0f} | {ratio} | {p50:.1f} | "
+                        f"{p99:.1f} | {cpu:.2f} | {peer:,.0f} | {rps[(w, n)] / peer:.2f} |",
                         flush=True,
                     )
         finally:
             if redis is not None:
                 redis.stop()
-    print(f"\n(cpus: {os.cpu_count()}; kept per run: {runs[-1].kept} of {len(docs)})")
+    shown = ", ".join(str(k) for k in sorted(kept))
+    print(f"\n(cpus: {os.cpu_count()}; kept per run: {shown} of {len(docs)})")
 
 
 if __name__ == "__main__":

@@ -85,6 +85,7 @@ _SLOW_FILES = (
     "tests/spark/",
     "tests/service/test_service_page.py",
     "tests/service/test_service_serve.py",
+    "tests/service/test_service_workers.py",
     "tests/service/test_service_failures.py",
     "tests/service/test_service_security.py",
     "tests/test_scrapy.py",

@@ -147,7 +147,8 @@ def test_requests_wait_for_the_store_only_so_long(
     """--queue-timeout: a request still waiting for its turn after that long is a 503 with
     Retry-After; --max-queue: one that would wait behind too many others is refused at once."""
     url, proc = lone_redis
-    args = ("--store", url, "--queue-timeout", "1", "--max-queue", "2")
+    # one worker: the line and its limits are each process's own
+    args = ("--store", url, "--queue-timeout", "1", "--max-queue", "2", "--workers", "1")
     with serving(*args) as s:
         proc.send_signal(signal.SIGSTOP)
         try:

@@ -326,6 +326,7 @@ class Service:
 
     def close(self) -> None:
         """Close the store when the service opened it (and the probe's own connection)."""
+        self.metrics.write()  # the last counts, for the other workers
         self.probe.close()
         if self.owned:
             with self._lock:

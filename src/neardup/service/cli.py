@@ -28,7 +28,7 @@ from ._settings import (  # standard library only, as is everything this module 
     DEFAULT_QUEUE_TIMEOUT,
 )
 
-__all__ = ["MIN_PUBLIC_KEY", "add_parser", "is_loopback", "parse_size", "run"]
+__all__ = ["MIN_PUBLIC_KEY", "add_parser", "is_loopback", "parse_size", "run", "workers_for"]
 
 _DESCRIPTION = """\
 Serve the Deduper over HTTP: JSON endpoints under /v1 for crawlers in any language (check,
@@ -50,6 +50,9 @@ examples:
   export NEARDUP_API_KEY=$(python3 -c 'import secrets; print(secrets.token_urlsafe(24))')
   neardup serve --db crawl.db --host 0.0.0.0 --allowed-host dedup.internal
   neardup serve --store 'redis://127.0.0.1:6379/0?namespace=crawl' --window 90d"""
+
+#: Connections the kernel keeps waiting for the workers to take them (uvicorn's default).
+_BACKLOG = 2048
 
 #: The shortest API key taken for a service others can reach (beyond loopback).
 MIN_PUBLIC_KEY = 16
@@ -204,6 +207,15 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "(default: %(default)g)",
     )
     p.add_argument(
+        "--workers",
+        type=_count,
+        metavar="N",
+        help="serve in N processes sharing the port and the store, deciding atomically "
+        f"across them (default: the number of CPUs, {_cpus()} here; 1 for memory://, which "
+        "one process alone can hold). Limits such as --max-queue and "
+        "--max-concurrent-compare hold in each process",
+    )
+    p.add_argument(
         "--access-log",
         action=argparse.BooleanOptionalAction,
         default=True,
@@ -211,6 +223,32 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     p.set_defaults(func=run)
     return p
+
+
+def _cpus() -> int:
+    """The CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not on Linux
+        return os.cpu_count() or 1
+
+
+def workers_for(url: str, asked: int | None) -> int:
+    """How many worker processes serve ``url``: ``asked``, or the CPUs for a store that
+    processes can share and 1 for ``memory://``; a ConfigError for several on memory://.
+
+    >>> workers_for("memory://", None), workers_for("sqlite:///crawl.db", 3)
+    (1, 3)
+    """
+    shared = urlsplit(url).scheme.lower() != "memory"
+    if asked is None:
+        return _cpus() if shared else 1
+    if asked > 1 and not shared:
+        raise ConfigError(
+            f"--workers {asked} needs a store the workers can share: a memory:// store lives "
+            "in one process. Use --db crawl.db or --store redis://..., or --workers 1"
+        )
+    return asked
 
 
 def is_loopback(host: str) -> bool:
@@ -279,6 +317,7 @@ def run(args: argparse.Namespace) -> int:
             "'import secrets; print(secrets.token_urlsafe(24))')"
         )
     url = store_url(args) or "memory://"
+    workers = workers_for(url, args.workers)
     try:
         import uvicorn
 
@@ -287,22 +326,34 @@ def run(args: argparse.Namespace) -> int:
         raise MissingDependencyError(
             f"neardup serve needs {e.name or 'fastapi and uvicorn'}: pip install 'neardup[service]'"
         ) from e
+    options: dict[str, Any] = {
+        "store": url,
+        "window": args.window,
+        "api_key": api_key,
+        "max_body": args.max_body,
+        "allowed_hosts": [args.host, *args.allowed_host],
+        "health_timeout": args.health_timeout,
+        "queue_timeout": args.queue_timeout,
+        "max_queue": args.max_queue,
+        "max_compare_chars": args.max_compare_chars,
+        "max_compare_cells": args.max_compare_cells,
+        "max_concurrent_compare": args.max_concurrent_compare,
+    }
+    server = {
+        "log_level": "info",
+        "access_log": args.access_log,
+        "lifespan": "on",
+        "timeout_graceful_shutdown": 10,
+    }
     sock = _listen(args.host, args.port)
     try:
         try:
-            app = create_app(
-                store=url,
-                window=args.window,
-                api_key=api_key,
-                max_body=args.max_body,
-                allowed_hosts=[args.host, *args.allowed_host],
-                health_timeout=args.health_timeout,
-                queue_timeout=args.queue_timeout,
-                max_queue=args.max_queue,
-                max_compare_chars=args.max_compare_chars,
-                max_compare_cells=args.max_compare_cells,
-                max_concurrent_compare=args.max_concurrent_compare,
-            )
+            if workers == 1:
+                app = create_app(**options)
+            else:  # each worker opens its own; open it here once for the errors of one line
+                from ..deduper import Deduper
+
+                Deduper(store=url, window=args.window).close()
         except ConfigError:
             raise
         except Exception as e:  # a store that cannot be reached: one line, not a traceback
@@ -311,20 +362,19 @@ def run(args: argparse.Namespace) -> int:
         shown = f"[{host}]" if ":" in host else host
         keyed = "writes need the API key" if api_key else "no API key"
         where = "memory (forgotten when it stops)" if url == "memory://" else _redacted(url)
+        many = f"{workers} workers; " if workers > 1 else ""
         print(
-            f"neardup serve: http://{shown}:{port}/ (store: {where}; {keyed}; Ctrl-C stops)",
+            f"neardup serve: http://{shown}:{port}/ (store: {where}; {keyed}; {many}Ctrl-C stops)",
             file=sys.stderr,
             flush=True,
         )
+        if workers > 1:
+            from ._workers import serve_workers
+
+            sock.listen(_BACKLOG)  # connections wait here until a worker takes them
+            return serve_workers(workers, options, server, sock)
         # the application's lifespan closes the store when the server stops
-        config = uvicorn.Config(
-            app,
-            log_level="info",
-            access_log=args.access_log,
-            lifespan="on",
-            timeout_graceful_shutdown=10,
-        )
-        uvicorn.Server(config).run(sockets=[sock])
+        uvicorn.Server(uvicorn.Config(app, **server)).run(sockets=[sock])
     finally:
         sock.close()
     return 0
