@@ -34,9 +34,12 @@ class _Gated(Deduper):
     """A Deduper whose first batch waits until ``waiting`` more requests are in line (so the
     test knows they wait together), and which records every batch it is given."""
 
-    def __init__(self, waiting: int, fail: Any = None, **options: Any) -> None:
+    def __init__(
+        self, waiting: int, fail: Any = None, gate: threading.Event | None = None, **options: Any
+    ) -> None:
         super().__init__(**options)
         self.waiting = waiting
+        self.gate = gate  # instead of waiting for the line: wait for this
         self.fail = fail  # called with a batch's ids: raise to fail it
         self.batches: list[list[str]] = []
         self.line: Any = None  # the service's line, once the app is built
@@ -46,7 +49,9 @@ class _Gated(Deduper):
         ids = [d["id"] for d in docs]
         first = not self.batches
         self.batches.append(ids)
-        if first:
+        if first and self.gate is not None:
+            self.gate.wait(20)
+        elif first:
             for _ in range(2000):  # at most 20 s
                 if len(self.line) >= self.waiting:
                     break
@@ -126,3 +131,43 @@ async def test_a_store_failure_answers_the_whole_batch_at_once() -> None:
     assert [r.status_code for r in responses] == [200, 503, 503, 503, 503]
     assert all(r.json()["error"] == "unavailable" for r in responses[1:])
     assert len(dd.batches) == 2  # the failed batch was not tried again
+
+
+async def test_a_request_that_goes_away_leaves_the_line() -> None:
+    """A request cancelled while it waits (its client went away) leaves the line, and the
+    one behind it is decided in its turn."""
+    gate = threading.Event()
+    dd = _Gated(waiting=0, gate=gate)
+    app = create_app(dd)
+    line = app.state.service._line
+    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+    rng = random.Random(63)
+    docs = [{"id": f"d{k}", "text": story(rng)} for k in range(3)]
+    answers: dict[str, int] = {}
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as c:
+
+        async def post(k: int) -> None:
+            answers[docs[k]["id"]] = (await c.post("/v1/documents", json=docs[k])).status_code
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(post, 0)
+            while not dd.batches:  # d0 is being decided, held at the gate
+                await anyio.sleep(0.01)
+            gone = anyio.CancelScope()
+
+            async def post_and_go_away() -> None:
+                with gone:
+                    await post(1)
+
+            tg.start_soon(post_and_go_away)
+            while len(line) < 1:
+                await anyio.sleep(0.01)
+            tg.start_soon(post, 2)
+            while len(line) < 2:
+                await anyio.sleep(0.01)
+            gone.cancel()
+            while len(line) > 1:
+                await anyio.sleep(0.01)
+            gate.set()
+    assert answers == {"d0": 200, "d2": 200}
+    assert dd.batches == [["d0"], ["d2"]]

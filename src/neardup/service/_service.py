@@ -176,9 +176,9 @@ class Service:
             if job.state == "running":  # taken into a batch as the time ran out: it ends
                 await job.wake.wait()
         except anyio.get_cancelled_exc_class():  # the client went away, the server stops
-            if job.state == "waiting":
+            if job.state in ("waiting", "leading"):
                 self._line.remove(job)
-            elif job.state == "leading":
+            if job.state == "leading":  # its turn came: give it to the next
                 self._hand_on()
             raise
 
