@@ -191,8 +191,13 @@ class RedisStore(Store):
         timeout = _timeout(query, "socket_timeout")
         connect_timeout = _timeout(query, "socket_connect_timeout")
         try:
+            # strings holding a lone surrogate (ids, titles) go as their surrogatepass bytes
+            # and come back as the same strings (:func:`_text`)
             self._r = redis.Redis.from_url(
-                bare, socket_timeout=timeout, socket_connect_timeout=connect_timeout
+                bare,
+                socket_timeout=timeout,
+                socket_connect_timeout=connect_timeout,
+                encoding_errors="surrogatepass",
             )
             self._r.ping()
         except (redis.RedisError, ValueError) as exc:
@@ -268,7 +273,10 @@ class RedisStore(Store):
                 if new.sketch is not None:
                     blobs.append(encode(new.sketch))
             payload = {"docs": docs, "stale": self._stale}
-            args = [self.ns, ttl, repr(time.time()), json.dumps(payload), *blobs]
+            # as UTF-8 (surrogatepass), not \u escapes, which the script's cjson refuses for a
+            # lone surrogate
+            body = json.dumps(payload, ensure_ascii=False)
+            args = [self.ns, ttl, repr(time.time()), body, *blobs]
             return int(self._call(self._write_script, [], args))
         finally:
             self._end()

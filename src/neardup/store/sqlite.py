@@ -4,6 +4,11 @@ The database runs in WAL mode with ``synchronous=FULL``: a batch is committed, o
 whatever happens to the process (``kill -9``) or the machine. Each atomic section is an
 immediate transaction, so processes sharing the file decide one batch at a time; readers are
 never blocked. Sketches are stored as compact blobs (:mod:`neardup.engine.codec`).
+
+Ids, titles and the other strings are stored as text, except one holding a lone surrogate
+(which UTF-8 cannot carry: an id or title read from JSON's ``"\\udc00"``), stored as the blob
+of its ``surrogatepass`` bytes and read back as the same string: every string a Deduper gives
+comes back as it was, and lookups find it.
 """
 
 from __future__ import annotations
@@ -60,8 +65,33 @@ _ADDED = {"extends": "TEXT", "story": "INTEGER"}
 _CHUNK = 400  # parameters per IN list, well under SQLite's limit
 
 
+def _db(value: str | None) -> str | bytes | None:
+    """A string as SQLite keeps it: itself, or (holding a lone surrogate, which UTF-8 cannot
+    carry) the blob of its ``surrogatepass`` bytes, always the same for the same string."""
+    if value is None or value.isascii():
+        return value
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return value.encode("utf-8", "surrogatepass")
+    return value
+
+
+def _py(value: Any) -> Any:
+    """A string read back: what :func:`_db` stored, as the string it was."""
+    return value.decode("utf-8", "surrogatepass") if isinstance(value, bytes) else value
+
+
 def _entry(row: Sequence[Any]) -> Entry:
-    return Entry(row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7], row[8], row[9])
+    return Entry(
+        _py(row[0]), row[1], row[2], _py(row[3]), _py(row[4]), row[5], _py(row[6]),
+        _py(row[7]), _py(row[8]), _py(row[9]),
+    )  # fmt: skip
+
+
+def _ids(ids: Iterable[str]) -> list[str | bytes | None]:
+    """Distinct ids as SQLite keeps them (:func:`_db`), for an ``IN`` list."""
+    return list({_db(i) for i in ids})
 
 
 def _chunks(values: Sequence[Any], size: int = _CHUNK) -> Iterator[Sequence[Any]]:
@@ -191,24 +221,26 @@ class SQLiteStore(Store):
 
     def _insert(self, new: NewEntry) -> None:
         e = new.entry
+        doc_id = _db(e.id)
         blob = encode(new.sketch) if new.sketch is not None else None
         cur = self._db.execute(
             "INSERT INTO docs (id, ts, duplicate_of, cluster, score, measure, title, copy_of,"
             " text_key, kept, sketch, extends, story) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
-                e.id, e.timestamp, e.duplicate_of, e.cluster, e.score, e.measure, e.title,
-                e.copy_of, signed64(new.text_key), int(e.kept), blob, e.extends, int(new.counts),
+                doc_id, e.timestamp, _db(e.duplicate_of), _db(e.cluster), e.score, _db(e.measure),
+                _db(e.title), _db(e.copy_of), signed64(new.text_key), int(e.kept), blob,
+                _db(e.extends), int(new.counts),
             ),
         )  # fmt: skip
         seq = cur.lastrowid
         if e.copy_of is None:
             self._db.execute(
-                "INSERT OR IGNORE INTO exact VALUES (?, ?)", (signed64(new.text_key), e.id)
+                "INSERT OR IGNORE INTO exact VALUES (?, ?)", (signed64(new.text_key), doc_id)
             )
         if new.buckets:
             self._db.executemany(
                 "INSERT OR IGNORE INTO buckets VALUES (?, ?, ?, ?)",
-                [(bucket, seq, e.id, e.timestamp) for bucket in new.buckets],
+                [(bucket, seq, doc_id, e.timestamp) for bucket in new.buckets],
             )
 
     # -- reads ----------------------------------------------------------------------------
@@ -223,13 +255,13 @@ class SQLiteStore(Store):
         return rows
 
     def entries(self, ids: Iterable[str]) -> dict[str, Entry]:
-        rows = self._select(f"SELECT {_ENTRY} FROM docs WHERE id IN ({{}})", list(set(ids)))
-        return {r[0]: _entry(r) for r in rows}
+        rows = self._select(f"SELECT {_ENTRY} FROM docs WHERE id IN ({{}})", _ids(ids))
+        return {e.id: e for e in map(_entry, rows)}
 
     def exact(self, text_keys: Iterable[int]) -> dict[int, str]:
         keys = {signed64(k): k for k in text_keys}
         rows = self._select("SELECT text_key, id FROM exact WHERE text_key IN ({})", list(keys))
-        return {keys[k]: i for k, i in rows}
+        return {keys[k]: _py(i) for k, i in rows}
 
     def buckets(self, keys: Iterable[BandKey]) -> dict[BandKey, list[tuple[int, str, float]]]:
         rows = self._select(
@@ -238,14 +270,14 @@ class SQLiteStore(Store):
         )
         out: dict[BandKey, list[tuple[int, str, float]]] = {}
         for bucket, seq, doc_id, ts in rows:
-            out.setdefault(bucket, []).append((seq, doc_id, ts))
+            out.setdefault(bucket, []).append((seq, _py(doc_id), ts))
         return out
 
     def sketches(self, ids: Iterable[str]) -> dict[str, Sketch]:
         rows = self._select(
-            "SELECT id, sketch FROM docs WHERE sketch IS NOT NULL AND id IN ({})", list(set(ids))
+            "SELECT id, sketch FROM docs WHERE sketch IS NOT NULL AND id IN ({})", _ids(ids)
         )
-        return {i: decode(blob) for i, blob in rows}
+        return {_py(i): decode(blob) for i, blob in rows}
 
     def log(self, after: int, limit: int) -> tuple[int, list[str], bool]:
         with self._lock:
@@ -256,7 +288,7 @@ class SQLiteStore(Store):
             ).fetchall()
         if not rows:
             return after, [], True
-        return rows[-1][0], [i for _, i in rows], len(rows) < limit
+        return rows[-1][0], [_py(i) for _, i in rows], len(rows) < limit
 
     def load_common(self) -> tuple[int, bytes] | None:
         with self._lock:
@@ -291,7 +323,7 @@ class SQLiteStore(Store):
     def delete(self, doc_id: str) -> bool:
         with self._lock, self._write():
             rows = self._db.execute(
-                "SELECT seq, id, text_key, sketch FROM docs WHERE id = ?", (doc_id,)
+                "SELECT seq, id, text_key, sketch FROM docs WHERE id = ?", (_db(doc_id),)
             ).fetchall()
             self._forget(rows)
         return bool(rows)
@@ -311,12 +343,12 @@ class SQLiteStore(Store):
                 " ORDER BY n DESC, cluster LIMIT ? OFFSET ?",
                 (limit, offset),
             ).fetchall()
-        return [(c, int(n)) for c, n in rows]
+        return [(_py(c), int(n)) for c, n in rows]
 
     def members(self, cluster: str) -> list[Entry]:
         with self._lock:
             rows = self._db.execute(
-                f"SELECT {_ENTRY} FROM docs WHERE cluster = ? ORDER BY seq", (cluster,)
+                f"SELECT {_ENTRY} FROM docs WHERE cluster = ? ORDER BY seq", (_db(cluster),)
             ).fetchall()
         return [_entry(r) for r in rows]
 
