@@ -32,6 +32,7 @@ from ..errors import ConfigError
 from ..times import parse_window
 
 __all__ = [
+    "RUN_AGAIN",
     "BandKey",
     "Entry",
     "NewEntry",
@@ -40,6 +41,14 @@ __all__ = [
     "open_store",
     "parse_window",
 ]
+
+
+#: What a store's failure message ends with: a batch is committed whole or not at all, and an
+#: id already stored returns its decision, so running the same job again finishes it.
+RUN_AGAIN = (
+    "run again to finish: every batch committed before is intact, and the documents already "
+    "stored return their decisions"
+)
 
 
 @dataclass(frozen=True, slots=True)

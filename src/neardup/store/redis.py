@@ -27,6 +27,7 @@ documents, in order), ``NS:c:LABEL`` (a cluster's members by seq), ``NS:clusters
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -35,7 +36,7 @@ from typing import Any
 from ..engine import Sketch
 from ..engine.codec import decode, encode
 from ..errors import ConfigError, MissingDependencyError, NeardupError, StoreError
-from . import BandKey, Entry, NewEntry, Store, bucket_keys, parse_window
+from . import RUN_AGAIN, BandKey, Entry, NewEntry, Store, bucket_keys, parse_window
 
 __all__ = ["DEFAULT_TIMEOUT", "RedisStore"]
 
@@ -159,6 +160,37 @@ return limit
 """
 
 
+def _said(exc: Exception) -> str:
+    """What Redis (or the connection) said, on one line, without the script's hash.
+
+    >>> from redis.exceptions import OutOfMemoryError
+    >>> _said(OutOfMemoryError("command not allowed when used memory > 'maxmemory'. script: "
+    ...                        "11b340c9f7ab66442bd4c31148e66b0c2e02cd29, on @user_script:11."))
+    "command not allowed when used memory > 'maxmemory'"
+    """
+    said = _SCRIPT.sub("", " ".join(str(exc).split())).rstrip(". ")
+    return said or type(exc).__name__
+
+
+_SCRIPT = re.compile(r"\.? ?script: [0-9a-f]{40}, on @user_script:\d+\.?")
+
+
+def _advice(exc: Exception) -> str:
+    """What to do about a failing Redis ("" when there is nothing to say)."""
+    from redis.exceptions import ConnectionError, OutOfMemoryError, ReadOnlyError, TimeoutError
+
+    if isinstance(exc, OutOfMemoryError) or str(exc).startswith("OOM "):
+        return (
+            "; Redis is full (maxmemory, and a policy that evicts nothing): give it more memory, "
+            f"prune the store (neardup store prune) or use another namespace, then {RUN_AGAIN}"
+        )
+    if isinstance(exc, ReadOnlyError):
+        return f"; this Redis is a read-only replica: give the primary, then {RUN_AGAIN}"
+    if isinstance(exc, ConnectionError | TimeoutError):
+        return f"; Redis went away or stopped answering: once it is back, {RUN_AGAIN}"
+    return ""
+
+
 class RedisStore(Store):
     """A :class:`~neardup.store.Store` on a Redis server (``redis://host:port/db``)."""
 
@@ -203,6 +235,7 @@ class RedisStore(Store):
         except (redis.RedisError, ValueError) as exc:
             raise ConfigError(f"cannot reach Redis at {safe}: {exc}") from exc
         self._writing = False  # inside a section that may commit
+        self._in_section = False
         # what the section read, which must be unchanged when it commits
         self._seen_buckets: dict[BandKey, int] = {}  # the latest seq in each bucket (0: empty)
         self._seen_exact: dict[int, str] = {}  # each exact-text key: its first id ('' none)
@@ -223,7 +256,7 @@ class RedisStore(Store):
         try:
             return fn(*args)
         except self._redis.RedisError as exc:
-            raise StoreError(f"Redis store {self.url}: {exc}") from exc
+            raise StoreError(f"Redis store {self.url}: {_said(exc)}{_advice(exc)}") from exc
 
     # -- configuration --------------------------------------------------------------------
 
@@ -245,12 +278,16 @@ class RedisStore(Store):
         self._pending, self._stale = [], []
         self._seen_buckets, self._seen_exact = {}, {}
         self._writing = write
+        self._in_section = True
 
     def _end(self) -> None:
+        """Leave the section (once: a rollback after a commit that failed changes nothing)."""
         self._pending, self._stale = [], []
         self._seen_buckets, self._seen_exact = {}, {}
         self._writing = False
-        self._lock.release()
+        if self._in_section:
+            self._in_section = False
+            self._lock.release()
 
     def rollback(self) -> None:
         self._end()

@@ -13,19 +13,21 @@ comes back as it was, and lookups find it.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
 import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from ..engine import Sketch
 from ..engine.codec import decode, encode
 from ..errors import ConfigError, NeardupError, StoreError
 from ..hashing import signed64
-from . import BandKey, Entry, NewEntry, Store, bucket_keys
+from . import RUN_AGAIN, BandKey, Entry, NewEntry, Store, bucket_keys
 
 __all__ = ["SQLiteStore"]
 
@@ -99,6 +101,29 @@ def _chunks(values: Sequence[Any], size: int = _CHUNK) -> Iterator[Sequence[Any]
         yield values[i : i + size]
 
 
+_R = TypeVar("_R")
+_P = ParamSpec("_P")
+
+
+def _guarded(
+    method: Callable[Concatenate[SQLiteStore, _P], _R],
+) -> Callable[Concatenate[SQLiteStore, _P], _R]:
+    """``method``, the SQLite errors of a failing store (a full disk, a damaged file, a lock
+    held too long...) raised as :class:`~neardup.errors.StoreError` with a message naming
+    the file and saying what to do (the SQLite error is its cause)."""
+
+    @functools.wraps(method)
+    def guarded(self: SQLiteStore, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return method(self, *args, **kwargs)
+        except (sqlite3.ProgrammingError, sqlite3.InterfaceError):
+            raise  # a misuse (a closed store), not a failing store
+        except sqlite3.Error as exc:
+            raise self._failure(exc) from exc
+
+    return guarded
+
+
 class SQLiteStore(Store):
     """A :class:`~neardup.store.Store` in one SQLite file (``sqlite:///path/to/file.db``)."""
 
@@ -108,18 +133,26 @@ class SQLiteStore(Store):
         folder = os.path.dirname(os.path.abspath(path))
         if not os.path.isdir(folder):
             raise ConfigError(f"cannot open store {self.url}: folder {folder} does not exist")
+        self._lock = threading.RLock()
+        self._pending: list[NewEntry] = []
+        self._in_section = False
         try:
             self._db = sqlite3.connect(
                 path, timeout=timeout, isolation_level=None, check_same_thread=False
             )
+        except sqlite3.Error as exc:
+            raise self._failure(exc, "cannot open store") from exc
+        try:
             self._db.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
             self._db.execute("PRAGMA synchronous=FULL")
             self._create(timeout)
-        except sqlite3.DatabaseError as exc:
-            raise ConfigError(f"cannot open store {self.url}: {exc}") from exc
-        self._lock = threading.RLock()
-        self._pending: list[NewEntry] = []
-        self._in_section = False
+        except sqlite3.Error as exc:
+            self._db.close()
+            raise self._failure(exc, "cannot open store") from exc
+
+    def _failure(self, exc: sqlite3.Error, doing: str = "store") -> StoreError:
+        """The one-line error for what SQLite said: the file, SQLite's words, what to do."""
+        return StoreError(f"{doing} {self.url}: {exc}{_advice(exc, self.path)}")
 
     def _create(self, timeout: float) -> None:
         """WAL mode and the tables. Several processes opening a new file at once race for
@@ -158,6 +191,7 @@ class SQLiteStore(Store):
     def _write(self) -> _Immediate:
         return _Immediate(self._db)
 
+    @_guarded
     def check_config(self, fingerprint: Mapping[str, object]) -> None:
         wanted = json.dumps(fingerprint, sort_keys=True)
         with self._write():
@@ -175,24 +209,30 @@ class SQLiteStore(Store):
         self._lock.acquire()
         try:
             self._db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-        except sqlite3.Error as exc:
+        except BaseException as exc:
             self._lock.release()
-            raise StoreError(f"store {self.url}: {exc}") from exc
-        except BaseException:
-            self._lock.release()
+            if isinstance(exc, sqlite3.Error):
+                raise self._failure(exc) from exc
             raise
         self._in_section = True
         self._pending = []
 
     def _end(self, sql: str) -> None:
+        """End the section with ``sql`` (COMMIT or ROLLBACK) and release it, whatever
+        happens: a COMMIT that fails is rolled back, and a ROLLBACK never fails (SQLite may
+        have rolled the transaction back itself, on a full disk or an I/O error)."""
         if not self._in_section:
             return
         self._in_section = False
         self._pending = []
         try:
-            self._db.execute(sql)
+            if sql == "COMMIT":
+                self._db.execute(sql)
         finally:
-            self._lock.release()
+            try:
+                _abort(self._db)
+            finally:
+                self._lock.release()
 
     def commit(self) -> int:
         n = len(self._pending)
@@ -202,19 +242,16 @@ class SQLiteStore(Store):
         except BaseException as exc:
             self._end("ROLLBACK")
             if isinstance(exc, sqlite3.Error):
-                raise StoreError(f"store {self.url}: {exc}") from exc
+                raise self._failure(exc) from exc
             raise
         try:
             self._end("COMMIT")
         except sqlite3.Error as exc:
-            raise StoreError(f"store {self.url}: {exc}") from exc
+            raise self._failure(exc) from exc
         return n
 
     def rollback(self) -> None:
-        if self._in_section and self._db.in_transaction:
-            self._end("ROLLBACK")
-        else:
-            self._end("SELECT 1")
+        self._end("ROLLBACK")
 
     def put(self, entries: Sequence[NewEntry]) -> None:
         self._pending.extend(entries)
@@ -254,15 +291,18 @@ class SQLiteStore(Store):
                 rows.extend(self._db.execute(sql.format(marks), tuple(part)).fetchall())
         return rows
 
+    @_guarded
     def entries(self, ids: Iterable[str]) -> dict[str, Entry]:
         rows = self._select(f"SELECT {_ENTRY} FROM docs WHERE id IN ({{}})", _ids(ids))
         return {e.id: e for e in map(_entry, rows)}
 
+    @_guarded
     def exact(self, text_keys: Iterable[int]) -> dict[int, str]:
         keys = {signed64(k): k for k in text_keys}
         rows = self._select("SELECT text_key, id FROM exact WHERE text_key IN ({})", list(keys))
         return {keys[k]: _py(i) for k, i in rows}
 
+    @_guarded
     def buckets(self, keys: Iterable[BandKey]) -> dict[BandKey, list[tuple[int, str, float]]]:
         rows = self._select(
             "SELECT bucket, seq, id, ts FROM buckets WHERE bucket IN ({}) ORDER BY bucket, seq",
@@ -273,12 +313,14 @@ class SQLiteStore(Store):
             out.setdefault(bucket, []).append((seq, _py(doc_id), ts))
         return out
 
+    @_guarded
     def sketches(self, ids: Iterable[str]) -> dict[str, Sketch]:
         rows = self._select(
             "SELECT id, sketch FROM docs WHERE sketch IS NOT NULL AND id IN ({})", _ids(ids)
         )
         return {_py(i): decode(blob) for i, blob in rows}
 
+    @_guarded
     def log(self, after: int, limit: int) -> tuple[int, list[str], bool]:
         with self._lock:
             rows = self._db.execute(
@@ -290,6 +332,7 @@ class SQLiteStore(Store):
             return after, [], True
         return rows[-1][0], [_py(i) for _, i in rows], len(rows) < limit
 
+    @_guarded
     def load_common(self) -> tuple[int, bytes] | None:
         with self._lock:
             row = self._db.execute("SELECT value FROM meta WHERE key = 'common'").fetchone()
@@ -298,6 +341,7 @@ class SQLiteStore(Store):
         blob = bytes(row[0])
         return int.from_bytes(blob[:8], "little"), blob[8:]
 
+    @_guarded
     def save_common(self, position: int, table: bytes) -> None:
         blob = position.to_bytes(8, "little") + table
         with self._lock:
@@ -320,6 +364,7 @@ class SQLiteStore(Store):
             self._db.execute("DELETE FROM exact WHERE text_key = ? AND id = ?", (text_key, doc_id))
             self._db.execute("DELETE FROM docs WHERE seq = ?", (seq,))
 
+    @_guarded
     def delete(self, doc_id: str) -> bool:
         with self._lock, self._write():
             rows = self._db.execute(
@@ -328,6 +373,7 @@ class SQLiteStore(Store):
             self._forget(rows)
         return bool(rows)
 
+    @_guarded
     def prune(self, before: float) -> int:
         with self._lock, self._write():
             rows = self._db.execute(
@@ -336,6 +382,7 @@ class SQLiteStore(Store):
             self._forget(rows)
         return len(rows)
 
+    @_guarded
     def clusters(self, limit: int = 100, offset: int = 0) -> list[tuple[str, int]]:
         with self._lock:
             rows = self._db.execute(
@@ -345,6 +392,7 @@ class SQLiteStore(Store):
             ).fetchall()
         return [(_py(c), int(n)) for c, n in rows]
 
+    @_guarded
     def members(self, cluster: str) -> list[Entry]:
         with self._lock:
             rows = self._db.execute(
@@ -352,6 +400,7 @@ class SQLiteStore(Store):
             ).fetchall()
         return [_entry(r) for r in rows]
 
+    @_guarded
     def stats(self) -> dict[str, object]:
         with self._lock:
             n, kept, oldest, newest = self._db.execute(
@@ -370,6 +419,7 @@ class SQLiteStore(Store):
             "bytes": size,
         }
 
+    @_guarded
     def integrity(self) -> str:
         """What ``PRAGMA integrity_check`` says ("ok" when the file is sound)."""
         with self._lock:
@@ -382,6 +432,52 @@ class SQLiteStore(Store):
             raise NeardupError(f"cannot close {self.url}: {exc}") from exc
 
 
+def _abort(db: sqlite3.Connection) -> None:
+    """Roll back the transaction if one is still open; never fails (the error that led here
+    is the one to tell)."""
+    if db.in_transaction:
+        with contextlib.suppress(sqlite3.Error):
+            db.execute("ROLLBACK")
+
+
+#: What to do about each kind of SQLite failure (by its error code's name), after SQLite's
+#: own words; FILE is the store's path.
+_ADVICE = {
+    "SQLITE_FULL": f"; the disk is full: free space, then {RUN_AGAIN}",
+    "SQLITE_IOERR": f"; the disk could not read or write FILE: check it, then {RUN_AGAIN}",
+    "SQLITE_CORRUPT": "; the file is damaged: restore it from a backup, or rebuild the store "
+    "(move FILE away and run again over what it held); neardup store check --db FILE says "
+    "what is wrong",
+    "SQLITE_READONLY": "; neardup cannot write FILE (a read-only file, folder or file system): "
+    "make it writable, or give another store",
+    "SQLITE_BUSY": "; another process held FILE longer than the timeout",
+    "SQLITE_CANTOPEN": "; check that FILE (and FILE-wal, FILE-shm beside it) can be opened",
+}
+_ADVICE["SQLITE_NOTADB"] = _ADVICE["SQLITE_CORRUPT"]
+_ADVICE["SQLITE_LOCKED"] = _ADVICE["SQLITE_BUSY"]
+#: SQLite's words for those codes, for errors that come without one
+_WORDS = {
+    "disk is full": "SQLITE_FULL",
+    "disk I/O error": "SQLITE_IOERR",
+    "malformed": "SQLITE_CORRUPT",
+    "not a database": "SQLITE_NOTADB",
+    "readonly database": "SQLITE_READONLY",
+    "database is locked": "SQLITE_BUSY",
+    "unable to open": "SQLITE_CANTOPEN",
+}
+
+
+def _advice(exc: sqlite3.Error, path: str) -> str:
+    """What to do about a SQLite failure on ``path`` ("" when there is nothing to say)."""
+    code = str(getattr(exc, "sqlite_errorname", "") or "")
+    name = next((n for n in _ADVICE if code == n or code.startswith(n + "_")), None)
+    if name is None:
+        name = next((n for words, n in _WORDS.items() if words in str(exc)), None)
+    if name is None and type(exc) is sqlite3.DatabaseError:  # what corruption codes map to
+        name = "SQLITE_CORRUPT"
+    return "" if name is None else _ADVICE[name].replace("FILE", path)
+
+
 class _Immediate:
     """``with`` an immediate write transaction (committed on success, rolled back on error)."""
 
@@ -392,4 +488,11 @@ class _Immediate:
         self._db.execute("BEGIN IMMEDIATE")
 
     def __exit__(self, kind: object, *rest: object) -> None:
-        self._db.execute("ROLLBACK" if kind is not None else "COMMIT")
+        if kind is None:
+            try:
+                self._db.execute("COMMIT")
+            except BaseException:
+                _abort(self._db)
+                raise
+        else:
+            _abort(self._db)
