@@ -194,6 +194,11 @@ class Store(ABC):
     def stats(self) -> dict[str, object]:
         """Counts and sizes, for ``neardup store stats``."""
 
+    def check(self) -> list[str]:
+        """What is wrong with what the store holds, one line each (none: nothing found), for
+        ``neardup store check``."""
+        return []
+
     def close(self) -> None:
         """Release connections and files."""
         return None
@@ -205,8 +210,9 @@ class Store(ABC):
         self.close()
 
 
-def open_store(url: str, *, namespace: str | None = None) -> Store:
-    """The store a URL names (see the module's documentation).
+def open_store(url: str, *, namespace: str | None = None, readonly: bool = False) -> Store:
+    """The store a URL names (see the module's documentation). ``readonly`` opens a SQLite
+    file for reading only (``neardup store stats`` and ``check``: a read-only file will do).
 
     >>> open_store("memory://").url
     'memory://'
@@ -230,7 +236,7 @@ def open_store(url: str, *, namespace: str | None = None) -> Store:
         path = path[1:] if path.startswith("/") else path  # sqlite:///rel.db, sqlite:////abs.db
         if not path:
             raise ConfigError(f"store URL {url!r} names no file: use sqlite:///path/to/file.db")
-        return SQLiteStore(path)
+        return SQLiteStore(path, readonly=readonly)
     if scheme in ("redis", "rediss", "unix"):
         from .redis import RedisStore
 

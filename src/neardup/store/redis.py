@@ -191,6 +191,15 @@ def _advice(exc: Exception) -> str:
     return ""
 
 
+#: The type of each kind of key: one per document, bucket, exact text or cluster (NS:KIND:NAME)
+_MANY = {"d": "string", "s": "string", "b": "zset", "x": "string", "c": "zset"}
+#: and one per store (NS:KIND)
+_ONE = {
+    "log": "list", "clusters": "zset", "cof": "hash", "ts": "zset", "added": "zset",
+    "seq": "string", "config": "string", "common": "string",
+}  # fmt: skip
+
+
 class RedisStore(Store):
     """A :class:`~neardup.store.Store` on a Redis server (``redis://host:port/db``)."""
 
@@ -507,6 +516,112 @@ class RedisStore(Store):
         ids = [_text(r) for r in self._call(self._r.zrange, self._k("c", cluster), 0, -1)]
         found = self.entries(ids)
         return sorted(found.values(), key=lambda e: e.seq)
+
+    def check(self) -> list[str]:
+        """That the namespace holds a neardup store whose keys are of the expected types, whose
+        entries parse and whose sketches decode, each entry with its sketch (unless it copies
+        another document) and in the time index, and the sequence ahead of every entry."""
+        with self._lock:
+            return self._check()
+
+    def _check(self) -> list[str]:
+        config = self._call(self._r.get, self._k("config"))
+        if config is None:
+            return [f"no neardup store under namespace {self.ns!r} (no key {self._k('config')})"]
+        problems: list[str] = []
+        try:
+            if not isinstance(json.loads(config), dict):
+                raise ValueError("not an object")
+        except ValueError:
+            problems.append(f"{self._k('config')} is not the JSON of sketch settings")
+        prefix = f"{self.ns}:".encode()
+        wrong: dict[str, int] = {}
+        unknown = 0
+        entry_ids: list[bytes] = []
+        sketch_ids: set[bytes] = set()
+        for keys in self._scan(prefix + b"*"):
+            pipe = self._r.pipeline(transaction=False)
+            for key in keys:
+                pipe.type(key)
+            for key, kind_of in zip(keys, self._call(pipe.execute), strict=True):
+                part, sep, name = key[len(prefix) :].partition(b":")
+                kind = part.decode("utf-8", "replace")
+                expected = (_MANY if sep else _ONE).get(kind)
+                if expected is None:
+                    unknown += 1
+                elif _text(kind_of) != expected:
+                    wrong[kind] = wrong.get(kind, 0) + 1
+                elif kind == "d":
+                    entry_ids.append(name)
+                elif kind == "s":
+                    sketch_ids.add(name)
+        for kind, n in sorted(wrong.items()):
+            problems.append(f"{n:,} {self.ns}:{kind} keys are not of the type neardup writes")
+        if unknown:
+            problems.append(
+                f"{unknown:,} keys under {self.ns}: are none neardup writes (another namespace "
+                f"that begins with {self.ns}:, or keys written by something else)"
+            )
+        listed = {m for ms in self._scan_zset(self._k("ts")) for m in ms}
+        unparsed = unsketched = unlisted = undecoded = 0
+        top = 0
+        for i in range(0, len(entry_ids), 500):
+            ids = entry_ids[i : i + 500]
+            raws = self._mget([self._k("d", _text(d)) for d in ids])
+            blobs = self._mget([self._k("s", _text(d)) for d in ids if d in sketch_ids])
+            for doc_id, raw in zip(ids, raws, strict=True):
+                if raw is None:
+                    continue  # expired or deleted since the scan
+                try:
+                    entry, _ = _entry(_text(doc_id), raw)
+                except (ValueError, TypeError):
+                    unparsed += 1
+                    continue
+                top = max(top, int(entry.seq))
+                if entry.copy_of is None and doc_id not in sketch_ids:
+                    unsketched += 1
+                if doc_id not in listed:
+                    unlisted += 1
+            for blob in blobs:
+                try:
+                    if blob is not None:
+                        decode(blob)
+                except Exception:  # any damage to the blob shows as some error of the decoder
+                    undecoded += 1
+        for n, what in (
+            (unparsed, "entries do not parse"),
+            (undecoded, "sketches do not decode"),
+            (unsketched, "entries of documents that copy no other have no sketch"),
+            (unlisted, f"entries are missing from the time index {self._k('ts')}"),
+        ):
+            if n:
+                problems.append(f"{n:,} {what}")
+        seq = self._call(self._r.get, self._k("seq"))
+        try:
+            if top and int(seq or 0) < top:
+                problems.append(f"{self._k('seq')} is behind the entries (at {seq!r}, not {top})")
+        except ValueError:
+            problems.append(f"{self._k('seq')} is not a number")
+        return problems
+
+    def _scan(self, match: bytes) -> Iterable[list[bytes]]:
+        """The keys matching ``match``, a page at a time."""
+        cursor = 0
+        while True:
+            cursor, keys = self._call(self._r.scan, cursor, match, 1000)
+            if keys:
+                yield list(keys)
+            if not int(cursor):
+                return
+
+    def _scan_zset(self, key: str) -> Iterable[list[bytes]]:
+        """The members of a sorted set, a page at a time."""
+        cursor = 0
+        while True:
+            cursor, pairs = self._call(self._r.zscan, key, cursor, None, 1000)
+            yield [member for member, _ in pairs]
+            if not int(cursor):
+                return
 
     def stats(self) -> dict[str, object]:
         self._tidy()

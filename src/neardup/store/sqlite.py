@@ -20,6 +20,7 @@ import os
 import sqlite3
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
@@ -127,9 +128,10 @@ def _guarded(
 class SQLiteStore(Store):
     """A :class:`~neardup.store.Store` in one SQLite file (``sqlite:///path/to/file.db``)."""
 
-    def __init__(self, path: str, *, timeout: float = 600.0) -> None:
+    def __init__(self, path: str, *, timeout: float = 600.0, readonly: bool = False) -> None:
         self.path = path
         self.url = f"sqlite:///{path}"
+        self.readonly = readonly
         folder = os.path.dirname(os.path.abspath(path))
         if not os.path.isdir(folder):
             raise ConfigError(f"cannot open store {self.url}: folder {folder} does not exist")
@@ -137,15 +139,21 @@ class SQLiteStore(Store):
         self._pending: list[NewEntry] = []
         self._in_section = False
         try:
-            self._db = sqlite3.connect(
-                path, timeout=timeout, isolation_level=None, check_same_thread=False
-            )
+            if readonly:
+                self._db = _connect_readonly(path, timeout)
+            else:
+                self._db = sqlite3.connect(
+                    path, timeout=timeout, isolation_level=None, check_same_thread=False
+                )
         except sqlite3.Error as exc:
             raise self._failure(exc, "cannot open store") from exc
         try:
             self._db.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
-            self._db.execute("PRAGMA synchronous=FULL")
-            self._create(timeout)
+            if readonly:
+                self._db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            else:
+                self._db.execute("PRAGMA synchronous=FULL")
+                self._create(timeout)
         except sqlite3.Error as exc:
             self._db.close()
             raise self._failure(exc, "cannot open store") from exc
@@ -423,13 +431,88 @@ class SQLiteStore(Store):
     def integrity(self) -> str:
         """What ``PRAGMA integrity_check`` says ("ok" when the file is sound)."""
         with self._lock:
-            return str(self._db.execute("PRAGMA integrity_check").fetchone()[0])
+            return str(self._db.execute("PRAGMA integrity_check(20)").fetchone()[0])
+
+    def check(self) -> list[str]:
+        """SQLite's integrity check of the whole file (its first 20 problems), then the
+        store's own: its tables and settings are there, every sketch decodes, the exact-text
+        and bucket rows name stored documents."""
+        try:
+            with self._lock:
+                return self._check()
+        except (sqlite3.ProgrammingError, sqlite3.InterfaceError):
+            raise
+        except sqlite3.Error as exc:
+            return [f"the check stopped where SQLite said: {exc}"]
+
+    def _check(self) -> list[str]:
+        db = self._db
+        said = [
+            line
+            for r in db.execute("PRAGMA integrity_check(20)")
+            for line in str(r[0]).splitlines()
+        ]
+        said = [line for line in said if line.strip() and not line.startswith("*** in database")]
+        problems = [] if said == ["ok"] else [f"SQLite's integrity check: {x}" for x in said]
+        if len(said) >= 20:
+            problems[-1] += " (the check stops after 20 problems: there may be more)"
+        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        missing = [t for t in ("meta", "docs", "buckets", "exact") if t not in tables]
+        if missing:
+            return [*problems, f"not a neardup store: no table {', '.join(missing)}"]
+        if problems:  # the rest would read damaged pages
+            return problems
+        if db.execute("SELECT 1 FROM meta WHERE key = 'config'").fetchone() is None:
+            problems.append("no sketch settings (meta 'config'): not filled by neardup")
+        bad = 0
+        for doc_id, blob in db.execute("SELECT id, sketch FROM docs WHERE sketch IS NOT NULL"):
+            try:
+                decode(bytes(blob))
+            except Exception:  # any damage to the blob shows as some error of the decoder
+                bad += 1
+                if bad <= 5:
+                    problems.append(f"the sketch of {_py(doc_id)!r} does not decode")
+        if bad > 5:
+            problems.append(f"{bad - 5:,} more sketches do not decode")
+        checks = (
+            ("exact-text rows name no stored document",
+             "SELECT count(*) FROM exact e LEFT JOIN docs d ON d.id = e.id WHERE d.id IS NULL"),
+            ("bucket rows name no stored document",
+             "SELECT count(*) FROM buckets b LEFT JOIN docs d ON d.seq = b.seq"
+             " WHERE d.seq IS NULL"),
+            ("documents have neither a sketch nor the document they copy",
+             "SELECT count(*) FROM docs WHERE sketch IS NULL AND copy_of IS NULL"),
+        )  # fmt: skip
+        for what, sql in checks:
+            (n,) = db.execute(sql).fetchone()
+            if n:
+                problems.append(f"{n:,} {what}")
+        return problems
 
     def close(self) -> None:
         try:
             self._db.close()
         except sqlite3.Error as exc:  # pragma: no cover - closing twice is fine
             raise NeardupError(f"cannot close {self.url}: {exc}") from exc
+
+
+def _connect_readonly(path: str, timeout: float) -> sqlite3.Connection:
+    """``path`` opened read-only. A WAL file needs its ``-shm`` beside it, which a read-only
+    folder or file system cannot hold: then, if no WAL file holds anything, the file is read
+    as immutable (nothing else can write it there either)."""
+    uri = "file:" + urllib.parse.quote(os.path.abspath(path)) + "?mode=ro"
+    db = sqlite3.connect(uri, uri=True, timeout=timeout, isolation_level=None,
+                         check_same_thread=False)  # fmt: skip
+    try:
+        db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return db
+    except sqlite3.OperationalError as exc:
+        db.close()
+        wal = path + "-wal"
+        if "unable to open" not in str(exc) or (os.path.exists(wal) and os.path.getsize(wal)):
+            raise
+    return sqlite3.connect(uri + "&immutable=1", uri=True, timeout=timeout,
+                           isolation_level=None, check_same_thread=False)  # fmt: skip
 
 
 def _abort(db: sqlite3.Connection) -> None:
