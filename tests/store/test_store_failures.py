@@ -24,6 +24,10 @@ from neardup import Deduper, StoreError
 
 from ..conftest import free_port
 from ..synth import corpus
+from .servers import redis_server, stop
+
+#: real services, full disks and runs to the end twice: not the quick loop
+pytestmark = pytest.mark.slow
 
 
 def _write_corpus(path: Path, docs: list[tuple[str, str, int]]) -> None:
@@ -129,40 +133,6 @@ def test_the_library_on_a_full_disk_raises_the_store_error(small_disk: Path) -> 
 # -- Redis out of memory, and killed -------------------------------------------------------
 
 
-def _redis_server(
-    folder: Path, port: int, *more: str, password: str | None = None
-) -> subprocess.Popen[bytes]:
-    """A real redis-server on ``port``, answering (``password``: it asks for this one)."""
-    exe = shutil.which("redis-server")
-    if exe is None:
-        pytest.fail("redis-server is not installed: run scripts/check.sh, which installs it")
-    redis = pytest.importorskip("redis")
-    proc = subprocess.Popen(
-        [exe, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(folder), "--save", "",
-         *(["--requirepass", password] if password else []), *more],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.STDOUT,
-    )  # fmt: skip
-    client = redis.Redis(port=port, password=password)
-    try:
-        for _ in range(200):
-            try:
-                client.ping()
-                return proc
-            except (redis.ConnectionError, redis.BusyLoadingError):
-                time.sleep(0.05)
-    finally:
-        client.close()
-    proc.kill()
-    pytest.fail("redis-server did not start")
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.kill()
-    proc.wait(timeout=10)
-
-
 def test_redis_out_of_memory_is_one_line_without_the_password(tmp_path: Path) -> None:
     import redis
 
@@ -171,7 +141,7 @@ def test_redis_out_of_memory_is_one_line_without_the_password(tmp_path: Path) ->
     _write_corpus(src, docs)
     expected = _reference(tmp_path, src)
     port = free_port()
-    proc = _redis_server(tmp_path, port, "--appendonly", "no", password="TopS3cretPW")
+    proc = redis_server(tmp_path, port, "--appendonly", "no", password="TopS3cretPW")
     try:
         client = redis.Redis(port=port, password="TopS3cretPW")
         base = int(client.info("memory")["used_memory"])
@@ -198,7 +168,7 @@ def test_redis_out_of_memory_is_one_line_without_the_password(tmp_path: Path) ->
         assert int(client.zcard("oom:ts")) == len(docs)
         client.close()
     finally:
-        _stop(proc)
+        stop(proc)
 
 
 def test_redis_killed_during_a_run_is_one_line_and_the_same_command_then_finishes(
@@ -214,7 +184,7 @@ def test_redis_killed_during_a_run_is_one_line_and_the_same_command_then_finishe
     data = tmp_path / "redis"
     data.mkdir()
     keep = ("--appendonly", "yes", "--appendfsync", "always")  # what it acknowledged survives
-    proc = _redis_server(data, port, *keep)
+    proc = redis_server(data, port, *keep)
     ns = f"k{uuid.uuid4().hex[:8]}"
     run = tmp_path / "run"
     run.mkdir()
@@ -236,7 +206,7 @@ def test_redis_killed_during_a_run_is_one_line_and_the_same_command_then_finishe
         assert line.startswith(f"neardup: error: Redis store redis://127.0.0.1:{port}/0")
         assert "Redis went away or stopped answering: once it is back, run again" in line
         # back, with what it had written to its append-only file
-        proc = _redis_server(data, port, *keep)
+        proc = redis_server(data, port, *keep)
         stored = int(client.zcard(f"{ns}:ts"))
         assert 0 < stored < len(docs)
         r = _run(cmd)
@@ -244,4 +214,4 @@ def test_redis_killed_during_a_run_is_one_line_and_the_same_command_then_finishe
         assert _outputs(run) == expected
     finally:
         client.close()
-        _stop(proc)
+        stop(proc)

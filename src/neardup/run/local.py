@@ -29,6 +29,7 @@ from ..records import (
     read_records,
 )
 from ..records.writers import ParquetLines, open_lines, shown_id_line
+from ..store import redacted
 from ..timing import Stages
 from .outputs import Tally, cluster_line, output_names
 from .progress import Progress
@@ -147,7 +148,7 @@ def run_dedup(
         )
         notes.append(f"{n:,} file{'s' if n != 1 else ''} in the input folders not read ({kinds})")
     if store is not None:
-        notes.append(f"compared with, and added to, the store {store}")
+        notes.append(f"compared with, and added to, the store {redacted(store)}")
     if keep == "earliest" and tally.kept and not tally.timestamped:
         notes.append(f"no document has a {fields.timestamp!r}, so each story kept its first copy")
     outputs = output_names(unique, clusters, errors, tally)

@@ -22,10 +22,11 @@ rest again).
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, urlsplit, urlunsplit
 
 from ..engine import BandKey, Sketch, bucket_keys
 from ..errors import ConfigError
@@ -40,6 +41,7 @@ __all__ = [
     "bucket_keys",
     "open_store",
     "parse_window",
+    "redacted",
 ]
 
 
@@ -208,6 +210,37 @@ class Store(ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+_SECRET_QUERY = re.compile(r"(?i)((?:^|&)[^=&]*(?:password|secret|token)[^=&]*=)[^&]*")
+
+
+def redacted(url: str) -> str:
+    """A store URL fit for messages, logs and summaries: its password (and any query value
+    named like one) replaced by ``***``. Every message of neardup that names a store uses it.
+
+    >>> redacted("redis://:s3cret@cache:6379/0?namespace=news")
+    'redis://:***@cache:6379/0?namespace=news'
+    >>> redacted("rediss://crawler:p@ss@10.0.0.5/0")
+    'rediss://crawler:***@10.0.0.5/0'
+    >>> redacted("redis://cache/0?ssl_password=x&namespace=n")
+    'redis://cache/0?ssl_password=***&namespace=n'
+    >>> redacted("sqlite:///crawl.db"), redacted("redis://user@cache/0")
+    ('sqlite:///crawl.db', 'redis://user@cache/0')
+    """
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:  # not a URL urlsplit can take apart: hide whatever looks like one
+        return _SECRET_QUERY.sub(r"\1***", re.sub(r":[^:@/]*@", ":***@", url))
+    netloc = parts.netloc
+    if password:
+        host = netloc.rpartition("@")[2]
+        netloc = f"{parts.username or ''}:***@{host}"
+    query = _SECRET_QUERY.sub(r"\1***", parts.query)
+    if (netloc, query) == (parts.netloc, parts.query):
+        return url
+    return urlunsplit(parts._replace(netloc=netloc, query=query))
 
 
 def open_store(url: str, *, namespace: str | None = None, readonly: bool = False) -> Store:

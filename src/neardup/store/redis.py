@@ -36,7 +36,16 @@ from typing import Any
 from ..engine import Sketch
 from ..engine.codec import decode, encode
 from ..errors import ConfigError, MissingDependencyError, NeardupError, StoreError
-from . import RUN_AGAIN, BandKey, Entry, NewEntry, Store, bucket_keys, parse_window
+from . import (
+    RUN_AGAIN,
+    BandKey,
+    Entry,
+    NewEntry,
+    Store,
+    bucket_keys,
+    parse_window,
+    redacted,
+)
 
 __all__ = ["DEFAULT_TIMEOUT", "RedisStore"]
 
@@ -220,10 +229,7 @@ class RedisStore(Store):
             ttl = query["ttl"][0]
         self.ttl = parse_window(ttl)
         bare = urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
-        shown = parts.netloc
-        if parts.password:  # never show a password in messages, logs or stats
-            shown = shown.replace(f":{parts.password}@", ":***@")
-        safe = urlunsplit((parts.scheme, shown, parts.path, "", ""))
+        safe = redacted(bare)  # never show a password in messages, logs or stats
         if not namespace or any(c in namespace for c in " \n{}"):
             raise ConfigError(f"invalid Redis namespace {namespace!r}")
         self.url = f"{safe}?namespace={namespace}"
