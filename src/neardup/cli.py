@@ -18,7 +18,7 @@ from . import __version__
 from .compare import Comparison, DedupView, compare
 from .deduper import Deduper
 from .engine import DedupConfig
-from .errors import NeardupError, StoreError
+from .errors import Interrupted, NeardupError, StoreError
 from .measures import DEFAULT_PROCESSOR
 from .options import store_options, store_url
 from .passages import Passage
@@ -792,7 +792,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except NeardupError as e:
         print(f"neardup: error: {e}", file=sys.stderr)
         return 2
+    except Interrupted as e:  # SIGINT or SIGTERM during a run: how far it got, 130 or 143
+        print(f"neardup: {e}", file=sys.stderr)
+        return e.status
     except KeyboardInterrupt:
+        print("neardup: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
         # The reader went away (| head): stop quietly, and let exit not complain either.
