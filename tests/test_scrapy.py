@@ -331,6 +331,25 @@ def test_unreachable_redis_is_a_clear_error() -> None:
         NearDupPipeline.from_crawler(crawler_with({"NEARDUP_STORE": url}))
 
 
+@pytest.mark.parametrize(
+    ("secret", "shown"),
+    [(":s3cret@", ":***@"), ("?ssl_password=s3cret", "?ssl_password=***")],
+    ids=["password", "ssl_password"],
+)
+def test_an_unreachable_redis_is_named_without_its_secrets(secret: str, shown: str) -> None:
+    """The error names the store as every part of neardup does (neardup.store.redacted)."""
+    port = free_port()
+    url = (
+        f"redis://{secret}127.0.0.1:{port}/0"
+        if "@" in secret
+        else f"redis://127.0.0.1:{port}/0{secret}"
+    )
+    with pytest.raises(ConfigError) as info:
+        NearDupPipeline.from_crawler(crawler_with({"NEARDUP_STORE": url}))
+    assert "s3cret" not in str(info.value)
+    assert f"NEARDUP_STORE = '{url.replace(secret, shown)}': cannot reach Redis" in str(info.value)
+
+
 def test_settings_reach_the_pipeline(tmp_path: Path) -> None:
     """The NEARDUP_* settings become the pipeline's fields, thresholds, window and store."""
     crawler = crawler_with(

@@ -153,10 +153,16 @@ class BatchRun:
     def __enter__(self) -> BatchRun:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(cancel_futures=True)
-            self._pool = None
+    def __exit__(self, kind: object = None, *rest: object) -> None:
+        """Shut the workers down: once their work is done, or, when an error or an interrupt
+        (SIGINT, SIGTERM) ends the run, at once — none outlives the run."""
+        pool, self._pool = self._pool, None
+        if pool is None:
+            return
+        if kind is None:
+            pool.shutdown(cancel_futures=True)
+            return
+        _stop_now(pool)
 
     def add(self, doc_id: str, text: str) -> None:
         """Take the next document; decide those whose sketches are all in."""
@@ -258,7 +264,12 @@ class BatchRun:
             n = self._workers or min(4, os.cpu_count() or 1)
             methods = multiprocessing.get_all_start_methods()
             context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-            self._pool = ProcessPoolExecutor(max_workers=n, mp_context=context)
+            self._pool = ProcessPoolExecutor(
+                max_workers=n,
+                mp_context=context,
+                initializer=_worker_start,
+                initargs=(os.getpid(),),
+            )
         if self._pool is not None:
             self._sent.append((block, self._pool.submit(_sketch_packed, texts, self.cfg)))
             return
@@ -370,6 +381,57 @@ class BatchRun:
                 self.score[i], self.measure[i] = found.score, found.verdict.measure
         self._next = max(nxt, frontier)
         self.timings.add("verify", time.perf_counter() - t0)
+
+
+def _stop_now(pool: Any) -> None:
+    """Stop a process pool's workers at once, the pool's own threads with them.
+
+    A worker stopped while it sends a result back leaves half a message in the pipe, and
+    the pool's manager thread waits for the rest for ever (the interpreter with it, as it
+    exits). So the results' write lock is taken first: no worker is halfway through a
+    message while they are stopped; then the manager thread sees them gone and winds up.
+    """
+    workers = list((getattr(pool, "_processes", None) or {}).values())
+    manager = getattr(pool, "_executor_manager_thread", None)
+    lock = getattr(getattr(pool, "_result_queue", None), "_wlock", None)
+    held = lock is not None and lock.acquire(timeout=10)
+    try:
+        pool.shutdown(wait=False, cancel_futures=True)
+        for worker in workers:
+            worker.terminate()
+        for worker in workers:
+            worker.join(5)
+            if worker.is_alive():
+                worker.kill()
+                worker.join(5)
+    finally:
+        if held and lock is not None:
+            lock.release()
+    if manager is not None:
+        manager.join(10)
+
+
+def _worker_start(parent: int) -> None:
+    """In each sketch worker: the run that started it decides when it stops. Ctrl-C (which a
+    terminal sends to every process of the job) and SIGTERM are the parent's to handle, the
+    handlers it had are not the worker's, and on Linux the worker ends if the parent dies
+    even by SIGKILL."""
+    import signal
+    import sys
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import os
+
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):  # pragma: no cover - no prctl: nothing to ask
+            return
+        if os.getppid() != parent:  # the parent died before prctl: stop now
+            os._exit(0)
 
 
 def _sketch_packed(texts: list[str], cfg: DedupConfig) -> Packed:

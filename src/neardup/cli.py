@@ -18,7 +18,7 @@ from . import __version__
 from .compare import Comparison, DedupView, compare
 from .deduper import Deduper
 from .engine import DedupConfig
-from .errors import NeardupError
+from .errors import Interrupted, NeardupError, StoreError
 from .measures import DEFAULT_PROCESSOR
 from .options import store_options, store_url
 from .passages import Passage
@@ -470,17 +470,19 @@ def _spark_run(
     )
 
 
-def _open_store(args: argparse.Namespace) -> Store:
+def _open_store(args: argparse.Namespace, *, readonly: bool = False) -> Store:
     url = store_url(args)
     if url is None:
         raise CliError("give the store: --db PATH or --store URL")
     if url.startswith("sqlite:///") and not os.path.exists(url[len("sqlite:///") :]):
         raise CliError(f"no store at {url[len('sqlite:///') :]}")
-    return open_store(url)
+    return open_store(url, readonly=readonly)
 
 
 def _cmd_store(args: argparse.Namespace) -> int:
-    with _open_store(args) as store:
+    if args.action == "check":
+        return _check_store(args)
+    with _open_store(args, readonly=args.action == "stats") as store:
         if args.action == "stats":
             stats = store.stats()
             if args.json:
@@ -508,6 +510,39 @@ def _cmd_store(args: argparse.Namespace) -> int:
                 print(f"not in the store: {', '.join(missing)}", file=sys.stderr)
                 return 1
     return 0
+
+
+def _check_store(args: argparse.Namespace) -> int:
+    """``neardup store check``: 0 and "ok" when nothing is wrong, else 1 and what is."""
+    try:
+        store = _open_store(args, readonly=True)
+    except StoreError as e:  # a file SQLite cannot even open as a database
+        print(f"neardup: {e}", file=sys.stderr)
+        return 1
+    with store:
+        problems = store.check()
+        documents = None if problems else store.stats().get("documents")
+    if not problems:
+        held = f"{documents:,} documents" if isinstance(documents, int) else "its documents"
+        print(f"{store.url}: ok ({held} checked)")
+        return 0
+    print(f"{store.url}: {len(problems)} problem{'s' if len(problems) != 1 else ''}")
+    for line in problems:
+        print(f"  {line}")
+    if problems[0].startswith("no neardup store"):
+        what = "check the URL and its namespace"
+    elif store.url.startswith("sqlite:"):
+        what = (
+            "the store is not sound: restore the file from a backup, or rebuild the store "
+            "(move it away and run neardup dedup again over what it held)"
+        )
+    else:
+        what = (
+            "the store is not sound: rebuild the namespace (delete its keys and run neardup "
+            "dedup again over what it held), or restore Redis from a backup"
+        )
+    print(f"neardup: {what} (exit status 1)", file=sys.stderr)
+    return 1
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -701,7 +736,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     st = sub.add_parser(
         "store",
-        help="look after a store: stats, prune old documents, delete documents",
+        help="look after a store: stats, check, prune old documents, delete documents",
         description="Look after a store that neardup dedup --db/--store fills.",
     )
     actions = st.add_subparsers(dest="action", required=True)
@@ -712,6 +747,15 @@ def build_parser() -> argparse.ArgumentParser:
     store_options(a)
     a.add_argument("--window", metavar="SPAN", help="keep the last SPAN (90d, 12h, ...)")
     a.add_argument("--before", metavar="TIMESTAMP", help="forget what is older than this")
+    a = actions.add_parser(
+        "check",
+        help="check a store: SQLite's integrity check and the store's own (exit 1 if not sound)",
+        description="Check a store, reading only: a SQLite file with SQLite's integrity check "
+        "and neardup's (its tables, every sketch decodes, nothing names a missing document); "
+        "a Redis namespace's keys (their types, entries that parse, sketches that decode, the "
+        "indexes). Prints ok and exits 0, or lists what is wrong and exits 1.",
+    )
+    store_options(a)
     a = actions.add_parser("delete", help="forget documents by id")
     store_options(a)
     a.add_argument("ids", nargs="+", metavar="ID")
@@ -748,7 +792,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except NeardupError as e:
         print(f"neardup: error: {e}", file=sys.stderr)
         return 2
+    except Interrupted as e:  # SIGINT or SIGTERM during a run: how far it got, 130 or 143
+        print(f"neardup: {e}", file=sys.stderr)
+        return e.status
     except KeyboardInterrupt:
+        print("neardup: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
         # The reader went away (| head): stop quietly, and let exit not complain either.

@@ -15,6 +15,7 @@ False
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import random
 import time
@@ -372,7 +373,10 @@ class Deduper:
                     self.store.rollback()
                     applied = len(news)
             except BaseException:
-                self.store.rollback()
+                # leave the section; the error that ended it is the one to raise (a store
+                # that failed in commit() has left it already, and may fail again here)
+                with contextlib.suppress(Exception):
+                    self.store.rollback()
                 for _, sk in counted:
                     self._common.remove(sk.vocab)
                 raise

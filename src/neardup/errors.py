@@ -29,3 +29,20 @@ class MissingDependencyError(NeardupError, ImportError):
 
 class StoreError(NeardupError, OSError):
     """A store (SQLite file, Redis server) cannot be reached or fails while in use."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """A run stopped by a signal: SIGINT (Ctrl-C) or SIGTERM. A KeyboardInterrupt, so that
+    nothing that catches Exception takes it for an error of a record; ``status`` is the exit
+    status shells give a process that signal ends (128 + its number: 130, 143)."""
+
+    def __init__(self, signum: int, message: str | None = None) -> None:
+        import signal
+
+        self.signum = signum
+        self.signal_name = signal.Signals(signum).name
+        super().__init__(message or f"interrupted by {self.signal_name}")
+
+    @property
+    def status(self) -> int:
+        return 128 + self.signum

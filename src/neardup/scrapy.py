@@ -41,7 +41,6 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal, cast
-from urllib.parse import urlsplit, urlunsplit
 
 from itemadapter import ItemAdapter
 from scrapy.exceptions import DropItem, NotConfigured
@@ -53,6 +52,7 @@ from .engine import DedupConfig
 from .errors import ConfigError, InputError, StoreError
 from .records.extract import main_text_extractor
 from .settings import coerce_setting, make_config
+from .store import redacted
 from .times import parse_window, timestamp_or_none
 
 if TYPE_CHECKING:
@@ -710,19 +710,6 @@ def _close_worker() -> None:
     if _worker is not None:
         _worker.close()
         _worker = None
-
-
-def redacted(url: str) -> str:
-    """A store URL fit for a log: its password, if any, replaced by ``***``.
-
-    >>> redacted("redis://:s3cret@cache:6379/0?namespace=news")
-    'redis://:***@cache:6379/0?namespace=news'
-    """
-    parts = urlsplit(url)
-    if not parts.password:
-        return url
-    host = parts.netloc.rpartition("@")[2]
-    return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))
 
 
 def default_store(jobdir: str | None) -> str:

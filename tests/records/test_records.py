@@ -730,6 +730,9 @@ def test_folder_reads_text_and_html_recursively(tmp_path: Path) -> None:
     [
         ("empty.txt", b"", "the file is empty"),
         ("blank.txt", " \n\t\u3000\n".encode(), "the file holds only whitespace"),
+        ("markup.html", b"<html><body><p></p><br></body></html>", "no text once normalized"),
+        ("nbsp.txt", b"&nbsp; &#160;\n", "no text once normalized"),
+        ("zwsp.txt", "\u200b\ufeff\u2060".encode(), "no text once normalized"),
         ("latin.txt", b"caf\xe9", "not valid UTF-8: byte 0xE9 at byte 4"),
         ("gbk.txt", "北京".encode("gbk"), "not valid UTF-8"),
         ("gbk.html", "<p>北京</p>".encode("gbk"), "not valid UTF-8"),

@@ -7,11 +7,13 @@ from __future__ import annotations
 import json
 import math
 import re
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..errors import InputError
 from ..messages import json_type, shown
+from ..normalize import normalize
 from ..times import parse_timestamp
 
 __all__ = [
@@ -21,8 +23,34 @@ __all__ = [
     "Fields",
     "RecordChecker",
     "json_line",
+    "no_text",
     "read_id",
 ]
+
+#: What a text may hold and still be nothing once normalized: tags, character references,
+#: whitespace and invisible format characters. A cheap test that spares normalizing (twice)
+#: every text that has anything else; the choices of first characters do not overlap.
+_MAYBE_NOTHING = re.compile(
+    r"(?:<[^<>]*>|&#?\w{1,32};|[\s\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e"
+    r"\u2060-\u2064\u2066-\u206f\ufeff])*"
+)
+
+#: Why a text that :func:`no_text` finds empty is no document.
+NO_TEXT = "holds no text once normalized (only markup, character references like &nbsp; or "
+NO_TEXT += "invisible characters like U+200B)"
+
+
+def no_text(text: str) -> bool:
+    """Whether ``text`` is nothing once normalized (HTML to text, then whitespace and
+    invisible format characters): ``<p></p>``, ``&nbsp;``, ``\\u200b``. Such a text is an
+    error record, as an empty one is: no sketch, no decision, it would match nothing.
+
+    >>> no_text("<p></p>&nbsp;\u200b"), no_text("&lt;p&gt;"), no_text("！")
+    (True, False, False)
+    """
+    if not _MAYBE_NOTHING.fullmatch(text):
+        return False
+    return all(c.isspace() or unicodedata.category(c) == "Cf" for c in normalize(text))
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,6 +272,8 @@ class RecordChecker:
             problems.append(f"{f.text!r} must be a string, not {json_type(text)}")
         elif not text.strip():
             problems.append(f"{f.text!r} is {'empty' if not text else 'only whitespace'}")
+        elif no_text(text):
+            problems.append(f"{f.text!r} {NO_TEXT}")
 
         title: str | None = None
         value = record.get(f.title)

@@ -19,7 +19,16 @@ from types import TracebackType
 from typing import IO, Self, cast
 
 from ..errors import InputError
-from .document import DEFAULT_FIELDS, BadRecord, Document, Fields, RecordChecker, read_id
+from .document import (
+    DEFAULT_FIELDS,
+    NO_TEXT,
+    BadRecord,
+    Document,
+    Fields,
+    RecordChecker,
+    no_text,
+    read_id,
+)
 from .sources import (
     FORMATS,
     PAGE_SUFFIXES,
@@ -494,6 +503,8 @@ class RecordReader(Iterator[Document | BadRecord]):
         if not text.strip():
             reason = "the file is empty" if not text else "the file holds only whitespace"
             return BadRecord(None, page_id, reason)
+        if no_text(text):
+            return BadRecord(None, page_id, f"the file {NO_TEXT}")
         self.checker.begin(page_id)
         problem = self.checker.claim(page_id)
         if problem is not None:

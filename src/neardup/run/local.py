@@ -8,16 +8,20 @@ describes the run as a :class:`~neardup.run.summary.RunSummary`.
 
 from __future__ import annotations
 
+import functools
 import os
+import signal
 import sys
+import threading
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import ExitStack
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from typing import Any
 
 from ..batch import BatchRun
 from ..deduper import Deduper
 from ..engine import Decision, DedupConfig, KeepPolicy
-from ..errors import ConfigError
+from ..errors import ConfigError, Interrupted
 from ..records import (
     DEFAULT_MAX_RECORD,
     BadRecord,
@@ -29,6 +33,7 @@ from ..records import (
     read_records,
 )
 from ..records.writers import ParquetLines, open_lines, shown_id_line
+from ..store import redacted
 from ..timing import Stages
 from .outputs import Tally, cluster_line, output_names
 from .progress import Progress
@@ -86,10 +91,15 @@ def run_dedup(
     progress = progress if progress is not None else Progress(sys.stderr, enabled=False)
     started = time.perf_counter()
     stages = Stages()
-    with ExitStack() as stack:
+    tally = Tally(collect)
+    opened: list[RecordReader] = []
+    # SIGINT and SIGTERM end the run here, the workers stopped, saying how far it got
+    say = functools.partial(_interrupted, opened=opened, tally=tally, store=store)
+    with _interruptible(say), ExitStack() as stack:
         reader = stack.enter_context(
             read_records(source, fields=fields, fmt=fmt, max_record_size=max_record_size)
         )
+        opened.append(reader)
         _check_outputs_are_not_inputs(
             reader,
             {
@@ -128,7 +138,6 @@ def run_dedup(
         stack.callback(progress.clear)
         stack.callback(progress.done)
 
-        tally = Tally(collect)
         out = _Outputs(unique_out, clusters_out, dups_out)
         args = (reader, cfg, keep, stages, progress, tally, out, errors_out)
         candidate_pairs: int | None = None
@@ -136,6 +145,7 @@ def run_dedup(
             candidate_pairs = _batch(*args)
         else:
             _stream(*args, store=store, window=window, batch_size=batch_size)
+
     notes = list(reader.notes)
     if reader.not_documents:
         notes.append(_not_documents(reader))
@@ -147,7 +157,7 @@ def run_dedup(
         )
         notes.append(f"{n:,} file{'s' if n != 1 else ''} in the input folders not read ({kinds})")
     if store is not None:
-        notes.append(f"compared with, and added to, the store {store}")
+        notes.append(f"compared with, and added to, the store {redacted(store)}")
     if keep == "earliest" and tally.kept and not tally.timestamped:
         notes.append(f"no document has a {fields.timestamp!r}, so each story kept its first copy")
     outputs = output_names(unique, clusters, errors, tally)
@@ -205,6 +215,63 @@ class _Outputs:
         for out in (self.unique, self.clusters, self.duplicates):
             if out is not None:
                 out.close()
+
+
+@contextmanager
+def _interruptible(say: Callable[[str], str]) -> Iterator[None]:
+    """Run the block so that SIGINT (Ctrl-C) and SIGTERM stop it: each raises
+    :class:`~neardup.errors.Interrupted` where the run is, the block unwinds (the sketch
+    workers stopped, the outputs closed, a store's open section rolled back), and the
+    Interrupted that leaves says what ``say`` (given the signal's name) says.
+
+    The handlers are set in the main thread only, and only over the default ones (a signal
+    ignored, as ``nohup`` or a shell's background job ignores SIGINT, stays ignored). A
+    second signal while the run unwinds is not raised again: unwinding is quick and bounded.
+    """
+    fired: list[int] = []
+
+    def handler(signum: int, frame: object) -> None:
+        if not fired:
+            fired.append(signum)
+            raise Interrupted(signum)
+
+    saved: dict[int, Any] = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig, default in (
+            (signal.SIGINT, signal.default_int_handler),
+            (signal.SIGTERM, signal.SIG_DFL),
+        ):
+            if signal.getsignal(sig) is default:
+                saved[sig] = signal.signal(sig, handler)
+    try:
+        yield
+    except KeyboardInterrupt as exc:
+        signum: int = exc.signum if isinstance(exc, Interrupted) else int(signal.SIGINT)
+        raise Interrupted(signum, say(signal.Signals(signum).name)) from None
+    finally:
+        for number, old in saved.items():
+            signal.signal(number, old)
+
+
+def _interrupted(
+    signal_name: str, opened: list[RecordReader], tally: Tally, store: str | None
+) -> str:
+    """What an interrupted run says: how far it got, and how to finish it."""
+    read = opened[0].records_read if opened else 0
+    written = tally.kept + tally.duplicates + tally.errors
+    done = (
+        f"interrupted by {signal_name} after reading {read:,} record{'s' if read != 1 else ''}; "
+        f"{written:,} of them are in CLUSTERS or ERRORS, and the outputs end there"
+    )
+    if store is not None:
+        return (
+            f"{done}. Run the same command again to finish: the documents already in the store "
+            f"{redacted(store)} return their decisions, and the rest are decided"
+        )
+    return (
+        f"{done}. Run the same command again to start over; with a store (--db FILE) an "
+        "interrupted run resumes: the documents already stored return their decisions"
+    )
 
 
 def _not_documents(reader: RecordReader) -> str:

@@ -65,14 +65,14 @@ def _worker(
     import uvicorn
 
     from ..errors import ConfigError
+    from ..store import redacted
     from .app import create_app
-    from .cli import _redacted
 
     try:
         app = create_app(**app_options)
     except Exception as e:  # the store that opened in the parent does not open here
         url = str(app_options.get("store", ""))
-        reason = e if isinstance(e, ConfigError) else f"cannot open the store {_redacted(url)}: {e}"
+        reason = e if isinstance(e, ConfigError) else f"cannot open the store {redacted(url)}: {e}"
         _say(f"worker [{os.getpid()}]: {reason}")
         sys.exit(STARTUP_FAILURE)
     if metrics is not None:

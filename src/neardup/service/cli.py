@@ -288,20 +288,10 @@ def _listen(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _redacted(url: str) -> str:
-    """A store URL without its password.
-
-    >>> _redacted("redis://:s3cret@10.0.0.5:6379/0")
-    'redis://:***@10.0.0.5:6379/0'
-    """
-    parts = urlsplit(url)
-    if not parts.password:
-        return url
-    return parts._replace(netloc=parts.netloc.replace(f":{parts.password}@", ":***@", 1)).geturl()
-
-
 def run(args: argparse.Namespace) -> int:
     """Start the service; returns when it is stopped (Ctrl-C or SIGTERM)."""
+    from ..store import redacted  # the one redaction of store URLs
+
     api_key = args.api_key if args.api_key is not None else os.environ.get("NEARDUP_API_KEY")
     api_key = api_key or None
     if api_key is None and not is_loopback(args.host):
@@ -357,11 +347,11 @@ def run(args: argparse.Namespace) -> int:
         except ConfigError:
             raise
         except Exception as e:  # a store that cannot be reached: one line, not a traceback
-            raise ConfigError(f"cannot open the store {_redacted(url)}: {e}") from None
+            raise ConfigError(f"cannot open the store {redacted(url)}: {e}") from None
         host, port = sock.getsockname()[:2]
         shown = f"[{host}]" if ":" in host else host
         keyed = "writes need the API key" if api_key else "no API key"
-        where = "memory (forgotten when it stops)" if url == "memory://" else _redacted(url)
+        where = "memory (forgotten when it stops)" if url == "memory://" else redacted(url)
         many = f"{workers} workers; " if workers > 1 else ""
         print(
             f"neardup serve: http://{shown}:{port}/ (store: {where}; {keyed}; {many}Ctrl-C stops)",

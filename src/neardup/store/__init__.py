@@ -22,16 +22,18 @@ rest again).
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, urlsplit, urlunsplit
 
 from ..engine import BandKey, Sketch, bucket_keys
 from ..errors import ConfigError
 from ..times import parse_window
 
 __all__ = [
+    "RUN_AGAIN",
     "BandKey",
     "Entry",
     "NewEntry",
@@ -39,7 +41,16 @@ __all__ = [
     "bucket_keys",
     "open_store",
     "parse_window",
+    "redacted",
 ]
+
+
+#: What a store's failure message ends with: a batch is committed whole or not at all, and an
+#: id already stored returns its decision, so running the same job again finishes it.
+RUN_AGAIN = (
+    "run again to finish: every batch committed before is intact, and the documents already "
+    "stored return their decisions"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,6 +196,11 @@ class Store(ABC):
     def stats(self) -> dict[str, object]:
         """Counts and sizes, for ``neardup store stats``."""
 
+    def check(self) -> list[str]:
+        """What is wrong with what the store holds, one line each (none: nothing found), for
+        ``neardup store check``."""
+        return []
+
     def close(self) -> None:
         """Release connections and files."""
         return None
@@ -196,8 +212,40 @@ class Store(ABC):
         self.close()
 
 
-def open_store(url: str, *, namespace: str | None = None) -> Store:
-    """The store a URL names (see the module's documentation).
+_SECRET_QUERY = re.compile(r"(?i)((?:^|&)[^=&]*(?:password|secret|token)[^=&]*=)[^&]*")
+
+
+def redacted(url: str) -> str:
+    """A store URL fit for messages, logs and summaries: its password (and any query value
+    named like one) replaced by ``***``. Every message of neardup that names a store uses it.
+
+    >>> redacted("redis://:s3cret@cache:6379/0?namespace=news")
+    'redis://:***@cache:6379/0?namespace=news'
+    >>> redacted("rediss://crawler:p@ss@10.0.0.5/0")
+    'rediss://crawler:***@10.0.0.5/0'
+    >>> redacted("redis://cache/0?ssl_password=x&namespace=n")
+    'redis://cache/0?ssl_password=***&namespace=n'
+    >>> redacted("sqlite:///crawl.db"), redacted("redis://user@cache/0")
+    ('sqlite:///crawl.db', 'redis://user@cache/0')
+    """
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:  # not a URL urlsplit can take apart: hide whatever looks like one
+        return _SECRET_QUERY.sub(r"\1***", re.sub(r":[^:@/]*@", ":***@", url))
+    netloc = parts.netloc
+    if password:
+        host = netloc.rpartition("@")[2]
+        netloc = f"{parts.username or ''}:***@{host}"
+    query = _SECRET_QUERY.sub(r"\1***", parts.query)
+    if (netloc, query) == (parts.netloc, parts.query):
+        return url
+    return urlunsplit(parts._replace(netloc=netloc, query=query))
+
+
+def open_store(url: str, *, namespace: str | None = None, readonly: bool = False) -> Store:
+    """The store a URL names (see the module's documentation). ``readonly`` opens a SQLite
+    file for reading only (``neardup store stats`` and ``check``: a read-only file will do).
 
     >>> open_store("memory://").url
     'memory://'
@@ -221,7 +269,7 @@ def open_store(url: str, *, namespace: str | None = None) -> Store:
         path = path[1:] if path.startswith("/") else path  # sqlite:///rel.db, sqlite:////abs.db
         if not path:
             raise ConfigError(f"store URL {url!r} names no file: use sqlite:///path/to/file.db")
-        return SQLiteStore(path)
+        return SQLiteStore(path, readonly=readonly)
     if scheme in ("redis", "rediss", "unix"):
         from .redis import RedisStore
 

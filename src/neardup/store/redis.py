@@ -27,6 +27,7 @@ documents, in order), ``NS:c:LABEL`` (a cluster's members by seq), ``NS:clusters
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -35,7 +36,16 @@ from typing import Any
 from ..engine import Sketch
 from ..engine.codec import decode, encode
 from ..errors import ConfigError, MissingDependencyError, NeardupError, StoreError
-from . import BandKey, Entry, NewEntry, Store, bucket_keys, parse_window
+from . import (
+    RUN_AGAIN,
+    BandKey,
+    Entry,
+    NewEntry,
+    Store,
+    bucket_keys,
+    parse_window,
+    redacted,
+)
 
 __all__ = ["DEFAULT_TIMEOUT", "RedisStore"]
 
@@ -159,6 +169,46 @@ return limit
 """
 
 
+def _said(exc: Exception) -> str:
+    """What Redis (or the connection) said, on one line, without the script's hash.
+
+    >>> from redis.exceptions import OutOfMemoryError
+    >>> _said(OutOfMemoryError("command not allowed when used memory > 'maxmemory'. script: "
+    ...                        "11b340c9f7ab66442bd4c31148e66b0c2e02cd29, on @user_script:11."))
+    "command not allowed when used memory > 'maxmemory'"
+    """
+    said = _SCRIPT.sub("", " ".join(str(exc).split())).rstrip(". ")
+    return said or type(exc).__name__
+
+
+_SCRIPT = re.compile(r"\.? ?script: [0-9a-f]{40}, on @user_script:\d+\.?")
+
+
+def _advice(exc: Exception) -> str:
+    """What to do about a failing Redis ("" when there is nothing to say)."""
+    from redis.exceptions import ConnectionError, OutOfMemoryError, ReadOnlyError, TimeoutError
+
+    if isinstance(exc, OutOfMemoryError) or str(exc).startswith("OOM "):
+        return (
+            "; Redis is full (maxmemory, and a policy that evicts nothing): give it more memory, "
+            f"prune the store (neardup store prune) or use another namespace, then {RUN_AGAIN}"
+        )
+    if isinstance(exc, ReadOnlyError):
+        return f"; this Redis is a read-only replica: give the primary, then {RUN_AGAIN}"
+    if isinstance(exc, ConnectionError | TimeoutError):
+        return f"; Redis went away or stopped answering: once it is back, {RUN_AGAIN}"
+    return ""
+
+
+#: The type of each kind of key: one per document, bucket, exact text or cluster (NS:KIND:NAME)
+_MANY = {"d": "string", "s": "string", "b": "zset", "x": "string", "c": "zset"}
+#: and one per store (NS:KIND)
+_ONE = {
+    "log": "list", "clusters": "zset", "cof": "hash", "ts": "zset", "added": "zset",
+    "seq": "string", "config": "string", "common": "string",
+}  # fmt: skip
+
+
 class RedisStore(Store):
     """A :class:`~neardup.store.Store` on a Redis server (``redis://host:port/db``)."""
 
@@ -179,10 +229,7 @@ class RedisStore(Store):
             ttl = query["ttl"][0]
         self.ttl = parse_window(ttl)
         bare = urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
-        shown = parts.netloc
-        if parts.password:  # never show a password in messages, logs or stats
-            shown = shown.replace(f":{parts.password}@", ":***@")
-        safe = urlunsplit((parts.scheme, shown, parts.path, "", ""))
+        safe = redacted(bare)  # never show a password in messages, logs or stats
         if not namespace or any(c in namespace for c in " \n{}"):
             raise ConfigError(f"invalid Redis namespace {namespace!r}")
         self.url = f"{safe}?namespace={namespace}"
@@ -191,13 +238,19 @@ class RedisStore(Store):
         timeout = _timeout(query, "socket_timeout")
         connect_timeout = _timeout(query, "socket_connect_timeout")
         try:
+            # strings holding a lone surrogate (ids, titles) go as their surrogatepass bytes
+            # and come back as the same strings (:func:`_text`)
             self._r = redis.Redis.from_url(
-                bare, socket_timeout=timeout, socket_connect_timeout=connect_timeout
+                bare,
+                socket_timeout=timeout,
+                socket_connect_timeout=connect_timeout,
+                encoding_errors="surrogatepass",
             )
             self._r.ping()
         except (redis.RedisError, ValueError) as exc:
             raise ConfigError(f"cannot reach Redis at {safe}: {exc}") from exc
         self._writing = False  # inside a section that may commit
+        self._in_section = False
         # what the section read, which must be unchanged when it commits
         self._seen_buckets: dict[BandKey, int] = {}  # the latest seq in each bucket (0: empty)
         self._seen_exact: dict[int, str] = {}  # each exact-text key: its first id ('' none)
@@ -218,7 +271,7 @@ class RedisStore(Store):
         try:
             return fn(*args)
         except self._redis.RedisError as exc:
-            raise StoreError(f"Redis store {self.url}: {exc}") from exc
+            raise StoreError(f"Redis store {self.url}: {_said(exc)}{_advice(exc)}") from exc
 
     # -- configuration --------------------------------------------------------------------
 
@@ -240,12 +293,16 @@ class RedisStore(Store):
         self._pending, self._stale = [], []
         self._seen_buckets, self._seen_exact = {}, {}
         self._writing = write
+        self._in_section = True
 
     def _end(self) -> None:
+        """Leave the section (once: a rollback after a commit that failed changes nothing)."""
         self._pending, self._stale = [], []
         self._seen_buckets, self._seen_exact = {}, {}
         self._writing = False
-        self._lock.release()
+        if self._in_section:
+            self._in_section = False
+            self._lock.release()
 
     def rollback(self) -> None:
         self._end()
@@ -268,7 +325,10 @@ class RedisStore(Store):
                 if new.sketch is not None:
                     blobs.append(encode(new.sketch))
             payload = {"docs": docs, "stale": self._stale}
-            args = [self.ns, ttl, repr(time.time()), json.dumps(payload), *blobs]
+            # as UTF-8 (surrogatepass), not \u escapes, which the script's cjson refuses for a
+            # lone surrogate
+            body = json.dumps(payload, ensure_ascii=False)
+            args = [self.ns, ttl, repr(time.time()), body, *blobs]
             return int(self._call(self._write_script, [], args))
         finally:
             self._end()
@@ -462,6 +522,112 @@ class RedisStore(Store):
         ids = [_text(r) for r in self._call(self._r.zrange, self._k("c", cluster), 0, -1)]
         found = self.entries(ids)
         return sorted(found.values(), key=lambda e: e.seq)
+
+    def check(self) -> list[str]:
+        """That the namespace holds a neardup store whose keys are of the expected types, whose
+        entries parse and whose sketches decode, each entry with its sketch (unless it copies
+        another document) and in the time index, and the sequence ahead of every entry."""
+        with self._lock:
+            return self._check()
+
+    def _check(self) -> list[str]:
+        config = self._call(self._r.get, self._k("config"))
+        if config is None:
+            return [f"no neardup store under namespace {self.ns!r} (no key {self._k('config')})"]
+        problems: list[str] = []
+        try:
+            if not isinstance(json.loads(config), dict):
+                raise ValueError("not an object")
+        except ValueError:
+            problems.append(f"{self._k('config')} is not the JSON of sketch settings")
+        prefix = f"{self.ns}:".encode()
+        wrong: dict[str, int] = {}
+        unknown = 0
+        entry_ids: list[bytes] = []
+        sketch_ids: set[bytes] = set()
+        for keys in self._scan(prefix + b"*"):
+            pipe = self._r.pipeline(transaction=False)
+            for key in keys:
+                pipe.type(key)
+            for key, kind_of in zip(keys, self._call(pipe.execute), strict=True):
+                part, sep, name = key[len(prefix) :].partition(b":")
+                kind = part.decode("utf-8", "replace")
+                expected = (_MANY if sep else _ONE).get(kind)
+                if expected is None:
+                    unknown += 1
+                elif _text(kind_of) != expected:
+                    wrong[kind] = wrong.get(kind, 0) + 1
+                elif kind == "d":
+                    entry_ids.append(name)
+                elif kind == "s":
+                    sketch_ids.add(name)
+        for kind, n in sorted(wrong.items()):
+            problems.append(f"{n:,} {self.ns}:{kind} keys are not of the type neardup writes")
+        if unknown:
+            problems.append(
+                f"{unknown:,} keys under {self.ns}: are none neardup writes (another namespace "
+                f"that begins with {self.ns}:, or keys written by something else)"
+            )
+        listed = {m for ms in self._scan_zset(self._k("ts")) for m in ms}
+        unparsed = unsketched = unlisted = undecoded = 0
+        top = 0
+        for i in range(0, len(entry_ids), 500):
+            ids = entry_ids[i : i + 500]
+            raws = self._mget([self._k("d", _text(d)) for d in ids])
+            blobs = self._mget([self._k("s", _text(d)) for d in ids if d in sketch_ids])
+            for doc_id, raw in zip(ids, raws, strict=True):
+                if raw is None:
+                    continue  # expired or deleted since the scan
+                try:
+                    entry, _ = _entry(_text(doc_id), raw)
+                except (ValueError, TypeError):
+                    unparsed += 1
+                    continue
+                top = max(top, int(entry.seq))
+                if entry.copy_of is None and doc_id not in sketch_ids:
+                    unsketched += 1
+                if doc_id not in listed:
+                    unlisted += 1
+            for blob in blobs:
+                try:
+                    if blob is not None:
+                        decode(blob)
+                except Exception:  # any damage to the blob shows as some error of the decoder
+                    undecoded += 1
+        for n, what in (
+            (unparsed, "entries do not parse"),
+            (undecoded, "sketches do not decode"),
+            (unsketched, "entries of documents that copy no other have no sketch"),
+            (unlisted, f"entries are missing from the time index {self._k('ts')}"),
+        ):
+            if n:
+                problems.append(f"{n:,} {what}")
+        seq = self._call(self._r.get, self._k("seq"))
+        try:
+            if top and int(seq or 0) < top:
+                problems.append(f"{self._k('seq')} is behind the entries (at {seq!r}, not {top})")
+        except ValueError:
+            problems.append(f"{self._k('seq')} is not a number")
+        return problems
+
+    def _scan(self, match: bytes) -> Iterable[list[bytes]]:
+        """The keys matching ``match``, a page at a time."""
+        cursor = 0
+        while True:
+            cursor, keys = self._call(self._r.scan, cursor, match, 1000)
+            if keys:
+                yield list(keys)
+            if not int(cursor):
+                return
+
+    def _scan_zset(self, key: str) -> Iterable[list[bytes]]:
+        """The members of a sorted set, a page at a time."""
+        cursor = 0
+        while True:
+            cursor, pairs = self._call(self._r.zscan, key, cursor, None, 1000)
+            yield [member for member, _ in pairs]
+            if not int(cursor):
+                return
 
     def stats(self) -> dict[str, object]:
         self._tidy()

@@ -4,23 +4,31 @@ The database runs in WAL mode with ``synchronous=FULL``: a batch is committed, o
 whatever happens to the process (``kill -9``) or the machine. Each atomic section is an
 immediate transaction, so processes sharing the file decide one batch at a time; readers are
 never blocked. Sketches are stored as compact blobs (:mod:`neardup.engine.codec`).
+
+Ids, titles and the other strings are stored as text, except one holding a lone surrogate
+(which UTF-8 cannot carry: an id or title read from JSON's ``"\\udc00"``), stored as the blob
+of its ``surrogatepass`` bytes and read back as the same string: every string a Deduper gives
+comes back as it was, and lookups find it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
 import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any
+import urllib.parse
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from ..engine import Sketch
 from ..engine.codec import decode, encode
 from ..errors import ConfigError, NeardupError, StoreError
 from ..hashing import signed64
-from . import BandKey, Entry, NewEntry, Store, bucket_keys
+from . import RUN_AGAIN, BandKey, Entry, NewEntry, Store, bucket_keys
 
 __all__ = ["SQLiteStore"]
 
@@ -60,8 +68,33 @@ _ADDED = {"extends": "TEXT", "story": "INTEGER"}
 _CHUNK = 400  # parameters per IN list, well under SQLite's limit
 
 
+def _db(value: str | None) -> str | bytes | None:
+    """A string as SQLite keeps it: itself, or (holding a lone surrogate, which UTF-8 cannot
+    carry) the blob of its ``surrogatepass`` bytes, always the same for the same string."""
+    if value is None or value.isascii():
+        return value
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return value.encode("utf-8", "surrogatepass")
+    return value
+
+
+def _py(value: Any) -> Any:
+    """A string read back: what :func:`_db` stored, as the string it was."""
+    return value.decode("utf-8", "surrogatepass") if isinstance(value, bytes) else value
+
+
 def _entry(row: Sequence[Any]) -> Entry:
-    return Entry(row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7], row[8], row[9])
+    return Entry(
+        _py(row[0]), row[1], row[2], _py(row[3]), _py(row[4]), row[5], _py(row[6]),
+        _py(row[7]), _py(row[8]), _py(row[9]),
+    )  # fmt: skip
+
+
+def _ids(ids: Iterable[str]) -> list[str | bytes | None]:
+    """Distinct ids as SQLite keeps them (:func:`_db`), for an ``IN`` list."""
+    return list({_db(i) for i in ids})
 
 
 def _chunks(values: Sequence[Any], size: int = _CHUNK) -> Iterator[Sequence[Any]]:
@@ -69,27 +102,65 @@ def _chunks(values: Sequence[Any], size: int = _CHUNK) -> Iterator[Sequence[Any]
         yield values[i : i + size]
 
 
+_R = TypeVar("_R")
+_P = ParamSpec("_P")
+
+
+def _guarded(
+    method: Callable[Concatenate[SQLiteStore, _P], _R],
+) -> Callable[Concatenate[SQLiteStore, _P], _R]:
+    """``method``, the SQLite errors of a failing store (a full disk, a damaged file, a lock
+    held too long...) raised as :class:`~neardup.errors.StoreError` with a message naming
+    the file and saying what to do (the SQLite error is its cause)."""
+
+    @functools.wraps(method)
+    def guarded(self: SQLiteStore, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return method(self, *args, **kwargs)
+        except (sqlite3.ProgrammingError, sqlite3.InterfaceError):
+            raise  # a misuse (a closed store), not a failing store
+        except sqlite3.Error as exc:
+            raise self._failure(exc) from exc
+
+    return guarded
+
+
 class SQLiteStore(Store):
     """A :class:`~neardup.store.Store` in one SQLite file (``sqlite:///path/to/file.db``)."""
 
-    def __init__(self, path: str, *, timeout: float = 600.0) -> None:
+    def __init__(self, path: str, *, timeout: float = 600.0, readonly: bool = False) -> None:
         self.path = path
         self.url = f"sqlite:///{path}"
+        self.readonly = readonly
         folder = os.path.dirname(os.path.abspath(path))
         if not os.path.isdir(folder):
             raise ConfigError(f"cannot open store {self.url}: folder {folder} does not exist")
-        try:
-            self._db = sqlite3.connect(
-                path, timeout=timeout, isolation_level=None, check_same_thread=False
-            )
-            self._db.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
-            self._db.execute("PRAGMA synchronous=FULL")
-            self._create(timeout)
-        except sqlite3.DatabaseError as exc:
-            raise ConfigError(f"cannot open store {self.url}: {exc}") from exc
         self._lock = threading.RLock()
         self._pending: list[NewEntry] = []
         self._in_section = False
+        try:
+            if readonly:
+                self._db = _connect_readonly(path, timeout)
+            else:
+                self._db = sqlite3.connect(
+                    path, timeout=timeout, isolation_level=None, check_same_thread=False
+                )
+        except sqlite3.Error as exc:
+            raise self._failure(exc, "cannot open store") from exc
+        try:
+            self._db.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
+            if readonly:
+                self._db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            else:
+                self._db.execute("PRAGMA synchronous=FULL")
+                self._create(timeout)
+        except sqlite3.Error as exc:
+            self._db.close()
+            raise self._failure(exc, "cannot open store") from exc
+
+    def _failure(self, exc: sqlite3.Error, doing: str = "store") -> StoreError:
+        """The one-line error for what SQLite said: the file, SQLite's words, what to do."""
+        return StoreError(f"{doing} {self.url}: {exc}{_advice(exc, self.path)}")
 
     def _create(self, timeout: float) -> None:
         """WAL mode and the tables. Several processes opening a new file at once race for
@@ -128,6 +199,7 @@ class SQLiteStore(Store):
     def _write(self) -> _Immediate:
         return _Immediate(self._db)
 
+    @_guarded
     def check_config(self, fingerprint: Mapping[str, object]) -> None:
         wanted = json.dumps(fingerprint, sort_keys=True)
         with self._write():
@@ -145,24 +217,30 @@ class SQLiteStore(Store):
         self._lock.acquire()
         try:
             self._db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-        except sqlite3.Error as exc:
+        except BaseException as exc:
             self._lock.release()
-            raise StoreError(f"store {self.url}: {exc}") from exc
-        except BaseException:
-            self._lock.release()
+            if isinstance(exc, sqlite3.Error):
+                raise self._failure(exc) from exc
             raise
         self._in_section = True
         self._pending = []
 
     def _end(self, sql: str) -> None:
+        """End the section with ``sql`` (COMMIT or ROLLBACK) and release it, whatever
+        happens: a COMMIT that fails is rolled back, and a ROLLBACK never fails (SQLite may
+        have rolled the transaction back itself, on a full disk or an I/O error)."""
         if not self._in_section:
             return
         self._in_section = False
         self._pending = []
         try:
-            self._db.execute(sql)
+            if sql == "COMMIT":
+                self._db.execute(sql)
         finally:
-            self._lock.release()
+            try:
+                _abort(self._db)
+            finally:
+                self._lock.release()
 
     def commit(self) -> int:
         n = len(self._pending)
@@ -172,43 +250,42 @@ class SQLiteStore(Store):
         except BaseException as exc:
             self._end("ROLLBACK")
             if isinstance(exc, sqlite3.Error):
-                raise StoreError(f"store {self.url}: {exc}") from exc
+                raise self._failure(exc) from exc
             raise
         try:
             self._end("COMMIT")
         except sqlite3.Error as exc:
-            raise StoreError(f"store {self.url}: {exc}") from exc
+            raise self._failure(exc) from exc
         return n
 
     def rollback(self) -> None:
-        if self._in_section and self._db.in_transaction:
-            self._end("ROLLBACK")
-        else:
-            self._end("SELECT 1")
+        self._end("ROLLBACK")
 
     def put(self, entries: Sequence[NewEntry]) -> None:
         self._pending.extend(entries)
 
     def _insert(self, new: NewEntry) -> None:
         e = new.entry
+        doc_id = _db(e.id)
         blob = encode(new.sketch) if new.sketch is not None else None
         cur = self._db.execute(
             "INSERT INTO docs (id, ts, duplicate_of, cluster, score, measure, title, copy_of,"
             " text_key, kept, sketch, extends, story) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
-                e.id, e.timestamp, e.duplicate_of, e.cluster, e.score, e.measure, e.title,
-                e.copy_of, signed64(new.text_key), int(e.kept), blob, e.extends, int(new.counts),
+                doc_id, e.timestamp, _db(e.duplicate_of), _db(e.cluster), e.score, _db(e.measure),
+                _db(e.title), _db(e.copy_of), signed64(new.text_key), int(e.kept), blob,
+                _db(e.extends), int(new.counts),
             ),
         )  # fmt: skip
         seq = cur.lastrowid
         if e.copy_of is None:
             self._db.execute(
-                "INSERT OR IGNORE INTO exact VALUES (?, ?)", (signed64(new.text_key), e.id)
+                "INSERT OR IGNORE INTO exact VALUES (?, ?)", (signed64(new.text_key), doc_id)
             )
         if new.buckets:
             self._db.executemany(
                 "INSERT OR IGNORE INTO buckets VALUES (?, ?, ?, ?)",
-                [(bucket, seq, e.id, e.timestamp) for bucket in new.buckets],
+                [(bucket, seq, doc_id, e.timestamp) for bucket in new.buckets],
             )
 
     # -- reads ----------------------------------------------------------------------------
@@ -222,15 +299,18 @@ class SQLiteStore(Store):
                 rows.extend(self._db.execute(sql.format(marks), tuple(part)).fetchall())
         return rows
 
+    @_guarded
     def entries(self, ids: Iterable[str]) -> dict[str, Entry]:
-        rows = self._select(f"SELECT {_ENTRY} FROM docs WHERE id IN ({{}})", list(set(ids)))
-        return {r[0]: _entry(r) for r in rows}
+        rows = self._select(f"SELECT {_ENTRY} FROM docs WHERE id IN ({{}})", _ids(ids))
+        return {e.id: e for e in map(_entry, rows)}
 
+    @_guarded
     def exact(self, text_keys: Iterable[int]) -> dict[int, str]:
         keys = {signed64(k): k for k in text_keys}
         rows = self._select("SELECT text_key, id FROM exact WHERE text_key IN ({})", list(keys))
-        return {keys[k]: i for k, i in rows}
+        return {keys[k]: _py(i) for k, i in rows}
 
+    @_guarded
     def buckets(self, keys: Iterable[BandKey]) -> dict[BandKey, list[tuple[int, str, float]]]:
         rows = self._select(
             "SELECT bucket, seq, id, ts FROM buckets WHERE bucket IN ({}) ORDER BY bucket, seq",
@@ -238,15 +318,17 @@ class SQLiteStore(Store):
         )
         out: dict[BandKey, list[tuple[int, str, float]]] = {}
         for bucket, seq, doc_id, ts in rows:
-            out.setdefault(bucket, []).append((seq, doc_id, ts))
+            out.setdefault(bucket, []).append((seq, _py(doc_id), ts))
         return out
 
+    @_guarded
     def sketches(self, ids: Iterable[str]) -> dict[str, Sketch]:
         rows = self._select(
-            "SELECT id, sketch FROM docs WHERE sketch IS NOT NULL AND id IN ({})", list(set(ids))
+            "SELECT id, sketch FROM docs WHERE sketch IS NOT NULL AND id IN ({})", _ids(ids)
         )
-        return {i: decode(blob) for i, blob in rows}
+        return {_py(i): decode(blob) for i, blob in rows}
 
+    @_guarded
     def log(self, after: int, limit: int) -> tuple[int, list[str], bool]:
         with self._lock:
             rows = self._db.execute(
@@ -256,8 +338,9 @@ class SQLiteStore(Store):
             ).fetchall()
         if not rows:
             return after, [], True
-        return rows[-1][0], [i for _, i in rows], len(rows) < limit
+        return rows[-1][0], [_py(i) for _, i in rows], len(rows) < limit
 
+    @_guarded
     def load_common(self) -> tuple[int, bytes] | None:
         with self._lock:
             row = self._db.execute("SELECT value FROM meta WHERE key = 'common'").fetchone()
@@ -266,6 +349,7 @@ class SQLiteStore(Store):
         blob = bytes(row[0])
         return int.from_bytes(blob[:8], "little"), blob[8:]
 
+    @_guarded
     def save_common(self, position: int, table: bytes) -> None:
         blob = position.to_bytes(8, "little") + table
         with self._lock:
@@ -288,14 +372,16 @@ class SQLiteStore(Store):
             self._db.execute("DELETE FROM exact WHERE text_key = ? AND id = ?", (text_key, doc_id))
             self._db.execute("DELETE FROM docs WHERE seq = ?", (seq,))
 
+    @_guarded
     def delete(self, doc_id: str) -> bool:
         with self._lock, self._write():
             rows = self._db.execute(
-                "SELECT seq, id, text_key, sketch FROM docs WHERE id = ?", (doc_id,)
+                "SELECT seq, id, text_key, sketch FROM docs WHERE id = ?", (_db(doc_id),)
             ).fetchall()
             self._forget(rows)
         return bool(rows)
 
+    @_guarded
     def prune(self, before: float) -> int:
         with self._lock, self._write():
             rows = self._db.execute(
@@ -304,6 +390,7 @@ class SQLiteStore(Store):
             self._forget(rows)
         return len(rows)
 
+    @_guarded
     def clusters(self, limit: int = 100, offset: int = 0) -> list[tuple[str, int]]:
         with self._lock:
             rows = self._db.execute(
@@ -311,15 +398,17 @@ class SQLiteStore(Store):
                 " ORDER BY n DESC, cluster LIMIT ? OFFSET ?",
                 (limit, offset),
             ).fetchall()
-        return [(c, int(n)) for c, n in rows]
+        return [(_py(c), int(n)) for c, n in rows]
 
+    @_guarded
     def members(self, cluster: str) -> list[Entry]:
         with self._lock:
             rows = self._db.execute(
-                f"SELECT {_ENTRY} FROM docs WHERE cluster = ? ORDER BY seq", (cluster,)
+                f"SELECT {_ENTRY} FROM docs WHERE cluster = ? ORDER BY seq", (_db(cluster),)
             ).fetchall()
         return [_entry(r) for r in rows]
 
+    @_guarded
     def stats(self) -> dict[str, object]:
         with self._lock:
             n, kept, oldest, newest = self._db.execute(
@@ -338,16 +427,138 @@ class SQLiteStore(Store):
             "bytes": size,
         }
 
+    @_guarded
     def integrity(self) -> str:
         """What ``PRAGMA integrity_check`` says ("ok" when the file is sound)."""
         with self._lock:
-            return str(self._db.execute("PRAGMA integrity_check").fetchone()[0])
+            return str(self._db.execute("PRAGMA integrity_check(20)").fetchone()[0])
+
+    def check(self) -> list[str]:
+        """SQLite's integrity check of the whole file (its first 20 problems), then the
+        store's own: its tables and settings are there, every sketch decodes, the exact-text
+        and bucket rows name stored documents."""
+        try:
+            with self._lock:
+                return self._check()
+        except (sqlite3.ProgrammingError, sqlite3.InterfaceError):
+            raise
+        except sqlite3.Error as exc:
+            return [f"the check stopped where SQLite said: {exc}"]
+
+    def _check(self) -> list[str]:
+        db = self._db
+        said = [
+            line
+            for r in db.execute("PRAGMA integrity_check(20)")
+            for line in str(r[0]).splitlines()
+        ]
+        said = [line for line in said if line.strip() and not line.startswith("*** in database")]
+        problems = [] if said == ["ok"] else [f"SQLite's integrity check: {x}" for x in said]
+        if len(said) >= 20:
+            problems[-1] += " (the check stops after 20 problems: there may be more)"
+        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        missing = [t for t in ("meta", "docs", "buckets", "exact") if t not in tables]
+        if missing:
+            return [*problems, f"not a neardup store: no table {', '.join(missing)}"]
+        if problems:  # the rest would read damaged pages
+            return problems
+        if db.execute("SELECT 1 FROM meta WHERE key = 'config'").fetchone() is None:
+            problems.append("no sketch settings (meta 'config'): not filled by neardup")
+        bad = 0
+        for doc_id, blob in db.execute("SELECT id, sketch FROM docs WHERE sketch IS NOT NULL"):
+            try:
+                decode(bytes(blob))
+            except Exception:  # any damage to the blob shows as some error of the decoder
+                bad += 1
+                if bad <= 5:
+                    problems.append(f"the sketch of {_py(doc_id)!r} does not decode")
+        if bad > 5:
+            problems.append(f"{bad - 5:,} more sketches do not decode")
+        checks = (
+            ("exact-text rows name no stored document",
+             "SELECT count(*) FROM exact e LEFT JOIN docs d ON d.id = e.id WHERE d.id IS NULL"),
+            ("bucket rows name no stored document",
+             "SELECT count(*) FROM buckets b LEFT JOIN docs d ON d.seq = b.seq"
+             " WHERE d.seq IS NULL"),
+            ("documents have neither a sketch nor the document they copy",
+             "SELECT count(*) FROM docs WHERE sketch IS NULL AND copy_of IS NULL"),
+        )  # fmt: skip
+        for what, sql in checks:
+            (n,) = db.execute(sql).fetchone()
+            if n:
+                problems.append(f"{n:,} {what}")
+        return problems
 
     def close(self) -> None:
         try:
             self._db.close()
         except sqlite3.Error as exc:  # pragma: no cover - closing twice is fine
             raise NeardupError(f"cannot close {self.url}: {exc}") from exc
+
+
+def _connect_readonly(path: str, timeout: float) -> sqlite3.Connection:
+    """``path`` opened read-only. A WAL file needs its ``-shm`` beside it, which a read-only
+    folder or file system cannot hold: then, if no WAL file holds anything, the file is read
+    as immutable (nothing else can write it there either)."""
+    uri = "file:" + urllib.parse.quote(os.path.abspath(path)) + "?mode=ro"
+    db = sqlite3.connect(uri, uri=True, timeout=timeout, isolation_level=None,
+                         check_same_thread=False)  # fmt: skip
+    try:
+        db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return db
+    except sqlite3.OperationalError as exc:
+        db.close()
+        wal = path + "-wal"
+        if "unable to open" not in str(exc) or (os.path.exists(wal) and os.path.getsize(wal)):
+            raise
+    return sqlite3.connect(uri + "&immutable=1", uri=True, timeout=timeout,
+                           isolation_level=None, check_same_thread=False)  # fmt: skip
+
+
+def _abort(db: sqlite3.Connection) -> None:
+    """Roll back the transaction if one is still open; never fails (the error that led here
+    is the one to tell)."""
+    if db.in_transaction:
+        with contextlib.suppress(sqlite3.Error):
+            db.execute("ROLLBACK")
+
+
+#: What to do about each kind of SQLite failure (by its error code's name), after SQLite's
+#: own words; FILE is the store's path.
+_ADVICE = {
+    "SQLITE_FULL": f"; the disk is full: free space, then {RUN_AGAIN}",
+    "SQLITE_IOERR": f"; the disk could not read or write FILE: check it, then {RUN_AGAIN}",
+    "SQLITE_CORRUPT": "; the file is damaged: restore it from a backup, or rebuild the store "
+    "(move FILE away and run again over what it held); neardup store check --db FILE says "
+    "what is wrong",
+    "SQLITE_READONLY": "; neardup cannot write FILE (a read-only file, folder or file system): "
+    "make it writable, or give another store",
+    "SQLITE_BUSY": "; another process held FILE longer than the timeout",
+    "SQLITE_CANTOPEN": "; check that FILE (and FILE-wal, FILE-shm beside it) can be opened",
+}
+_ADVICE["SQLITE_NOTADB"] = _ADVICE["SQLITE_CORRUPT"]
+_ADVICE["SQLITE_LOCKED"] = _ADVICE["SQLITE_BUSY"]
+#: SQLite's words for those codes, for errors that come without one
+_WORDS = {
+    "disk is full": "SQLITE_FULL",
+    "disk I/O error": "SQLITE_IOERR",
+    "malformed": "SQLITE_CORRUPT",
+    "not a database": "SQLITE_NOTADB",
+    "readonly database": "SQLITE_READONLY",
+    "database is locked": "SQLITE_BUSY",
+    "unable to open": "SQLITE_CANTOPEN",
+}
+
+
+def _advice(exc: sqlite3.Error, path: str) -> str:
+    """What to do about a SQLite failure on ``path`` ("" when there is nothing to say)."""
+    code = str(getattr(exc, "sqlite_errorname", "") or "")
+    name = next((n for n in _ADVICE if code == n or code.startswith(n + "_")), None)
+    if name is None:
+        name = next((n for words, n in _WORDS.items() if words in str(exc)), None)
+    if name is None and type(exc) is sqlite3.DatabaseError:  # what corruption codes map to
+        name = "SQLITE_CORRUPT"
+    return "" if name is None else _ADVICE[name].replace("FILE", path)
 
 
 class _Immediate:
@@ -360,4 +571,11 @@ class _Immediate:
         self._db.execute("BEGIN IMMEDIATE")
 
     def __exit__(self, kind: object, *rest: object) -> None:
-        self._db.execute("ROLLBACK" if kind is not None else "COMMIT")
+        if kind is None:
+            try:
+                self._db.execute("COMMIT")
+            except BaseException:
+                _abort(self._db)
+                raise
+        else:
+            _abort(self._db)

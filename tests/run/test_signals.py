@@ -1,0 +1,198 @@
+"""SIGINT and SIGTERM to a real ``neardup dedup``: the sketch workers stop with it (none is
+left running, whatever the signal, even SIGKILL of the parent on Linux), standard error says
+how far the run got and how to finish it, and the exit status is the shells' (130, 143). A
+run with a store resumes: the same command run again gives the outputs of an uninterrupted
+run."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from ..synth import corpus
+
+#: real processes, a large input: not the quick loop
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="needs Linux's /proc"),
+]
+
+
+@pytest.fixture(scope="module")
+def big_input(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Enough text that the batch run starts its workers (from 300,000 characters) and is
+    still sketching seconds later: 30,000 records of 500 CJK characters."""
+    path = tmp_path_factory.mktemp("signals") / "big.jsonl"
+    rng = random.Random(7)
+    with path.open("w", encoding="utf-8") as f:
+        for i in range(30_000):
+            text = "".join(chr(rng.randint(0x4E00, 0x9FA5)) for _ in range(500))
+            f.write(json.dumps({"id": f"d{i}", "text": text}, ensure_ascii=False) + "\n")
+    return path
+
+
+def _children(pid: int) -> list[int]:
+    found: list[int] = []
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with contextlib.suppress(OSError):  # a thread that just ended
+            found += map(int, Path(f"/proc/{pid}/task/{task}/children").read_text().split())
+    return found
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` is a live process (a zombie waiting to be reaped is not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[0] not in ("Z", "X")
+
+
+def _start(args: list[str], **kw: object) -> subprocess.Popen[str]:
+    kw["env"] = {**os.environ, "PYTHONFAULTHANDLER": "1"}
+    return subprocess.Popen(
+        [sys.executable, "-m", "neardup", "dedup", *args, "-q"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def _workers_of(proc: subprocess.Popen[str], n: int = 2) -> list[int]:
+    """The worker processes of a batch run, once it has started them."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None:
+        kids = _children(proc.pid)
+        if len(kids) >= n:
+            time.sleep(0.5)  # at work on their first chunks
+            return _children(proc.pid)
+        time.sleep(0.02)
+    pytest.fail(f"the run started no workers (exit status {proc.poll()})")
+
+
+def _stop_group(proc: subprocess.Popen[str]) -> None:
+    """Kill what is left of the run's session (it, and workers it left behind)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _gone(pids: list[int], seconds: float = 10) -> list[int]:
+    """The pids still running after ``seconds`` at most."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and any(map(_running, pids)):
+        time.sleep(0.05)
+    return [p for p in pids if _running(p)]
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="workers start only with 2 CPUs or more")
+@pytest.mark.parametrize(
+    ("sig", "to_group"),
+    [(signal.SIGTERM, False), (signal.SIGINT, False), (signal.SIGINT, True)],
+    ids=["SIGTERM", "SIGINT", "Ctrl-C to the process group"],
+)
+def test_a_signal_stops_the_batch_run_and_its_workers(
+    big_input: Path, tmp_path: Path, sig: signal.Signals, to_group: bool
+) -> None:
+    out = ["-o", str(tmp_path / "u.jsonl"), "--clusters", str(tmp_path / "c.jsonl")]
+    proc = _start([str(big_input), *out], start_new_session=True)
+    try:
+        workers = _workers_of(proc)
+        if to_group:  # as a terminal's Ctrl-C: the workers get it too
+            os.killpg(proc.pid, sig)
+        else:
+            proc.send_signal(sig)
+        try:
+            _, stderr = proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            # still running (its threads' stacks, please), or gone with its workers left
+            # holding the pipes
+            os.kill(proc.pid, signal.SIGABRT)
+            time.sleep(2)
+            _stop_group(proc)
+            pytest.fail(f"the run did not end after {sig.name}: {proc.communicate()[1][-8000:]}")
+    finally:
+        _stop_group(proc)
+    assert proc.returncode == 128 + sig
+    assert not _gone(workers), "sketch workers outlived the run"
+    assert "Traceback" not in stderr, stderr
+    (line,) = stderr.splitlines()
+    assert line.startswith(f"neardup: interrupted by {sig.name} after reading ")
+    assert "records; 0 of them are in CLUSTERS or ERRORS, and the outputs end there." in line
+    assert line.endswith(
+        "Run the same command again to start over; with a store (--db FILE) an interrupted "
+        "run resumes: the documents already stored return their decisions"
+    )
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="workers start only with 2 CPUs or more")
+def test_the_workers_end_when_the_run_is_killed(big_input: Path, tmp_path: Path) -> None:
+    out = ["-o", str(tmp_path / "u.jsonl"), "--clusters", str(tmp_path / "c.jsonl")]
+    proc = _start([str(big_input), *out], start_new_session=True)
+    try:
+        workers = _workers_of(proc)
+        proc.kill()
+        proc.wait(timeout=60)
+        left = _gone(workers)
+    finally:
+        _stop_group(proc)
+        proc.communicate()
+    assert not left, "sketch workers outlived a run killed with SIGKILL"
+
+
+def _write_corpus(path: Path, docs: list[tuple[str, str, int]]) -> None:
+    with path.open("w", encoding="utf-8") as f:
+        for i, t, _ in docs:
+            f.write(json.dumps({"id": i, "text": t}, ensure_ascii=False) + "\n")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=lambda s: s.name)
+def test_an_interrupted_run_with_a_db_resumes(tmp_path: Path, sig: signal.Signals) -> None:
+    docs = corpus(59, 400, 3, cut=False)
+    src = tmp_path / "crawl.jsonl"
+    _write_corpus(src, docs)
+    ref, run = tmp_path / "ref", tmp_path / "run"
+    ref.mkdir()
+    run.mkdir()
+
+    def args(folder: Path) -> list[str]:
+        return [str(src), "--db", str(folder / "s.db"), "-o", str(folder / "u.jsonl"),
+                "--clusters", str(folder / "c.jsonl"), "--batch-size", "8"]  # fmt: skip
+
+    done = _start(args(ref))
+    assert done.wait(timeout=300) == 0
+    proc = _start(args(run))
+    clusters = run / "c.jsonl"
+    deadline = time.monotonic() + 120
+    while proc.poll() is None and time.monotonic() < deadline:
+        if clusters.exists() and clusters.stat().st_size > 20_000:
+            break
+        time.sleep(0.01)
+    assert proc.poll() is None, "the run finished before it could be interrupted"
+    proc.send_signal(sig)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + sig
+    (line,) = stderr.splitlines()
+    assert line.startswith(f"neardup: interrupted by {sig.name} after reading ")
+    written = int(line.split("; ", 1)[1].split(" of them")[0].replace(",", ""))
+    assert 0 < written < len(docs)
+    # the outputs end there (a signal between writing a line and counting it: one more)
+    assert written <= len(clusters.read_text().splitlines()) <= written + 1
+    assert line.endswith(
+        f"Run the same command again to finish: the documents already in the store "
+        f"sqlite:///{run / 's.db'} return their decisions, and the rest are decided"
+    )
+    again = _start(args(run))
+    assert again.wait(timeout=300) == 0
+    for name in ("u.jsonl", "c.jsonl"):
+        assert (run / name).read_text() == (ref / name).read_text()

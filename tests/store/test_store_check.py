@@ -1,0 +1,203 @@
+"""A damaged store, and ``neardup store check``: a SQLite file overwritten in the middle is a
+one-line StoreError naming the file and saying what to do (exit 2 from ``neardup dedup`` and
+``neardup store stats``); ``store check`` runs SQLite's integrity check and the store's own,
+for SQLite files and Redis namespaces (exit 0 ok, 1 not sound); ``stats`` and ``check`` read
+a read-only file."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from neardup import Deduper, StoreError
+from neardup.store import open_store
+
+from ..synth import corpus
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+def _neardup(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "neardup", *args], capture_output=True, text=True, check=False
+    )
+
+
+def _write_corpus(path: Path, docs: list[tuple[str, str, int]]) -> None:
+    with path.open("w", encoding="utf-8") as f:
+        for i, t, _ in docs:
+            f.write(json.dumps({"id": i, "text": t}, ensure_ascii=False) + "\n")
+
+
+def _filled(tmp_path: Path, stories: int = 300) -> tuple[Path, Path]:
+    """A corpus and a SQLite store filled with it by neardup dedup."""
+    src = tmp_path / "crawl.jsonl"
+    _write_corpus(src, corpus(41, stories, 3, cut=False))
+    db = tmp_path / "s.db"
+    r = _neardup("dedup", str(src), "--db", str(db), "-o", str(tmp_path / "u"),
+                 "--clusters", str(tmp_path / "c"), "-q")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert not os.path.exists(str(db) + "-wal") or os.path.getsize(str(db) + "-wal") == 0
+    return src, db
+
+
+def _one_line(stderr: str) -> str:
+    lines = stderr.splitlines()
+    assert len(lines) == 1 and "Traceback" not in stderr, stderr
+    return lines[0]
+
+
+def test_a_sqlite_file_overwritten_in_the_middle_is_one_line_everywhere(tmp_path: Path) -> None:
+    src, db = _filled(tmp_path)
+    size = db.stat().st_size
+    assert size > 600_000
+    with db.open("r+b") as f:  # 200 KB of garbage in the middle
+        f.seek(size // 2)
+        f.write(os.urandom(200_000))
+    out = ["-o", str(tmp_path / "u2"), "--clusters", str(tmp_path / "c2"), "-q"]
+    r = _neardup("dedup", str(src), "--db", str(db), *out)
+    assert r.returncode == 2
+    line = _one_line(r.stderr)
+    assert line.startswith(
+        f"neardup: error: store sqlite:///{db}: database disk image is malformed"
+    )
+    assert "restore it from a backup, or rebuild the store" in line
+    assert f"neardup store check --db {db} says what is wrong" in line
+    r = _neardup("store", "stats", "--db", str(db))
+    assert r.returncode == 2
+    assert "database disk image is malformed; the file is damaged" in _one_line(r.stderr)
+    r = _neardup("store", "check", "--db", str(db))
+    assert r.returncode == 1
+    assert r.stdout.startswith(f"sqlite:///{db}: ")
+    assert "SQLite's integrity check: " in r.stdout or "SQLite said: " in r.stdout
+    assert "the store is not sound: restore the file from a backup" in _one_line(r.stderr)
+    with pytest.raises(StoreError, match="malformed"), Deduper(store=f"sqlite:///{db}") as dd:
+        dd.check_and_add_many([(i, t) for i, t, _ in corpus(41, 300, 3, cut=False)])
+
+
+def test_a_sqlite_file_whose_header_is_gone_is_no_database(tmp_path: Path) -> None:
+    src, db = _filled(tmp_path, stories=20)
+    with db.open("r+b") as f:
+        f.write(b"\0" * 100)
+    r = _neardup("dedup", str(src), "--db", str(db), "-o", str(tmp_path / "u2"),
+                 "--clusters", str(tmp_path / "c2"), "-q")  # fmt: skip
+    assert r.returncode == 2
+    line = _one_line(r.stderr)
+    assert f"sqlite:///{db}: file is not a database; the file is damaged" in line
+    r = _neardup("store", "check", "--db", str(db))
+    assert r.returncode == 1
+    assert "file is not a database" in r.stdout + r.stderr
+
+
+def test_store_check_says_ok_of_a_sound_store(tmp_path: Path) -> None:
+    _, db = _filled(tmp_path, stories=20)
+    r = _neardup("store", "check", "--db", str(db))
+    assert (r.returncode, r.stdout, r.stderr) == (
+        0,
+        f"sqlite:///{db}: ok (80 documents checked)\n",
+        "",
+    )
+    v1 = tmp_path / "v1.db"  # a store of the first version, never upgraded
+    v1.write_bytes((FIXTURES / "store-v1.db").read_bytes())
+    r = _neardup("store", "check", "--db", str(v1))
+    assert r.returncode == 0 and "ok (18 documents checked)" in r.stdout, r.stdout
+    r = _neardup("store", "check", "--db", str(tmp_path / "none.db"))
+    assert r.returncode == 2 and "no store at" in r.stderr
+
+
+def test_store_check_finds_what_the_integrity_check_does_not(tmp_path: Path) -> None:
+    _, db = _filled(tmp_path, stories=20)
+    with sqlite3.connect(db) as con:
+        con.execute("UPDATE docs SET sketch = x'0badf00d' WHERE seq = 3")
+        con.execute("INSERT INTO exact VALUES (42, 'ghost')")
+    r = _neardup("store", "check", "--db", str(db))
+    assert r.returncode == 1
+    problems = r.stdout.splitlines()
+    assert problems[0] == f"sqlite:///{db}: 2 problems"
+    assert "does not decode" in problems[1] and "1 exact-text rows name no stored" in problems[2]
+    other = tmp_path / "other.db"
+    with sqlite3.connect(other) as con:
+        con.execute("CREATE TABLE t (x)")
+    r = _neardup("store", "check", "--db", str(other))
+    assert r.returncode == 1 and "not a neardup store: no table meta, docs" in r.stdout
+
+
+def test_store_check_of_a_redis_namespace(redis_url: str, tmp_path: Path) -> None:
+    import redis
+
+    with Deduper(store=redis_url) as dd:
+        dd.check_and_add_many([(i, t) for i, t, _ in corpus(43, 10, 3, cut=False)])
+    r = _neardup("store", "check", "--store", redis_url)
+    assert r.returncode == 0 and r.stdout.endswith(": ok (40 documents checked)\n"), r.stdout
+    ns = redis_url.rsplit("namespace=", 1)[1]
+    client = redis.Redis.from_url(redis_url.split("?")[0])
+    first = client.zrange(f"{ns}:ts", 0, 0)[0].decode()
+    client.set(f"{ns}:d:{first}", "not json")
+    client.delete(f"{ns}:s:{client.zrange(f'{ns}:ts', 1, 1)[0].decode()}")
+    client.rpush(f"{ns}:b:123", "a list, not a sorted set")
+    client.close()
+    r = _neardup("store", "check", "--store", redis_url)
+    assert r.returncode == 1
+    assert r.stdout.splitlines()[1:] == [
+        f"  1 {ns}:b keys are not of the type neardup writes",
+        "  1 entries do not parse",
+        "  1 entries of documents that copy no other have no sketch",
+    ]
+    r = _neardup("store", "check", "--store", redis_url.replace(ns, ns + "x"))
+    assert r.returncode == 1 and "no neardup store under namespace" in r.stdout
+    assert "check the URL and its namespace" in r.stderr
+
+
+@pytest.fixture
+def read_only(tmp_path: Path) -> Iterator[Path]:
+    """A folder whose files cannot be written: a tmpfs remounted read-only (root), or a
+    folder and files without write permission (anyone else)."""
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    if os.geteuid() != 0:
+        yield folder
+        for p in (folder, *folder.iterdir()):
+            p.chmod(0o755)
+        return
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(folder)],
+                       capture_output=True, text=True, check=False)  # fmt: skip
+    if r.returncode != 0:
+        pytest.skip(f"root, but cannot mount a tmpfs to make read-only: {r.stderr.strip()}")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=False)
+
+
+def _make_read_only(folder: Path) -> None:
+    if os.geteuid() == 0:
+        subprocess.run(["mount", "-o", "remount,ro", str(folder)], check=True)
+    else:
+        for p in (*folder.iterdir(), folder):
+            p.chmod(0o555 if p.is_dir() else 0o444)
+
+
+def test_stats_and_check_read_a_read_only_store(tmp_path: Path, read_only: Path) -> None:
+    src = tmp_path / "crawl.jsonl"
+    _write_corpus(src, corpus(47, 10, 2, cut=False))
+    db = read_only / "s.db"
+    out = ["-o", str(tmp_path / "u"), "--clusters", str(tmp_path / "c"), "-q"]
+    assert _neardup("dedup", str(src), "--db", str(db), *out).returncode == 0
+    _make_read_only(read_only)
+    r = _neardup("store", "stats", "--db", str(db), "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["documents"] == 30
+    r = _neardup("store", "check", "--db", str(db))
+    assert r.returncode == 0 and "ok (30 documents checked)" in r.stdout, r.stdout + r.stderr
+    with open_store(f"sqlite:///{db}", readonly=True) as store:
+        assert store.stats()["documents"] == 30
+    r = _neardup("dedup", str(src), "--db", str(db), *out)  # a run must write: one line
+    assert r.returncode == 2
+    assert f"store sqlite:///{db}: " in _one_line(r.stderr)
