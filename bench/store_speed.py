@@ -128,6 +128,27 @@ def run(
     return n / wall, per, sum(r[2] for r in results), sum(r[3] for r in results)
 
 
+def _redis_memory(port: int) -> int:
+    import redis
+
+    return int(redis.Redis(port=port).info("memory")["used_memory"])
+
+
+def _store_bytes(backend: str, db: Path, port: int, used_before: int) -> int | None:
+    """What the run left in its store: the SQLite file once its WAL is checkpointed, or the
+    growth of the redis-server's memory."""
+    if backend == "sqlite":
+        import sqlite3
+
+        with sqlite3.connect(db) as con:
+            con.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+        wal = Path(f"{db}-wal")
+        return db.stat().st_size + (wal.stat().st_size if wal.exists() else 0)
+    if backend in ("redis", "datasketch"):
+        return _redis_memory(port) - used_before
+    return None
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--limit", type=int, default=10_000)
@@ -146,6 +167,7 @@ def main() -> int:
     scratch = Path(tempfile.mkdtemp(prefix="neardup-store-bench-"))
     redis_proc, port = start_redis(scratch)
     table: dict[tuple[str, int], list[tuple[float, float, int, int]]] = {}
+    sizes: dict[str, list[float]] = {}
     try:
         for r in range(args.rounds):
             for procs in args.procs:
@@ -153,6 +175,7 @@ def main() -> int:
                     if backend == "memory" and procs > 1:
                         continue
                     tag = uuid.uuid4().hex[:8]
+                    used = _redis_memory(port)
                     if backend == "datasketch":
                         res = run(datasketch_worker, (port, f"ds{tag}"), docs, procs, args.batch)
                     else:
@@ -162,6 +185,9 @@ def main() -> int:
                             "redis": f"redis://127.0.0.1:{port}/0?namespace=b{tag}",
                         }[backend]
                         res = run(neardup_worker, (url,), docs, procs, args.batch)
+                    size = _store_bytes(backend, scratch / f"{tag}.db", port, used)
+                    if size is not None:
+                        sizes.setdefault(backend, []).append(size / len(docs))
                     table.setdefault((backend, procs), []).append(res)
                     print(
                         f"round {r + 1} {backend:<10} {procs} proc: {res[0]:8.0f} docs/s, "
@@ -174,16 +200,25 @@ def main() -> int:
         shutil.rmtree(scratch, ignore_errors=True)
 
     print(header(f"Check-and-add throughput, {len(docs):,} hkcnews articles, batch {args.batch}"))
-    print("| store | processes | docs/s (all) | docs/s per process | duplicates | retries |")
-    print("|---|---:|---:|---:|---:|---:|")
+    print(
+        "| store | processes | docs/s (all) | docs/s per process | duplicates | retries "
+        "| bytes per document |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|")
     for (backend, procs), runs in table.items():
         name = "datasketch MinHashLSH (Redis)" if backend == "datasketch" else f"neardup {backend}"
+        per_doc = statistics.median(sizes[backend]) if backend in sizes else None
         print(
             f"| {name} | {procs} | {statistics.median(x[0] for x in runs):,.0f} "
             f"| {statistics.median(x[1] for x in runs):,.0f} "
             f"| {statistics.median(x[2] for x in runs):,.0f} "
-            f"| {statistics.median(x[3] for x in runs):,.0f} |"
+            f"| {statistics.median(x[3] for x in runs):,.0f} "
+            f"| {'—' if per_doc is None else f'{per_doc:,.0f}'} |"
         )
+    print(
+        "\nBytes per document: the SQLite file after a checkpoint, Redis's `used_memory` "
+        "(INFO memory) after the run less before it; memory:// is not measured."
+    )
     print(f"\nMedians of {args.rounds} rounds. Command: python bench/store_speed.py")
     return 0
 

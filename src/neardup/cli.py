@@ -484,7 +484,7 @@ def _cmd_store(args: argparse.Namespace) -> int:
         return _check_store(args)
     with _open_store(args, readonly=args.action == "stats") as store:
         if args.action == "stats":
-            stats = store.stats()
+            stats = store.stats(full=True)
             if args.json:
                 print(json.dumps(stats, ensure_ascii=False))
             else:
@@ -492,7 +492,7 @@ def _cmd_store(args: argparse.Namespace) -> int:
                     if key in ("oldest", "newest") and isinstance(value, float):
                         when = datetime.datetime.fromtimestamp(value, datetime.UTC)
                         value = when.isoformat(timespec="seconds")
-                    print(f"{key:<16} {value}")
+                    print(f"{key:<18} {value}")
         elif args.action == "prune":
             if (args.window is None) == (args.before is None):
                 raise CliError("prune needs --window SPAN or --before TIMESTAMP (one of them)")
@@ -503,13 +503,39 @@ def _cmd_store(args: argparse.Namespace) -> int:
             n = store.prune(before)
             when = datetime.datetime.fromtimestamp(before, datetime.UTC)
             print(f"pruned {n:,} documents older than {when.isoformat(timespec='seconds')}")
+            _reclaim(store, rewrite=args.vacuum)
+        elif args.action == "vacuum":
+            _reclaim(store, rewrite=True)
         else:
             missing = [doc_id for doc_id in args.ids if not store.delete(doc_id)]
             print(f"deleted {len(args.ids) - len(missing):,} documents")
+            _reclaim(store, rewrite=args.vacuum)
             if missing:
                 print(f"not in the store: {', '.join(missing)}", file=sys.stderr)
                 return 1
     return 0
+
+
+def _reclaim(store: Store, *, rewrite: bool) -> None:
+    """Give the space of forgotten documents back (:meth:`Store.reclaim`) and say how much
+    the SQLite file holds now, or what would give back the rest."""
+    before = store.stats()
+    store.reclaim(rewrite=rewrite)
+    if not isinstance(before.get("free_bytes"), int):
+        return  # Redis: its keys went with the documents
+    after = store.stats()
+    print(
+        f"store file {format_size(cast(int, before['bytes']))} -> "
+        f"{format_size(cast(int, after['bytes']))}"
+    )
+    free = cast(int, after["free_bytes"])
+    if free and not after.get("reclaims_space"):
+        print(
+            f"neardup: {format_size(free)} of free pages stay in the file, written before neardup gave "
+            "space back as it goes: 'neardup store vacuum' rewrites it once (other processes "
+            "wait meanwhile)",
+            file=sys.stderr,
+        )
 
 
 def _check_store(args: argparse.Namespace) -> int:
@@ -543,6 +569,12 @@ def _check_store(args: argparse.Namespace) -> int:
         )
     print(f"neardup: {what} (exit status 1)", file=sys.stderr)
     return 1
+
+
+_VACUUM_HELP = (
+    "then rewrite a SQLite file compactly (VACUUM), for a file written before neardup gave "
+    "space back as it goes"
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -747,6 +779,16 @@ def build_parser() -> argparse.ArgumentParser:
     store_options(a)
     a.add_argument("--window", metavar="SPAN", help="keep the last SPAN (90d, 12h, ...)")
     a.add_argument("--before", metavar="TIMESTAMP", help="forget what is older than this")
+    a.add_argument("--vacuum", action="store_true", help=_VACUUM_HELP)
+    a = actions.add_parser(
+        "vacuum",
+        help="give back all the space of forgotten documents (SQLite: rewrite the file)",
+        description="Rewrite a SQLite store compactly (VACUUM: needs free disk as large as "
+        "the file, and other processes wait for it), so that a file written before neardup "
+        "gave space back as it goes does so from then on; on Redis, hand freed memory back "
+        "(MEMORY PURGE).",
+    )
+    store_options(a)
     a = actions.add_parser(
         "check",
         help="check a store: SQLite's integrity check and the store's own (exit 1 if not sound)",
@@ -759,6 +801,7 @@ def build_parser() -> argparse.ArgumentParser:
     a = actions.add_parser("delete", help="forget documents by id")
     store_options(a)
     a.add_argument("ids", nargs="+", metavar="ID")
+    a.add_argument("--vacuum", action="store_true", help=_VACUUM_HELP)
     st.set_defaults(func=_cmd_store)
     service_cli.add_parser(sub)
     return parser

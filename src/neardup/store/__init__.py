@@ -184,6 +184,14 @@ class Store(ABC):
     def prune(self, before: float) -> int:
         """Forget every document whose timestamp is before ``before``; how many went."""
 
+    def reclaim(self, *, rewrite: bool = False) -> None:
+        """Give back the space of forgotten documents (after :meth:`prune` or :meth:`delete`):
+        a SQLite file returns its free pages to the file system, a Redis its freed memory to
+        the machine. ``rewrite`` also rewrites the whole store compactly where that is the
+        only way (SQLite ``VACUUM``: needed once for a file written before neardup reclaimed
+        space as it went). A store with nothing to give back does nothing."""
+        return None
+
     @abstractmethod
     def clusters(self, limit: int = 100, offset: int = 0) -> list[tuple[str, int]]:
         """(cluster label, number of members), largest first, then by label."""
@@ -193,8 +201,10 @@ class Store(ABC):
         """The entries of one cluster, earliest first."""
 
     @abstractmethod
-    def stats(self) -> dict[str, object]:
-        """Counts and sizes, for ``neardup store stats``."""
+    def stats(self, *, full: bool = False) -> dict[str, object]:
+        """Counts and sizes, for ``neardup store stats``; ``full`` adds what needs a walk of
+        the whole store (Redis: the bytes of the namespace's keys), which the service's
+        ``/metrics`` and ``len(deduper)`` leave out."""
 
     def check(self) -> list[str]:
         """What is wrong with what the store holds, one line each (none: nothing found), for

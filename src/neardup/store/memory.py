@@ -151,7 +151,7 @@ class MemoryStore(Store):
             found = [e for e in self._entries.values() if e.cluster == cluster]
         return sorted(found, key=lambda e: e.seq)
 
-    def stats(self) -> dict[str, object]:
+    def stats(self, *, full: bool = False) -> dict[str, object]:
         with self._lock:
             kept = sum(1 for e in self._entries.values() if e.kept)
             return {

@@ -629,13 +629,21 @@ class RedisStore(Store):
             if not int(cursor):
                 return
 
-    def stats(self) -> dict[str, object]:
+    def stats(self, *, full: bool = False) -> dict[str, object]:
         self._tidy()
         n = int(self._call(self._r.zcard, self._k("ts")))
         kept = int(self._call(self._r.zcard, self._k("clusters")))
         oldest = self._call(self._r.zrange, self._k("ts"), 0, 0, False, True)
         newest = self._call(self._r.zrange, self._k("ts"), -1, -1, False, True)
         info = self._call(self._r.info, "memory")
+        sized: dict[str, object] = {}
+        if full:
+            keys, size = self._footprint()
+            sized = {
+                "keys": keys,
+                "bytes": size,
+                "bytes_per_document": round(size / n) if n else None,
+            }
         return {
             "store": self.url,
             "documents": n,
@@ -643,8 +651,34 @@ class RedisStore(Store):
             "duplicates": n - kept,
             "oldest": oldest[0][1] if oldest else None,
             "newest": newest[0][1] if newest else None,
+            **sized,
             "redis_used_memory": info.get("used_memory"),
         }
+
+    def _footprint(self) -> tuple[int, int]:
+        """The namespace's keys and the bytes Redis holds for them (``MEMORY USAGE`` of each,
+        values and the key's own overhead): a walk of the namespace, a page of keys per round
+        trip (6 s for the 383,114 keys of 10,000 hkcnews articles on a loaded 2-core machine)."""
+        keys = size = 0
+        for page in self._scan(f"{self.ns}:".encode() + b"*"):
+            pipe = self._r.pipeline(transaction=False)
+            for key in page:
+                pipe.memory_usage(key, samples=0)
+            used = self._call(pipe.execute)
+            keys += len(page)
+            size += sum(int(u) for u in used if u is not None)
+        return keys, size
+
+    def reclaim(self, *, rewrite: bool = False) -> None:
+        """Ask Redis to hand memory freed by forgotten documents back to the machine
+        (``MEMORY PURGE``; their keys are gone already). Redis built without jemalloc has
+        nothing to purge."""
+        try:
+            self._r.execute_command("MEMORY PURGE")  # type: ignore[no-untyped-call]
+        except self._redis.ResponseError:
+            return
+        except self._redis.RedisError as exc:
+            raise StoreError(f"Redis store {self.url}: {_said(exc)}{_advice(exc)}") from exc
 
     def close(self) -> None:
         self._r.close()

@@ -169,6 +169,9 @@ class SQLiteStore(Store):
         delay = 0.005
         while True:
             try:
+                # Before the first table (a no-op on an existing file): freed pages can go
+                # back to the file system (:meth:`reclaim`), not only to later documents.
+                self._db.execute("PRAGMA auto_vacuum=INCREMENTAL")
                 self._db.execute("PRAGMA journal_mode=WAL")
                 self._db.executescript(f"BEGIN IMMEDIATE;{_SCHEMA}COMMIT;")
                 self._upgrade()
@@ -391,6 +394,24 @@ class SQLiteStore(Store):
         return len(rows)
 
     @_guarded
+    def reclaim(self, *, rewrite: bool = False) -> None:
+        """Free pages back to the file system: at once in a file that reclaims as it goes
+        (``auto_vacuum=INCREMENTAL``, every file this version creates), by rewriting the file
+        (``VACUUM``, which also turns that on) when ``rewrite``; then the WAL is emptied."""
+        with self._lock:
+            if rewrite:
+                self._db.execute("PRAGMA auto_vacuum=INCREMENTAL")
+                self._db.execute("VACUUM")
+            elif self._auto_vacuum() == 2:
+                # sqlite3's execute would step it once, freeing one page; exec runs it through
+                self._db.executescript("PRAGMA incremental_vacuum;")
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+
+    def _auto_vacuum(self) -> int:
+        """SQLite's auto_vacuum mode of the file: 0 none, 1 full, 2 incremental."""
+        return int(self._db.execute("PRAGMA auto_vacuum").fetchone()[0])
+
+    @_guarded
     def clusters(self, limit: int = 100, offset: int = 0) -> list[tuple[str, int]]:
         with self._lock:
             rows = self._db.execute(
@@ -409,12 +430,15 @@ class SQLiteStore(Store):
         return [_entry(r) for r in rows]
 
     @_guarded
-    def stats(self) -> dict[str, object]:
+    def stats(self, *, full: bool = False) -> dict[str, object]:
         with self._lock:
             n, kept, oldest, newest = self._db.execute(
                 "SELECT count(*), coalesce(sum(kept), 0), min(ts), max(ts) FROM docs"
             ).fetchone()
             (buckets,) = self._db.execute("SELECT count(*) FROM buckets").fetchone()
+            (free,) = self._db.execute("PRAGMA freelist_count").fetchone()
+            (page,) = self._db.execute("PRAGMA page_size").fetchone()
+            reclaims = self._auto_vacuum() == 2
         size = sum(os.path.getsize(p) for p in (self.path, self.path + "-wal") if os.path.exists(p))
         return {
             "store": self.url,
@@ -425,6 +449,9 @@ class SQLiteStore(Store):
             "oldest": oldest,
             "newest": newest,
             "bytes": size,
+            "bytes_per_document": round(size / n) if n else None,
+            "free_bytes": free * page,
+            "reclaims_space": reclaims,
         }
 
     @_guarded
