@@ -319,7 +319,9 @@ def _check_dedup_args(args: argparse.Namespace) -> None:
             for flag, value in (("-o UNIQUE", args.output), ("--clusters CLUSTERS", args.clusters))
             if value is None
         ]
-        if missing:
+        # --engine spark --output-dir DIR (or -o DIR/) writes both outputs in DIR
+        in_folder = args.output_dir is not None or (args.output or "").endswith("/")
+        if missing and not (args.engine == "spark" and in_folder):
             raise CliError(f"dedup {' '.join(args.input)} needs {' and '.join(missing)}")
         if args.input.count("-") > 1:
             raise CliError("standard input (-) can be read once, not twice")
@@ -400,6 +402,8 @@ def _cmd_dedup(args: argparse.Namespace) -> int:
     )
     if args.engine == "spark":
         run = _spark_run(args, fields, config)
+    elif args.output_dir is not None or args.spark_conf:
+        raise CliError("--output-dir and --spark-conf are for --engine spark")
     result: RunResult
     if args.sample:
         sample = files("neardup").joinpath("data", "sample.jsonl")
@@ -444,7 +448,8 @@ def _exit_status(summary: RunSummary, max_errors: tuple[float, bool] | None) -> 
 def _spark_run(
     args: argparse.Namespace, fields: Fields, config: DedupConfig
 ) -> Callable[..., RunResult]:
-    """The Spark engine's run for ``--engine spark``, with the same outputs as the local run."""
+    """The Spark engine's run for ``--engine spark``, with the same outputs as the local run
+    (or, with ``--output-dir``, UNIQUE and CLUSTERS as Parquet written by the executors)."""
     if args.stream or store_url(args) is not None or args.window is not None:
         raise CliError(
             "--engine spark deduplicates the whole input at once; "
@@ -455,18 +460,38 @@ def _spark_run(
             "--engine spark reads one INPUT and writes JSONL; drop --output-format, "
             "--duplicates-only and the other inputs"
         )
+    conf: dict[str, str] = {}
+    for item in args.spark_conf or ():
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise CliError(f"--spark-conf takes KEY=VALUE, not {item!r}")
+        conf[key.strip()] = value.strip()
+    unique, clusters, output_dir = args.output, args.clusters, args.output_dir
+    if unique is not None and unique.endswith("/"):
+        if output_dir is not None:
+            raise CliError(f"-o {unique} and --output-dir {output_dir}: give one folder")
+        output_dir, unique = unique, None
+    if output_dir is not None:
+        if unique is not None or clusters is not None:
+            raise CliError(
+                f"--output-dir writes UNIQUE and CLUSTERS in {output_dir}; drop -o and --clusters"
+            )
+        if args.sample:
+            raise CliError("--sample prints its report; drop --output-dir")
     from .spark import run_cli
 
     return functools.partial(
         run_cli,
-        unique=args.output,
-        clusters=args.clusters,
+        unique=unique,
+        clusters=clusters,
         errors=args.errors,
         master=args.spark_master,
         fields=fields,
         fmt=args.format,
         config=config,
         keep=args.keep,
+        conf=conf,
+        output_dir=output_dir,
     )
 
 
@@ -731,7 +756,23 @@ def build_parser() -> argparse.ArgumentParser:
         "--spark-master",
         metavar="URL",
         default="local[*]",
-        help="the Spark master for --engine spark (default: %(default)s)",
+        help="the Spark master for --engine spark: local[N], spark://HOST:PORT, yarn... "
+        "(default: %(default)s)",
+    )
+    g.add_argument(
+        "--spark-conf",
+        action="append",
+        metavar="KEY=VALUE",
+        help="a Spark setting for --engine spark (spark.executor.memory=8g, "
+        "spark.sql.shuffle.partitions=4000, spark.pyspark.python=...); again for more. "
+        "Partitions and Arrow batch sizes are chosen from the input and the cores unless set",
+    )
+    g.add_argument(
+        "--output-dir",
+        metavar="DIR",
+        help="with --engine spark: write UNIQUE (DIR/unique) and CLUSTERS (DIR/clusters) as "
+        "Parquet from the executors, in parts, instead of through this process (for outputs "
+        "too big for one machine); -o DIR/ (a path ending in /) says the same",
     )
     g = d.add_argument_group(
         "store",

@@ -334,3 +334,51 @@ def test_without_pyspark_the_cli_says_what_to_install(
     )
     assert status == 2
     assert "pip install 'neardup[spark]'" in capsys.readouterr().err
+
+
+def test_cli_output_dir_writes_parquet_with_the_local_decisions(spark: Any, tmp_path: Path) -> None:
+    """--output-dir DIR: CLUSTERS and UNIQUE as Parquet parts in DIR, in input order, with
+    the local run's decisions; ERRORS as the local run's."""
+    import pyarrow.parquet as pq
+
+    source = tmp_path / "in.jsonl"
+    write_jsonl(source)
+    (tmp_path / "local").mkdir()
+    local = run_cli(tmp_path / "local", source)
+    folder = tmp_path / "out"
+    errors = tmp_path / "errors.jsonl"
+    status = main(
+        [
+            "dedup",
+            str(source),
+            "--engine",
+            "spark",
+            "--spark-master",
+            "local[2]",
+            "--output-dir",
+            str(folder),
+            "--errors",
+            str(errors),
+            "-q",
+        ]
+    )
+    assert status == 0
+    assert errors.read_text(encoding="utf-8") == local["errors"]
+    clusters = pq.read_table(folder / "clusters").to_pylist()
+    want = [json.loads(line) for line in local["clusters"].splitlines()]
+    assert [(c["id"], c["cluster"], c["duplicate_of"]) for c in clusters] == [
+        (c["id"], c["cluster"], c["duplicate_of"]) for c in want
+    ]
+    unique = pq.read_table(folder / "unique").to_pylist()
+    kept = [json.loads(line) for line in local["unique"].splitlines()]
+    assert [(r["id"], r["text"]) for r in unique] == [(r["id"], r["text"]) for r in kept]
+
+
+def test_cli_spark_conf_needs_key_equals_value(tmp_path: Path) -> None:
+    """--spark-conf without '=' is refused before Spark starts (exit 2)."""
+    source = tmp_path / "in.jsonl"
+    write_jsonl(source)
+    out = ["-o", str(tmp_path / "u"), "--clusters", str(tmp_path / "c")]
+    status = main(["dedup", str(source), *out, "--engine", "spark", "--spark-conf", "novalue"])
+    assert status == 2
+    assert main(["dedup", str(source), *out, "--spark-conf", "a=b"]) == 2

@@ -4,21 +4,21 @@ write UNIQUE, CLUSTERS and ERRORS as the local run does (:mod:`neardup.run`)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..engine import Decision, DedupConfig, KeepPolicy
-from ..errors import ConfigError, InputError
+from ..errors import ConfigError, InputError, OutputError
 from ..records import BadRecord, Document, Fields, LineWriter, UniqueWriter
 from ..run import RunResult, RunSummary, Tally, cluster_line, output_names
 from ..timing import Stages
 from .columns import Batches, BatchFn, arrow_schema, blank
 from .pipeline import checked, run_pipeline, with_position
-from .session import require_pyspark, spark_session
+from .session import check_executors, require_pyspark, spark_session
 
 if TYPE_CHECKING:
     import pyarrow as pa
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, SparkSession
 
 __all__ = ["run_cli"]
 
@@ -40,14 +40,23 @@ def run_cli(
     keep: KeepPolicy = "first",
     collect: bool = False,
     label: str | None = None,
+    conf: Mapping[str, str] | None = None,
+    output_dir: str | None = None,
 ) -> RunResult:
     """``neardup dedup --engine spark``: read JSON Lines or Parquet with Spark, deduplicate,
     and write UNIQUE, CLUSTERS and ERRORS as the local engine does, in input order.
 
     JSONL errors carry their line; Parquet rows have no line (``null``) and their reasons
     name the row's 0-based position. UNIQUE holds the kept JSONL lines as read, or each kept
-    Parquet row as a JSON line. The outputs are local files written through the driver; for
-    outputs too big for that, call :func:`dedup` and write with Spark.
+    Parquet row as a JSON line. These outputs are local files written through the driver.
+    With ``output_dir``, the executors write UNIQUE (``output_dir/unique``: the kept
+    records as rows, JSONL records by their fields) and CLUSTERS (``output_dir/clusters``:
+    ``position, id, cluster, duplicate_of, extends, score, measure``) as Parquet, in parts,
+    in input order; ERRORS, which are few, still go through the driver.
+
+    ``conf``: Spark settings for the session (``spark.executor.memory``...). Before the
+    run, one tiny job checks that the executors can import neardup
+    (:func:`~neardup.spark.session.check_executors`).
     """
     require_pyspark()
     import os
@@ -65,6 +74,10 @@ def run_cli(
         raise ConfigError("--engine spark reads files Spark can open, not standard input")
     if "://" not in source and not os.path.exists(source):
         raise InputError(f"cannot read {source}: no such file or folder")
+    if output_dir is not None:
+        if unique is not None or clusters is not None:
+            raise ConfigError("output_dir holds UNIQUE and CLUSTERS: give no unique or clusters")
+        _check_folder(output_dir)
     # open every output before the long run, so a bad path fails at once
     unique_out = UniqueWriter(unique, "jsonl", fields=fields) if unique is not None else None
     clusters_out = LineWriter(clusters) if clusters is not None else None
@@ -73,7 +86,8 @@ def run_cli(
     stages = Stages()
     try:
         with stages.time("start"):
-            spark = spark_session(master)
+            spark = spark_session(master, conf=conf)
+            executors = check_executors(spark)
         t0 = time.perf_counter()
         if fmt == "jsonl":
             lines = spark.read.text(source).withColumnRenamed("value", "_raw")
@@ -85,7 +99,7 @@ def run_cli(
             where = "line"
         else:
             frame = spark.read.parquet(source)
-            parsed = _parquet_records(frame, fields)
+            parsed = _parquet_records(frame, fields, rows=output_dir is not None)
             where = "position"
         parsed = parsed.persist()
         stages.add("read", time.perf_counter() - t0)
@@ -106,34 +120,49 @@ def run_cli(
             bad = BadRecord(line, r["id"], r["reason"])
             errors_out.write(bad.to_json())
             tally.errors += 1
-        rows = (
-            result.clusters.join(parsed.select(F.col("_pos").alias("position"), "_raw"), "position")
-            .orderBy("position")
-            .toLocalIterator()
-        )
-        for r in rows:
-            dup = r["duplicate_of"] is not None
-            decision = Decision(
-                r["id"],
-                dup,
-                r["duplicate_of"],
-                r["cluster"],
-                float(r["score"]),
-                r["measure"],
-                extends=r["extends"],
+        if output_dir is not None:
+            _write_folder(spark, output_dir, parsed, result.clusters, fmt)
+            tally.kept, tally.duplicates = result.stats["kept"], result.stats["duplicates"]
+        else:
+            rows = (
+                result.clusters.join(
+                    parsed.select(F.col("_pos").alias("position"), "_raw"), "position"
+                )
+                .orderBy("position")
+                .toLocalIterator()
             )
-            doc = Document(r["id"], "", r["title"], raw=r["_raw"])
-            if clusters_out is not None:
-                clusters_out.write(cluster_line(decision))
-            if unique_out is not None and not dup:
-                unique_out.write(doc)
-            tally.add(doc, decision)
+            for r in rows:
+                dup = r["duplicate_of"] is not None
+                decision = Decision(
+                    r["id"],
+                    dup,
+                    r["duplicate_of"],
+                    r["cluster"],
+                    float(r["score"]),
+                    r["measure"],
+                    extends=r["extends"],
+                )
+                doc = Document(r["id"], "", r["title"], raw=r["_raw"])
+                if clusters_out is not None:
+                    clusters_out.write(cluster_line(decision))
+                if unique_out is not None and not dup:
+                    unique_out.write(doc)
+                tally.add(doc, decision)
     finally:
         for out in (unique_out, clusters_out, errors_out):
             if out is not None:
                 out.close()
     stages.add("write", time.perf_counter() - t0)
-    outputs = output_names(unique, clusters, errors, tally)
+    if output_dir is not None:
+        folder = output_dir.rstrip("/")
+        outputs = output_names(None, None, errors, tally)
+        outputs = {
+            "kept": f"{folder}/unique (Parquet)",
+            "clusters": f"{folder}/clusters (Parquet)",
+            **outputs,
+        }
+    else:
+        outputs = output_names(unique, clusters, errors, tally)
     stats = result.stats
     summary = RunSummary(
         source=label or source,
@@ -148,14 +177,66 @@ def run_cli(
         candidate_pairs=stats["candidate_pairs"],
         outputs=outputs,
         notes=(
-            f"Spark {spark.version} on {master}; {stats['prefiltered_pairs']:,} pairs verified "
-            f"in {stats['rounds']} round(s)",
+            f"Spark {spark.version} on {master}, {stats['partitions']} partitions, Arrow "
+            f"batches of {stats['batch']:,}; executors run {executors}",
+            f"{stats['originals']:,} distinct texts sketched; {stats['prefiltered_pairs']:,} "
+            f"pairs verified in {stats['rounds']} round(s)",
         ),
     )
     result.clusters.unpersist()
     result.errors.unpersist()
     parsed.unpersist()
     return RunResult(summary, tally.decided)
+
+
+def _check_folder(folder: str) -> None:
+    """Fail now, not after the run, if a local output folder cannot be made."""
+    import os
+
+    if "://" in folder:
+        return  # a cluster's file system: Spark says when it writes
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError as e:
+        raise OutputError(f"cannot write in {folder}: {e.strerror or e}") from None
+    if not os.access(folder, os.W_OK):
+        raise OutputError(f"cannot write in {folder}: permission denied")
+
+
+def _write_folder(
+    spark: SparkSession, folder: str, parsed: DataFrame, clusters: DataFrame, fmt: str
+) -> None:
+    """UNIQUE and CLUSTERS as Parquet in ``folder`` (``unique/``, ``clusters/``), written by
+    the executors in parts, each sorted by input position (the parts' names follow it)."""
+    from pyspark.sql import functions as F
+
+    base = folder.rstrip("/")
+    (
+        clusters.select("position", "id", "cluster", "duplicate_of", "extends", "score", "measure")
+        .orderBy("position")
+        .write.mode("overwrite")
+        .parquet(f"{base}/clusters")
+    )
+    kept = parsed.join(
+        clusters.filter(F.col("duplicate_of").isNull()).select(F.col("position").alias("_pos")),
+        "_pos",
+    )
+    if fmt == "parquet":  # the rows themselves
+        records = kept.select("_pos", "_row.*")
+    else:  # each JSON object by its fields (every field any kept record has)
+        lines = kept.select("_raw")
+        schema = spark.read.json(lines if _reads_frames() else lines.rdd.map(lambda r: r[0])).schema
+        records = kept.select("_pos", F.from_json("_raw", schema).alias("_r")).select(
+            "_pos", "_r.*"
+        )
+    records.orderBy("_pos").drop("_pos").write.mode("overwrite").parquet(f"{base}/unique")
+
+
+def _reads_frames() -> bool:
+    """Whether ``spark.read.json`` takes a frame of lines (Spark 4), not only an RDD."""
+    import pyspark
+
+    return int(pyspark.__version__.split(".")[0]) >= 4
 
 
 def _parse_jsonl(fields: Fields) -> BatchFn:
@@ -193,8 +274,9 @@ def _parse_jsonl(fields: Fields) -> BatchFn:
     return run
 
 
-def _parquet_records(frame: DataFrame, fields: Fields) -> DataFrame:
-    """Parquet rows as the parsed frame: their problems, and each row as a JSON line."""
+def _parquet_records(frame: DataFrame, fields: Fields, *, rows: bool = False) -> DataFrame:
+    """Parquet rows as the parsed frame: their problems, and each row as a JSON line (and,
+    with ``rows``, as itself: ``_row``, for a Parquet UNIQUE)."""
     from pyspark.sql import functions as F
 
     for name in (fields.id, fields.text):
@@ -204,8 +286,11 @@ def _parquet_records(frame: DataFrame, fields: Fields) -> DataFrame:
             )
     title = fields.title if fields.title in frame.columns else None
     stamp = fields.timestamp if fields.timestamp in frame.columns else None
-    raw = F.to_json(F.struct(*[F.col(c) for c in frame.columns]))
-    frame_checked = checked(
-        frame.withColumn("_raw", raw), fields.id, fields.text, title, stamp, carry=["_raw"]
-    )
+    every = F.struct(*[F.col(c) for c in frame.columns])
+    frame = frame.withColumn("_raw", F.to_json(every))
+    carry = ["_raw"]
+    if rows:
+        frame = frame.withColumn("_row", every)
+        carry.append("_row")
+    frame_checked = checked(frame, fields.id, fields.text, title, stamp, carry=carry)
     return with_position(frame_checked)

@@ -11,12 +11,11 @@ import numpy.typing as npt
 
 from ..engine import DedupConfig, make_sketches, text_key
 from ..engine.codec import COLUMNS, to_columns
-from ..hashing import signed64
 from ..index.lsh import bucket_ids
 
 if TYPE_CHECKING:
     import pyarrow as pa
-    from pyspark.sql import Column, DataFrame
+    from pyspark.sql import Column, DataFrame, SparkSession
 
 __all__ = [
     "LIGHT_BITS",
@@ -26,6 +25,8 @@ __all__ = [
     "arrow_schema",
     "blank",
     "column",
+    "columns",
+    "frame_of",
     "groups",
     "sketch_batches",
     "sorted_rows",
@@ -38,41 +39,52 @@ BatchFn = Callable[[Batches], Iterator["pa.RecordBatch"]]
 #: Bits of each MinHash value kept for the cheap prefilter pass (a superset of its passes).
 LIGHT_BITS = 16
 
-#: A sketched document: its position, the hash of its exact text, its length in characters,
-#: the engine's sketch columns (prefixed ``_``), its bucket ids and the light signature.
+#: A document after the sketch stage: its position, the position of the first document
+#: with the same exact text (its own for a first copy), its length in characters, and for a
+#: first copy the engine's sketch columns (prefixed ``_``), its bucket ids and the light
+#: signature (null for the other copies, which are never sketched).
 SKETCH_SCHEMA = (
-    "_pos long, _tkey long, _chars int, "
+    "_pos long, _first long, _chars int, "
     + ", ".join("_" + part.strip() for part in COLUMNS.split(","))
     + ", _bids array<long>, _light binary"
 )
 
 
 def sketch_batches(cfg: DedupConfig) -> BatchFn:
-    """The ``mapInArrow`` function that sketches ``_pos, _text`` batches with the engine."""
+    """The ``mapInArrow`` function that sketches the first copies of ``_pos, _text``
+    batches with the engine.
+
+    Every copy of a text must be in the same partition (hash-partitioned by the text), its
+    rows in increasing ``_pos``: a text's first row is its first copy
+    (:func:`~neardup.engine.text_key` tells copies apart, as the local engine does), the
+    only one sketched; the others get its position in ``_first`` and no sketch."""
 
     def run(batches: Batches) -> Iterator[pa.RecordBatch]:
         import pyarrow as pa
 
         schema = arrow_schema(SKETCH_SCHEMA)
         mask = np.uint64((1 << LIGHT_BITS) - 1)
+        first_of: dict[int, int] = {}  # text key -> first position, in this partition
         for batch in batches:
             if batch.num_rows == 0:
                 continue
             texts: list[str] = batch.column("_text").to_pylist()
-            made = make_sketches(texts, cfg)
-            out: dict[str, list[Any]] = {
-                "_pos": batch.column("_pos").to_pylist(),
-                "_tkey": [signed64(text_key(t)) for t in texts],
-                "_chars": [len(t) for t in texts],
-            }
-            for row in to_columns(made):
-                for key, value in row.items():
-                    out.setdefault("_" + key, []).append(value)
-            out["_bids"] = [
-                [] if s.is_empty else bucket_ids(s.bands).ravel().view(np.int64).tolist()
-                for s in made
+            positions: list[int] = batch.column("_pos").to_pylist()
+            firsts = [
+                first_of.setdefault(text_key(t), p) for t, p in zip(texts, positions, strict=True)
             ]
-            out["_light"] = [(s.signature & mask).astype("<u2").tobytes() for s in made]
+            new = [k for k, (p, f) in enumerate(zip(positions, firsts, strict=True)) if p == f]
+            made = make_sketches([texts[k] for k in new], cfg)
+            out: dict[str, list[Any]] = {name: [None] * batch.num_rows for name in schema.names}
+            out["_pos"], out["_first"] = positions, firsts
+            out["_chars"] = [len(t) for t in texts]
+            for k, s, row in zip(new, made, to_columns(made), strict=True):
+                for key, value in row.items():
+                    out["_" + key][k] = value
+                out["_bids"][k] = (
+                    [] if s.is_empty else bucket_ids(s.bands).ravel().view(np.int64).tolist()
+                )
+                out["_light"][k] = (s.signature & mask).astype("<u2").tobytes()
             yield pa.RecordBatch.from_pydict(out, schema=schema)
 
     return run
@@ -109,6 +121,11 @@ def blank(text: Column) -> Column:
 
 def column(df: DataFrame, name: str) -> I64:
     """One integer column of a (small) frame as a numpy array, through Arrow."""
+    return columns(df, [name])[0]
+
+
+def columns(df: DataFrame, names: Sequence[str]) -> list[I64]:
+    """Integer columns of a (small) frame as numpy arrays, through Arrow."""
     frame: Any = df  # Spark 4 has toArrow; 3.5 a private equivalent
     table: Any = frame.toArrow() if hasattr(frame, "toArrow") else frame._collect_as_arrow()
     if isinstance(table, list):  # Spark 3.5 returns record batches
@@ -116,8 +133,17 @@ def column(df: DataFrame, name: str) -> I64:
 
         table = pa.Table.from_batches(table) if table else None
     if table is None or table.num_rows == 0:
-        return np.zeros(0, dtype=np.int64)
-    return np.asarray(table.column(name).to_numpy(), dtype=np.int64)
+        return [np.zeros(0, dtype=np.int64) for _ in names]
+    return [np.asarray(table.column(name).to_numpy(), dtype=np.int64) for name in names]
+
+
+def frame_of(spark: SparkSession, table: pa.Table) -> DataFrame:
+    """A Spark frame of an Arrow table made on the driver."""
+    import pyspark
+
+    if int(pyspark.__version__.split(".")[0]) >= 4:
+        return spark.createDataFrame(table)
+    return spark.createDataFrame(table.to_pandas())  # Spark 3.5 takes pandas
 
 
 def sorted_rows(batches: Batches, names: Sequence[str]) -> list[npt.NDArray[Any]]:

@@ -26,18 +26,28 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..engine import IDENTICAL, DedupConfig, KeepPolicy, check_keep, choose_kept
+from ..engine import IDENTICAL, DedupConfig, KeepPolicy, check_keep, choose_kept, roots
 from ..errors import ConfigError
 from ..index.lsh import bucket_pairs
 from ..timing import Stages
-from .columns import SKETCH_SCHEMA, Batches, BatchFn, blank, sketch_batches, sorted_rows
+from .columns import (
+    SKETCH_SCHEMA,
+    Batches,
+    BatchFn,
+    blank,
+    columns,
+    frame_of,
+    sketch_batches,
+    sorted_rows,
+)
 from .graph import connected_components
-from .session import require_pyspark
+from .session import is_set, require_pyspark
 from .templates import guard_rows, pairs_at_risk, same_table, template_table
 from .verify import PAIR_SCHEMA, best_matches, prefilter_batches, verify_pairs
 
@@ -49,6 +59,9 @@ __all__ = ["SparkResult", "checked", "dedup", "run_pipeline", "with_position"]
 
 #: Up to this many pairs, their positions are broadcast to pick the sketches to join.
 BROADCAST_PAIRS = 2_000_000
+#: Up to this many links (duplicates), the clusters are resolved on the driver with the
+#: engine's :func:`~neardup.engine.roots` (16 bytes a link); beyond, in Spark joins.
+LOCAL_LINKS = 5_000_000
 
 
 @dataclass(frozen=True)
@@ -228,25 +241,120 @@ def run_pipeline(
     """The stages on ``_pos, _id, _text, _title, _ts, _problem`` (null problem: usable).
 
     ``where`` names positions in messages: "line" (shown 1-based) or "position" (0-based).
+    Partitions and Arrow batch sizes are sized to the input (:func:`plan`) unless
+    ``partitions`` or the session's settings say otherwise; the session's settings are as
+    they were afterwards.
     """
     cfg = config if config is not None else DedupConfig()
     check_keep(keep)
     if max_rounds < 1:
         raise ConfigError(f"max_rounds must be at least 1, got {max_rounds}")
-    n_parts = partitions or int(spark.conf.get("spark.sql.shuffle.partitions") or 200)
-    run = _Run(spark, cfg, n_parts)
-    with run.stages.time("check"):
-        usable, errors = _check(run, prepared, where)
-    with run.stages.time("sketch"):
-        sketches, docs = _sketch(run, usable)
-    with run.stages.time("candidates"):
-        pairs = _candidates(run, sketches, docs)
-    links = _verify(run, pairs, sketches, docs, max_rounds)
-    with run.stages.time("clusters"):
-        clusters = _clusters(run, docs, links, sketches, keep)
-    links.unpersist()
+    if partitions is not None and partitions < 1:
+        raise ConfigError(f"partitions must be at least 1, got {partitions}")
+    cores = max(1, spark.sparkContext.defaultParallelism)
+    partitions_set, batch_set = is_set(spark, _PARTITIONS), is_set(spark, _BATCH)
+    with _restored(spark):
+        # until the input's size is known: the user's, or a partition per core (or per
+        # input partition, when there are more)
+        if partitions is not None:
+            first_guess = partitions
+        elif partitions_set:
+            first_guess = int(spark.conf.get(_PARTITIONS) or 200)
+        else:
+            first_guess = max(cores, prepared.rdd.getNumPartitions())
+        spark.conf.set(_PARTITIONS, str(first_guess))
+        run = _Run(spark, cfg, first_guess)
+        with run.stages.time("check"):
+            usable, errors = _check(run, prepared, where)
+        docs_n, chars = run.stats["documents"], run.stats["characters"]
+        run.resize(
+            plan(
+                cores, docs_n, chars, partitions, partitions_set=partitions_set, batch_set=batch_set
+            )
+        )
+        with run.stages.time("sketch"):
+            sketches, docs = _sketch(run, usable)
+        with run.stages.time("candidates"):
+            pairs = _candidates(run, sketches)
+        links = _verify(run, pairs, sketches, docs, max_rounds)
+        with run.stages.time("clusters"):
+            clusters = _clusters(run, docs, links, sketches, keep)
+        links.unpersist()
     run.stats["timings"] = run.stages.seconds
     return SparkResult(clusters, errors, run.stats)
+
+
+#: Characters of text a partition gets when the partitions are sized to the input (about
+#: 20,000 news articles: a Python worker sketches them in a few seconds per core).
+CHARS_PER_PARTITION = 32_000_000
+#: Characters an Arrow batch holds when its size is chosen from the input: the engine
+#: holds about 8 bytes a character of a batch's sketches (a verification row carries two).
+CHARS_PER_BATCH = 4_000_000
+_PARTITIONS = "spark.sql.shuffle.partitions"
+_BATCH = "spark.sql.execution.arrow.maxRecordsPerBatch"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How a run is cut: ``partitions`` (of the shuffles and of the sketch stage) and
+    ``batch`` (documents per Arrow batch), each None when the session's setting stands."""
+
+    partitions: int | None
+    batch: int | None
+    cores: int
+
+
+def plan(
+    cores: int,
+    documents: int,
+    characters: int,
+    partitions: int | None = None,
+    *,
+    partitions_set: bool = False,
+    batch_set: bool = False,
+) -> Plan:
+    """Partitions and batch sizes for ``documents`` holding ``characters`` on ``cores``.
+
+    Partitions: ``partitions`` if given, else None when the session's
+    ``spark.sql.shuffle.partitions`` was set (``partitions_set``), else one per
+    :data:`CHARS_PER_PARTITION` of text, at least one per core and a multiple of the cores
+    (Spark's default of 200 dominates a small run). Batch: None when the session's
+    ``spark.sql.execution.arrow.maxRecordsPerBatch`` was set (``batch_set``), else
+    :data:`CHARS_PER_BATCH` of text, from 100 to 10,000 documents.
+
+    >>> plan(2, 300, 500_000)
+    Plan(partitions=2, batch=2400, cores=2)
+    >>> plan(2, 48_005, 83_000_000).partitions, plan(2, 48_005, 83_000_000, batch_set=True).batch
+    (4, None)
+    >>> plan(16 * 50, 100_000_000, 173_000_000_000).partitions, plan(8, 10, 10, 7).partitions
+    (5600, 7)
+    """
+    cores = max(1, cores)
+    n: int | None = partitions
+    if n is None and not partitions_set:
+        wanted = max(cores, -(-characters // CHARS_PER_PARTITION))
+        n = -(-wanted // cores) * cores
+    batch: int | None = None
+    if not batch_set:
+        average = max(1, characters // max(1, documents))
+        batch = int(min(10_000, max(100, CHARS_PER_BATCH // average)))
+    return Plan(n, batch, cores)
+
+
+@contextmanager
+def _restored(spark: SparkSession) -> Iterator[None]:
+    """The session's partitions and batch size as they were before the run (which sets
+    them for Spark's own joins and aggregations)."""
+    keys = (_PARTITIONS, _BATCH)
+    before = {k: spark.conf.get(k) if is_set(spark, k) else None for k in keys}
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
 
 
 @dataclass
@@ -265,10 +373,21 @@ class _Run:
 
         return StorageLevel.MEMORY_AND_DISK
 
+    def resize(self, sizes: Plan) -> None:
+        """Take the partitions and batch size of :func:`plan` for the rest of the run."""
+        if sizes.partitions is not None:
+            self.n_parts = sizes.partitions
+            self.spark.conf.set(_PARTITIONS, str(self.n_parts))
+        if sizes.batch is not None:
+            self.spark.conf.set(_BATCH, str(sizes.batch))
+        self.stats["partitions"] = self.n_parts
+        self.stats["batch"] = int(self.spark.conf.get(_BATCH) or 10_000)
+        self.stats["cores"] = sizes.cores
+
 
 def _check(run: _Run, prepared: DataFrame, where: str) -> tuple[DataFrame, DataFrame]:
     """Every problem, and repeated ids (the first usable row keeps its id): the usable rows
-    and the errors frame."""
+    and the errors frame. Counts the errors, the documents and their characters."""
     from pyspark.sql import functions as F
 
     shift = 1 if where == "line" else 0
@@ -280,7 +399,10 @@ def _check(run: _Run, prepared: DataFrame, where: str) -> tuple[DataFrame, DataF
         .agg(F.count("*").alias("_n"), F.min(F.when(F.col("_ok"), F.col("_pos"))).alias("_first"))
         .filter((F.col("_n") > 1) & F.col("_first").isNotNull())
         .select("_id", "_first")
+        .localCheckpoint()
     )
+    # usually none or few: broadcast, so the texts are not shuffled by id
+    few = repeated.count() <= BROADCAST_PAIRS
     shown = F.when(F.length("_id") > 60, F.concat(F.substring("_id", 1, 60), F.lit("…")))
     note = F.when(
         F.col("_first") < F.col("_pos"),
@@ -292,13 +414,21 @@ def _check(run: _Run, prepared: DataFrame, where: str) -> tuple[DataFrame, DataF
         ),
     )
     checked = (
-        prepared.join(repeated, "_id", "left")
+        prepared.join(F.broadcast(repeated) if few else repeated, "_id", "left")
         .withColumn("_problem", F.concat_ws("; ", "_problem", note))
         .withColumn("_problem", F.when(F.col("_problem") != "", F.col("_problem")))
+        .drop("_first")
         .localCheckpoint()
     )
+    bad = F.col("_problem").isNotNull()
+    counts = checked.agg(
+        F.count(F.when(bad, 1)).alias("errors"),
+        F.count(F.when(~bad, 1)).alias("documents"),
+        F.coalesce(F.sum(F.when(~bad, F.length("_text"))), F.lit(0)).alias("characters"),
+    ).collect()[0]
+    run.stats.update({k: int(counts[k]) for k in ("errors", "documents", "characters")})
     errors = (
-        checked.filter(F.col("_problem").isNotNull())
+        checked.filter(bad)
         .select(
             (F.col("_pos") + shift).alias(where),
             F.col("_id").alias("id"),
@@ -306,40 +436,45 @@ def _check(run: _Run, prepared: DataFrame, where: str) -> tuple[DataFrame, DataF
         )
         .persist(run.disk)
     )
-    run.stats["errors"] = errors.count()
-    return checked.filter(F.col("_problem").isNull()), errors
+    return checked.filter(~bad), errors
 
 
 def _sketch(run: _Run, usable: DataFrame) -> tuple[DataFrame, DataFrame]:
-    """The engine's sketches on Arrow batches, and each document with its first copy
-    (``_first``: the first position holding the same exact text, :func:`~neardup.engine.text_key`)."""
+    """The engine's sketches of the first copy of each text, and each document with its
+    first copy (``_first``: the first position holding the same exact text,
+    :func:`~neardup.engine.text_key`) and its length.
+
+    The rows are hash-partitioned by their text, so every copy of a text is in one
+    partition, and sorted by position there: the first copy is the first row of its text,
+    and the only one sketched (a byte-identical copy costs a hash, not a sketch)."""
     from pyspark.sql import functions as F
 
-    sketches = (
+    sketched = (
         usable.select("_pos", "_text")
-        .repartition(run.n_parts, "_pos")
+        .repartition(run.n_parts, "_text")
+        .sortWithinPartitions("_pos")
         .mapInArrow(sketch_batches(run.cfg), SKETCH_SCHEMA)
         .localCheckpoint()
     )
-    docs = usable.select("_pos", "_id", "_title", "_ts").join(
-        sketches.select("_pos", "_tkey", "_n", "_chars"), "_pos"
+    sketches = sketched.filter(F.col("_first") == F.col("_pos"))
+    docs = (
+        usable.select("_pos", "_id", "_title", "_ts")
+        .join(sketched.select("_pos", "_first", "_n", "_chars"), "_pos")
+        .localCheckpoint()
     )
-    firsts = docs.groupBy("_tkey").agg(F.min("_pos").alias("_first"))
-    docs = docs.join(firsts, "_tkey").drop("_tkey").localCheckpoint()
-    run.stats["documents"] = docs.count()
+    run.stats["originals"] = sketches.count()
     return sketches, docs
 
 
-def _candidates(run: _Run, sketches: DataFrame, docs: DataFrame) -> DataFrame:
-    """The candidate pairs ``i, j`` (earlier, later): the members of each LSH bucket
-    (:func:`~neardup.index.lsh.bucket_ids`), paired as the engine pairs them, bucket cap
-    included (:func:`~neardup.index.lsh.bucket_pairs`)."""
+def _candidates(run: _Run, sketches: DataFrame) -> DataFrame:
+    """The candidate pairs ``i, j`` (earlier, later) among the first copies: the members of
+    each LSH bucket (:func:`~neardup.index.lsh.bucket_ids`), paired as the engine pairs
+    them, bucket cap included (:func:`~neardup.index.lsh.bucket_pairs`)."""
     from pyspark.sql import functions as F
 
-    live = docs.filter((F.col("_first") == F.col("_pos")) & (F.col("_n") > 0)).select("_pos")
     buckets = (
-        sketches.select("_pos", F.explode("_bids").alias("_bid"))
-        .join(live, "_pos")
+        sketches.filter(F.col("_n") > 0)
+        .select("_pos", F.explode("_bids").alias("_bid"))
         .groupBy("_bid")
         .agg(F.array_sort(F.collect_list("_pos")).alias("_m"))
         .filter(F.size("_m") > 1)
@@ -468,7 +603,10 @@ def _clusters(
     (:func:`~neardup.engine.choose_kept`), and every usable row's decision."""
     from pyspark.sql import functions as F
 
-    components = connected_components(links, src="_pos", dst="_parent")
+    if run.stats["linked"] <= LOCAL_LINKS:
+        components = _components_here(run.spark, links)
+    else:
+        components = connected_components(links, src="_pos", dst="_parent")
     members = (
         docs.join(components.toDF("_pos", "_component"), "_pos", "left")
         .withColumn("_root", F.coalesce("_component", "_pos"))
@@ -489,10 +627,13 @@ def _clusters(
     if keep != "first":
         # a story keeps its longest or earliest document: a document it covers (the first of
         # the story, or one extending it) is a copy of that one
-        others = decided.filter(~F.col("_copy") & ~is_rep)
+        # the kept document may be a byte-identical copy (the earliest, say): it has no
+        # sketch of its own, its first copy's is the same
+        kept_first = docs.select(F.col("_pos").alias("_kept"), F.col("_first").alias("_kf"))
+        others = decided.filter(~F.col("_copy") & ~is_rep).join(kept_first, "_kept")
         rescored = verify_pairs(
             run.spark,
-            others.select(F.col("_pos").alias("j"), F.col("_kept").alias("i")),
+            others.select(F.col("_pos").alias("j"), F.col("_kf").alias("i")),
             sketches,
             None,
             run.cfg,
@@ -561,6 +702,22 @@ def _clusters(
     run.stats["kept"] = clusters.filter(F.col("duplicate_of").isNull()).count()
     run.stats["duplicates"] = run.stats["documents"] - run.stats["kept"]
     return clusters
+
+
+def _components_here(spark: SparkSession, links: DataFrame) -> DataFrame:
+    """The components of a few million links at most, on the driver: each document links
+    to an earlier one, so :func:`~neardup.engine.roots` resolves them in one pass
+    (``node, component``: the component's first document, as
+    :func:`~neardup.spark.graph.connected_components` names it)."""
+    import pyarrow as pa
+
+    pos, parent = columns(links.select("_pos", "_parent"), ["_pos", "_parent"])
+    nodes = np.unique(np.concatenate([pos, parent]))
+    up = np.full(len(nodes), -1, dtype=np.int64)
+    up[np.searchsorted(nodes, pos)] = np.searchsorted(nodes, parent)
+    root = nodes[np.asarray(roots(up.tolist()), dtype=np.int64)]
+    table = pa.table({"node": pa.array(nodes, pa.int64()), "component": pa.array(root, pa.int64())})
+    return frame_of(spark, table)
 
 
 def _kept_batches(keep: KeepPolicy) -> BatchFn:
