@@ -50,6 +50,7 @@ from twisted.internet.defer import Deferred
 from .deduper import Decision, Deduper
 from .engine import DedupConfig
 from .errors import ConfigError, InputError, StoreError
+from .records import no_text
 from .records.extract import main_text_extractor
 from .settings import coerce_setting, make_config
 from .store import redacted
@@ -442,7 +443,7 @@ class NearDupPipeline:
         else:
             value = adapter.get(self.text_field)
             text = _text_value(value)
-            if text is None or not text.strip():
+            if text is None or not text.strip() or no_text(text):
                 what = "is missing" if value is None else f"holds no text ({value!r:.40})"
                 return Unusable("no_text", f"{ident}: field {self.text_field!r} {what}")
         title = None
@@ -664,7 +665,7 @@ class Worker:
                 except Exception as exc:  # a broken page must not stop the others
                     out[i] = Unusable("extract", f"{shown_id(job.id)}: {exc!r}")
                     continue
-                if not text or not text.strip():
+                if not text or not text.strip() or no_text(text):
                     out[i] = Unusable(
                         "no_text", f"{shown_id(job.id)}: no main text found in its HTML"
                     )

@@ -17,6 +17,7 @@ pytest.importorskip("pyarrow")
 from neardup.cli import main
 from neardup.deduper import dedup_batch
 from neardup.errors import MissingDependencyError
+from neardup.records.document import NO_TEXT
 from neardup.spark import connected_components, dedup, require_pyspark, spark_session
 
 # -- fixtures --------------------------------------------------------------------------------
@@ -212,6 +213,8 @@ def test_bad_rows_are_reported_not_dropped(spark: Any) -> None:
         ("a", STORY_ZH),  # repeated: the first usable row keeps the id
         ("e", STORY_EN + " Updated."),
         ("b", STORY_ZH),  # the first "b" was unusable, so this one may use it
+        ("f", "<p></p>&nbsp;\u200b"),  # nothing once normalized, as the local readers say
+        ("g", "&lt;p&gt;"),  # escaped markup is text
     ]
     result = dedup(spark.createDataFrame(rows, "id string, text string"))
     errors = {r["position"]: (r["id"], r["reason"]) for r in result.errors.collect()}
@@ -221,11 +224,12 @@ def test_bad_rows_are_reported_not_dropped(spark: Any) -> None:
         3: ("d", "'text' is only whitespace"),
         4: (None, "'id' is null"),
         5: ("a", "repeated id 'a', first on position 0"),
+        8: ("f", f"'text' {NO_TEXT}"),
     }
     positions = {r["position"] for r in result.clusters.collect()} | set(errors)
     assert positions == set(range(len(rows)))
     got = spark_decisions(result)
-    assert sorted(got) == ["a", "b", "e"]
+    assert sorted(got) == ["a", "b", "e", "g"]
     assert got["e"][1] == "a"
 
 

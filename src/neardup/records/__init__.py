@@ -22,7 +22,16 @@ reported with its line and the reason, and the run goes on.
 from __future__ import annotations
 
 from ..times import parse_timestamp
-from .document import BadRecord, Document, Fields, RecordChecker, json_line, read_id
+from .document import (
+    NO_TEXT,
+    BadRecord,
+    Document,
+    Fields,
+    RecordChecker,
+    json_line,
+    no_text,
+    read_id,
+)
 from .readers import FOLDER_SUFFIXES, FORMATS, Format, RecordReader, detect_format, read_records
 from .sources import Part, resolve
 from .streams import DEFAULT_MAX_RECORD, format_size, parse_size
@@ -32,6 +41,7 @@ __all__ = [
     "DEFAULT_MAX_RECORD",
     "FOLDER_SUFFIXES",
     "FORMATS",
+    "NO_TEXT",
     "BadRecord",
     "Document",
     "Fields",
@@ -45,6 +55,7 @@ __all__ = [
     "detect_format",
     "format_size",
     "json_line",
+    "no_text",
     "parse_size",
     "parse_timestamp",
     "read_id",

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictStr, field_validator
 
 from ..errors import InputError
-from ..records import parse_timestamp
+from ..records import NO_TEXT, no_text, parse_timestamp
 
 #: The most documents ``POST /v1/documents:batch`` takes at once.
 MAX_BATCH = 1000
@@ -77,6 +77,17 @@ class DocumentIn(BaseModel):
     @classmethod
     def _unicode(cls, value: str | None) -> str | None:
         return None if value is None else _no_surrogates(value)
+
+    @field_validator("text")
+    @classmethod
+    def _some_text(cls, value: str) -> str:
+        """As ``neardup dedup`` reads records: a text of only whitespace, or nothing once
+        normalized (markup, ``&nbsp;``, U+200B), is no document."""
+        if not value.strip():
+            raise ValueError("is only whitespace")
+        if no_text(value):
+            raise ValueError(NO_TEXT)
+        return value
 
     @field_validator("timestamp", mode="before")
     @classmethod

@@ -119,6 +119,24 @@ def blank(text: Column) -> Column:
     return F.length(F.regexp_replace(text, r"(?U)\s+", "")) == 0
 
 
+def holds_no_text(text: Column) -> Column:
+    """Whether a string is nothing once normalized (``neardup.records.document.no_text``: only
+    markup, character references or invisible characters), the local readers' rule."""
+    import pandas as pd
+    from pyspark.sql import functions as F
+
+    from ..records.document import no_text
+
+    def nothing(texts: pd.Series) -> pd.Series:
+        return texts.map(lambda t: isinstance(t, str) and no_text(t)).astype(bool)
+
+    # PySpark reads the kind of UDF from the hints, which this module's annotations leave as
+    # strings: give it the types themselves
+    nothing.__annotations__ = {"texts": pd.Series, "return": pd.Series}
+    udf = F.pandas_udf(nothing, "boolean")  # type: ignore[attr-defined]
+    return udf(text)  # type: ignore[no-any-return]
+
+
 def column(df: DataFrame, name: str) -> I64:
     """One integer column of a (small) frame as a numpy array, through Arrow."""
     return columns(df, [name])[0]

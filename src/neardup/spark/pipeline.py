@@ -35,6 +35,7 @@ import numpy as np
 from ..engine import IDENTICAL, DedupConfig, KeepPolicy, check_keep, choose_kept, roots
 from ..errors import ConfigError
 from ..index.lsh import bucket_pairs
+from ..records.document import NO_TEXT
 from ..timing import Stages
 from .columns import (
     SKETCH_SCHEMA,
@@ -43,6 +44,7 @@ from .columns import (
     blank,
     columns,
     frame_of,
+    holds_no_text,
     sketch_batches,
     sorted_rows,
 )
@@ -156,6 +158,7 @@ def checked(
             F.when(text.isNull(), F.lit(f"{text_col!r} is null"))
             .when(F.length(text) == 0, F.lit(f"{text_col!r} is empty"))
             .when(blank(text), F.lit(f"{text_col!r} is only whitespace"))
+            .when(holds_no_text(text), F.lit(f"{text_col!r} {NO_TEXT}"))
         )
         text_value = text
     else:
