@@ -12,7 +12,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from importlib.resources import as_file, files
-from typing import cast
+from typing import TypeAlias, cast
 
 from . import __version__
 from .compare import Comparison, DedupView, compare
@@ -596,6 +596,9 @@ def _check_store(args: argparse.Namespace) -> int:
     return 1
 
 
+#: The subcommands of the parser (argparse names the type only privately).
+_Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+
 _VACUUM_HELP = (
     "then rewrite a SQLite file compactly (VACUUM), for a file written before neardup gave "
     "space back as it goes"
@@ -610,7 +613,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"neardup {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
+    _add_compare(sub)
+    _add_dedup(sub)
+    _add_store(sub)
+    service_cli.add_parser(sub)
+    return parser
 
+
+def _add_compare(sub: _Subparsers) -> None:
+    """``neardup compare A B``."""
     p = sub.add_parser("compare", help="every measure for two texts, with their shared passages")
     p.add_argument("a", help="a text; @path reads a file, - reads standard input")
     p.add_argument("b", help="the other text, the same way")
@@ -621,6 +632,9 @@ def build_parser() -> argparse.ArgumentParser:
     store_options(p, default=" (the default: no chrome learned)")
     p.set_defaults(func=_cmd_compare)
 
+
+def _add_dedup(sub: _Subparsers) -> None:
+    """``neardup dedup INPUT ...``: its groups of options, each added by its own function."""
     d = sub.add_parser(
         "dedup",
         help="keep one copy of each story in a crawl; say where every other copy went",
@@ -642,7 +656,29 @@ def build_parser() -> argparse.ArgumentParser:
         help="run on the built-in sample (Chinese and English news with their reprints) and "
         "print each story with the duplicates merged into it; needs no INPUT",
     )
-    g = d.add_argument_group("outputs")
+    _dedup_outputs(d.add_argument_group("outputs"))
+    _dedup_input(d.add_argument_group("input"))
+    _dedup_matching(
+        d.add_argument_group(
+            "matching",
+            "Every setting can also be given as --set NAME=VALUE or in a TOML file (--config); "
+            "the named flags win over --set, which wins over the file.",
+        )
+    )
+    _dedup_store(
+        d.add_argument_group(
+            "store",
+            "Remember what was seen, across runs and processes: each record is compared with "
+            "everything stored by earlier runs (or by other processes at the same time), then "
+            "added. Decisions are the streaming ones (the first copy of each story is kept).",
+        )
+    )
+    _dedup_display(d.add_argument_group("display"))
+    d.set_defaults(func=_cmd_dedup)
+
+
+def _dedup_outputs(g: argparse._ArgumentGroup) -> None:
+    """The outputs of ``neardup dedup`` and what ends a run."""
     g.add_argument("-o", "--output", metavar="UNIQUE", help="write the kept records here")
     g.add_argument(
         "--clusters", metavar="CLUSTERS", help="write one JSON line per usable record here"
@@ -674,7 +710,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="exit with status 4 when more records than this are errors: a count, or a "
         "percentage of the records read (5%%)",
     )
-    g = d.add_argument_group("input")
+
+
+def _dedup_input(g: argparse._ArgumentGroup) -> None:
+    """How ``neardup dedup`` reads its inputs."""
     g.add_argument(
         "--format",
         choices=FORMATS,
@@ -698,11 +737,10 @@ def build_parser() -> argparse.ArgumentParser:
             default=getattr(defaults, part),
             help=f"the field or CSV column holding the {part} (default: %(default)s)",
         )
-    g = d.add_argument_group(
-        "matching",
-        "Every setting can also be given as --set NAME=VALUE or in a TOML file (--config); "
-        "the named flags win over --set, which wins over the file.",
-    )
+
+
+def _dedup_matching(g: argparse._ArgumentGroup) -> None:
+    """The settings of ``neardup dedup`` that decide what matches."""
     for name, metavar, what in _NAMED_SETTINGS:
         g.add_argument(
             f"--{name.replace('_', '-')}",
@@ -774,12 +812,10 @@ def build_parser() -> argparse.ArgumentParser:
         "Parquet from the executors, in parts, instead of through this process (for outputs "
         "too big for one machine); -o DIR/ (a path ending in /) says the same",
     )
-    g = d.add_argument_group(
-        "store",
-        "Remember what was seen, across runs and processes: each record is compared with "
-        "everything stored by earlier runs (or by other processes at the same time), then "
-        "added. Decisions are the streaming ones (the first copy of each story is kept).",
-    )
+
+
+def _dedup_store(g: argparse._ArgumentGroup) -> None:
+    """The store of ``neardup dedup``: what earlier runs saw."""
     store_options(g)
     g.add_argument(
         "--window",
@@ -794,7 +830,10 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="records decided and committed to the store together (default: %(default)s)",
     )
-    g = d.add_argument_group("display")
+
+
+def _dedup_display(g: argparse._ArgumentGroup) -> None:
+    """What ``neardup dedup`` shows while it runs."""
     g.add_argument(
         "--progress",
         choices=("auto", "on", "off", "json"),
@@ -805,8 +844,10 @@ def build_parser() -> argparse.ArgumentParser:
         "error is a terminal)",
     )
     g.add_argument("-q", "--quiet", action="store_true", help="print no progress and no summary")
-    d.set_defaults(func=_cmd_dedup)
 
+
+def _add_store(sub: _Subparsers) -> None:
+    """``neardup store ACTION``."""
     st = sub.add_parser(
         "store",
         help="look after a store: stats, check, prune old documents, delete documents",
@@ -844,8 +885,6 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("ids", nargs="+", metavar="ID")
     a.add_argument("--vacuum", action="store_true", help=_VACUUM_HELP)
     st.set_defaults(func=_cmd_store)
-    service_cli.add_parser(sub)
-    return parser
 
 
 def _progress_flags(argv: list[str]) -> list[str]:
