@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from ..engine import DedupConfig, make_sketches, text_key
+from ..engine import LIGHT_BITS as ENGINE_LIGHT_BITS
+from ..engine import DedupConfig, light, make_sketches, text_key
 from ..engine.codec import COLUMNS, to_columns
 from ..hashing import signed64
 from ..index.lsh import bucket_ids
@@ -35,8 +36,9 @@ I64 = npt.NDArray[np.int64]
 Batches = Iterable["pa.RecordBatch"]
 BatchFn = Callable[[Batches], Iterator["pa.RecordBatch"]]
 
-#: Bits of each MinHash value kept for the cheap prefilter pass (a superset of its passes).
-LIGHT_BITS = 16
+#: Bits of each MinHash value kept for the cheap prefilter pass (a superset of its passes)
+#: and the ranking of candidates: the engine's (:func:`~neardup.engine.light`).
+LIGHT_BITS = ENGINE_LIGHT_BITS
 
 #: A sketched document: its position, the hash of its exact text, its length in characters,
 #: the engine's sketch columns (prefixed ``_``), its bucket ids and the light signature.
@@ -54,7 +56,6 @@ def sketch_batches(cfg: DedupConfig) -> BatchFn:
         import pyarrow as pa
 
         schema = arrow_schema(SKETCH_SCHEMA)
-        mask = np.uint64((1 << LIGHT_BITS) - 1)
         for batch in batches:
             if batch.num_rows == 0:
                 continue
@@ -72,7 +73,7 @@ def sketch_batches(cfg: DedupConfig) -> BatchFn:
                 [] if s.is_empty else bucket_ids(s.bands).ravel().view(np.int64).tolist()
                 for s in made
             ]
-            out["_light"] = [(s.signature & mask).astype("<u2").tobytes() for s in made]
+            out["_light"] = [light(s.signature).astype("<u2").tobytes() for s in made]
             yield pa.RecordBatch.from_pydict(out, schema=schema)
 
     return run
