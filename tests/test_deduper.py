@@ -283,14 +283,44 @@ def test_synthetic_stories_never_merge(seed: int, lang: str) -> None:
         DedupConfig(common_after=0, threshold=0.8),
         DedupConfig(lsh_params=(32, 4), short_units=0),
         DedupConfig(num_perm=64, cjk_width=3, word_width=5),
+        DedupConfig(max_verify=1),
+        DedupConfig(max_verify=2, bucket_cap=3),
     ],
-    ids=["cap1", "cap2-common2", "no-common", "bands32x4", "perm64-narrow"],
+    ids=["cap1", "cap2-common2", "no-common", "bands32x4", "perm64-narrow", "verify1", "verify2"],
 )
 @pytest.mark.parametrize("lang", ["zh", "en", "mixed"])
 def test_synthetic_batch_equals_stream_under_other_configs(cfg: DedupConfig, lang: str) -> None:
     """Batch equals streaming with small bucket caps, common counting on or off, other bands."""
     ids, texts = corpus(7, lang)
     assert_batch_equals_stream(ids, texts, cfg)
+
+
+def reprinted(n: int, seed: int = 3) -> tuple[list[str], list[str]]:
+    """One story and ``n`` copies of it, each with a different sentence dropped (none
+    byte-identical), between other stories."""
+    rng = random.Random(seed)
+    sentences = [zh_sentence(rng) for _ in range(n + 4)]
+    ids, texts = ["story"], ["".join(sentences)]
+    for k in range(n):
+        ids += [f"copy{k}", f"other{k}"]
+        texts += [
+            "".join(s for m, s in enumerate(sentences) if m != k),
+            "".join(zh_sentence(rng) for _ in range(6)),
+        ]
+    return ids, texts
+
+
+@pytest.mark.parametrize("max_verify", [1, 2, 8])
+def test_bounded_verification_of_a_story_reprinted_many_times(max_verify: int) -> None:
+    """A story copied 40 times: however few candidates each copy is verified against, every
+    copy is dropped into the story's cluster, and batch decides as streaming does."""
+    ids, texts = reprinted(40)
+    cfg = DedupConfig(max_verify=max_verify)
+    for d in assert_batch_equals_stream(ids, texts, cfg):
+        if d.id.startswith("copy"):
+            assert d.is_duplicate and d.cluster == "story"
+        else:
+            assert not d.is_duplicate and d.cluster == d.id
 
 
 @pytest.mark.parametrize("lang", ["zh", "en", "mixed"])

@@ -30,15 +30,18 @@ from .engine import (
     DedupConfig,
     KeepPolicy,
     Sketch,
+    alike,
     best_match,
     check_keep,
     choose_kept,
     counts_as_story,
     evidence,
+    light,
     make_sketches,
-    may_verify,
+    may_verify_counts,
     roots,
     text_key,
+    to_verify,
     verify,
 )
 from .engine.codec import Packed, pack, unpack
@@ -143,7 +146,7 @@ class BatchRun:
         # the live documents sketched so far (positions increasing), for the prefilter
         self._known = 0
         self._positions = np.zeros(0, dtype=np.int64)
-        self._sigs = np.zeros((0, cfg.num_perm), dtype=np.uint64)
+        self._light = np.zeros((0, cfg.num_perm), dtype=np.uint16)
         self._vocab_sizes = np.zeros(0, dtype=np.int64)
         self._units = np.zeros(0, dtype=np.int64)
         self.timings = Stages()
@@ -307,10 +310,14 @@ class BatchRun:
         self._remember(live)
         t2 = time.perf_counter()
         self.timings.add("candidates", t2 - t1)
-        if len(pairs):  # the MinHash prefilter on every pair at once; verify repeats it
-            pairs = pairs[
-                may_verify(self._figures(pairs[:, 1]), self._figures(pairs[:, 0]), self.cfg)
-            ]
+        if len(pairs):
+            # the MinHash prefilter on the light signatures of every pair at once (verify
+            # repeats it on the full ones), then each document's most alike candidates
+            later, earlier = self._figures(pairs[:, 1]), self._figures(pairs[:, 0])
+            likeness = alike(later[0], earlier[0])
+            passed = may_verify_counts(likeness, *later[1:], *earlier[1:], self.cfg)
+            pairs, likeness = pairs[passed], likeness[passed]
+            pairs = pairs[to_verify(pairs[:, 1], pairs[:, 0], likeness, self.cfg)]
         self.timings.add("verify", time.perf_counter() - t2)
         self._decide(frontier, pairs)
 
@@ -321,27 +328,27 @@ class BatchRun:
             self.sketches.extend([filler] * (frontier - len(self.sketches)))
 
     def _remember(self, live: list[int]) -> None:
-        """Keep the signatures, vocabulary sizes and units of new documents in arrays, for
-        the prefilter over all of a chunk's pairs at once."""
+        """Keep the light signatures, vocabulary sizes and units of new documents in arrays,
+        for the prefilter and the verification bound over all of a chunk's pairs at once."""
         n, more = self._known, len(live)
         if n + more > len(self._positions):
             size = max(2 * len(self._positions), n + more, 1024)
             self._positions = np.resize(self._positions, size)
-            self._sigs = np.resize(self._sigs, (size, self.cfg.num_perm))
+            self._light = np.resize(self._light, (size, self.cfg.num_perm))
             self._vocab_sizes = np.resize(self._vocab_sizes, size)
             self._units = np.resize(self._units, size)
         sks = [self.sketches[i] for i in live]
         self._positions[n : n + more] = live
         if more:
-            self._sigs[n : n + more] = np.stack([sk.signature for sk in sks])
+            self._light[n : n + more] = light(np.stack([sk.signature for sk in sks]))
         self._vocab_sizes[n : n + more] = [len(sk.vocab) for sk in sks]
         self._units[n : n + more] = [sk.n_units for sk in sks]
         self._known = n + more
 
     def _figures(self, positions: I64) -> tuple[np.ndarray, I64, I64]:
-        """Signatures, vocabulary sizes and units of documents already remembered."""
+        """Light signatures, vocabulary sizes and units of documents already remembered."""
         rows = np.searchsorted(self._positions[: self._known], positions)
-        return self._sigs[rows], self._vocab_sizes[rows], self._units[rows]
+        return self._light[rows], self._vocab_sizes[rows], self._units[rows]
 
     def _frontier(self) -> int:
         """The first document that cannot be decided yet: the first original not sketched."""

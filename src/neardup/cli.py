@@ -754,7 +754,7 @@ def _dedup_matching(g: argparse._ArgumentGroup) -> None:
         metavar="NAME=VALUE",
         help="set any DedupConfig setting (threshold, fragment_ratio, prefilter, common_after, "
         "title_threshold, short_units, lsh_threshold, num_perm, lsh_params, bucket_cap, "
-        "cjk_width, word_width, normalize, strip_boilerplate, normalizer.html|width|case|"
+        "max_verify, cjk_width, word_width, normalize, strip_boilerplate, normalizer.html|width|case|"
         "whitespace|script); again for more",
     )
     g.add_argument(

@@ -24,6 +24,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Union, cast
 
+import numpy as np
+
 from .batch import BatchResult, dedup_batch
 from .engine import (
     CommonShingles,
@@ -31,14 +33,18 @@ from .engine import (
     DedupConfig,
     KeepPolicy,
     Sketch,
+    alike,
     best_match,
     bucket_keys,
     counts_as_story,
     evidence,
+    light,
     make_sketches,
+    may_verify_counts,
     shared_text,
     store_fingerprint,
     text_key,
+    to_verify,
 )
 from .errors import ConfigError, InputError
 from .store import BandKey, Entry, NewEntry, Store, open_store
@@ -401,6 +407,29 @@ class Deduper:
             self.retries += 1
             time.sleep(min(0.05, 0.001 * attempt) * random.random())
 
+    def _to_verify(self, sk: Sketch, cands: dict[str, int], pool: dict[str, Sketch]) -> list[str]:
+        """The candidates (with their sequence numbers) a document is verified against,
+        earliest first: those the prefilter passes on the light signatures, at most
+        ``max_verify``, the most alike (:func:`~neardup.engine.to_verify`), as the batch
+        run picks them."""
+        keys = sorted(cands, key=cands.__getitem__)
+        if not keys:
+            return keys
+        others = [pool[k] for k in keys]
+        likeness = alike(light(sk.signature), light(np.stack([o.signature for o in others])))
+        n = len(keys)
+        passed = may_verify_counts(
+            likeness,
+            np.full(n, len(sk.vocab), dtype=np.int64),
+            np.full(n, sk.n_units, dtype=np.int64),
+            np.array([len(o.vocab) for o in others], dtype=np.int64),
+            np.array([o.n_units for o in others], dtype=np.int64),
+            self.config,
+        )
+        rows = np.flatnonzero(passed)
+        chosen = to_verify(np.zeros(len(rows), dtype=np.int64), rows, likeness[rows], self.config)
+        return [keys[r] for r in rows[chosen].tolist()]
+
     def _in_window(self, a: float, b: float) -> bool:
         return self.window is None or abs(a - b) <= self.window
 
@@ -481,7 +510,7 @@ class Deduper:
                 for seq, doc_id, ts in (*stored.get(bk, ()), *local.get(bk, ())):
                     if doc_id not in cands and self._in_window(ts, t) and doc_id in pool:
                         cands[doc_id] = seq
-            order = sorted(cands, key=cands.__getitem__)
+            order = self._to_verify(sk, cands, pool)
             found = best_match(sk, ((k, pool[k]) for k in order), cfg, self._common)
             story = counts_as_story(found)
             if found is None:

@@ -17,13 +17,16 @@ from neardup.engine import (
     CommonShingles,
     DedupConfig,
     Sketch,
+    alike,
     distinct,
     distinct_with_index,
     estimated_containment,
+    light,
     make_sketch,
     make_sketches,
     may_verify,
     required,
+    to_verify,
     verify,
 )
 from neardup.errors import ConfigError
@@ -596,6 +599,7 @@ def test_config_validation(kwargs: dict[str, object], message: str) -> None:
     [
         pytest.param({"num_perm": 100}, id="num_perm"),
         pytest.param({"bucket_cap": 0}, id="bucket_cap"),
+        pytest.param({"max_verify": 0}, id="max_verify"),
     ],
 )
 def test_config_validation_at_construction(kwargs: dict[str, object]) -> None:
@@ -658,3 +662,52 @@ def test_placement_equals_its_definition(seed: int, chrome: int) -> None:
         codes = a.vocab[rng.sample(range(len(a.vocab)), min(len(a.vocab), chrome * 7))]
         common.add(codes)
     assert tuple(placement(a, b, CFG, common)) == _painted_placement(a, b, CFG, common)
+
+
+# -- which candidates are verified ----------------------------------------------------------------
+
+
+def naive_to_verify(
+    later: list[int], earlier: list[int], likeness: list[float], k: int
+) -> list[bool]:
+    """Each later document's k most alike pairs, the earliest on ties, by sorting each group."""
+    chosen: set[int] = set()
+    for j in set(later):
+        rows = [r for r in range(len(later)) if later[r] == j]
+        rows.sort(key=lambda r: (-likeness[r], earlier[r]))
+        chosen.update(rows[:k])
+    return [r in chosen for r in range(len(later))]
+
+
+@given(
+    st.lists(
+        st.tuples(st.integers(5, 9), st.integers(0, 4), st.sampled_from([0.0, 0.25, 0.5, 1.0])),
+        max_size=40,
+        unique_by=lambda t: (t[0], t[1]),
+    ),
+    st.integers(1, 4),
+)
+@settings(max_examples=200, deadline=None)
+def test_to_verify_matches_a_naive_reference(rows: list[tuple[int, int, float]], k: int) -> None:
+    """to_verify keeps each later document's max_verify most alike pairs, earliest on ties."""
+    later, earlier, likeness = ([r[n] for r in rows] for n in range(3))
+    got = to_verify(
+        np.array(later, dtype=np.int64),
+        np.array(earlier, dtype=np.int64),
+        np.array(likeness, dtype=np.float64),
+        dataclasses.replace(CFG, max_verify=k),
+    )
+    assert got.tolist() == naive_to_verify(later, earlier, likeness, k)
+
+
+def test_light_likeness_is_at_least_the_full_one() -> None:
+    """Equal full MinHash values are equal in their light bits, so the prefilter on the light
+    likeness passes every pair the full one passes."""
+    rng = np.random.default_rng(5)
+    a = rng.integers(0, 2**63, size=(50, 128), dtype=np.uint64)
+    b = np.where(
+        rng.random((50, 128)) < 0.5, a, rng.integers(0, 2**63, size=(50, 128), dtype=np.uint64)
+    )
+    full = np.count_nonzero(a == b, axis=1) / 128
+    assert np.all(alike(light(a), light(b)) >= full)
+    assert alike(light(a[0]), light(b)).shape == (50,)

@@ -8,8 +8,9 @@ import pytest
 pytest.importorskip("fastapi")
 pytest.importorskip("schemathesis")
 import schemathesis
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, assume, settings
 
+from neardup.records import no_text
 from neardup.service import create_app
 
 KEY = "schema-test-key"
@@ -21,8 +22,19 @@ schema = schemathesis.openapi.from_asgi("/openapi.json", app)
 @schema.parametrize()
 @settings(max_examples=40, suppress_health_check=list(HealthCheck), deadline=None)
 def test_every_operation_conforms_to_the_openapi_document(case: schemathesis.Case) -> None:
-    """Generated requests get documented statuses, JSON bodies of the documented shapes."""
+    """Generated requests get documented statuses, JSON bodies of the documented shapes.
+    (A text that is nothing once normalized, such as ``<b>\u200b</b>``, matches the
+    schema's pattern yet is refused, as its description says: no schema can tell.)"""
+    assume(not any(no_text(t) for t in _texts(case.body)))
     case.call_and_validate(headers={"Authorization": f"Bearer {KEY}"})
+
+
+def _texts(body: object) -> list[str]:
+    """The documents' texts a generated body holds (of one document or of a batch)."""
+    if not isinstance(body, dict):
+        return []
+    docs = body.get("documents") if isinstance(body.get("documents"), list) else [body]
+    return [d["text"] for d in docs if isinstance(d, dict) and isinstance(d.get("text"), str)]
 
 
 def test_the_openapi_document_lists_every_endpoint() -> None:

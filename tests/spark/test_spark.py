@@ -16,6 +16,7 @@ pytest.importorskip("pyarrow")
 
 from neardup.cli import main
 from neardup.deduper import dedup_batch
+from neardup.engine import DedupConfig
 from neardup.errors import MissingDependencyError
 from neardup.records.document import NO_TEXT
 from neardup.spark import connected_components, dedup, require_pyspark, spark_session
@@ -125,6 +126,23 @@ def test_sample_same_decisions_as_local(spark: Any) -> None:
     assert spark_decisions(result) == local_decisions(
         [r["id"] for r in rows], [r["text"] for r in rows]
     )
+
+
+def test_bounded_verification_same_decisions_as_local(spark: Any) -> None:
+    """A story copied 30 times and the sample, each document verified against one candidate
+    or two (max_verify): the local decisions."""
+    from tests.test_deduper import reprinted
+
+    ids, texts = reprinted(30)
+    rows = sample_rows()
+    ids += [r["id"] for r in rows]
+    texts += [r["text"] for r in rows]
+    frame = spark.createDataFrame(list(zip(ids, texts, strict=True)), "id string, text string")
+    for k in (1, 2):
+        cfg = DedupConfig(max_verify=k)
+        want = local_decisions(ids, texts, config=cfg)
+        assert spark_decisions(dedup(frame, config=cfg)) == want
+        assert sum(v[1] is not None for v in want.values()) >= 30
 
 
 @pytest.mark.parametrize("keep", ["first", "longest", "earliest"])

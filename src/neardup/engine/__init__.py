@@ -14,7 +14,8 @@ these functions, so they reach the same decisions. One document flows through:
 :mod:`.prefilter`       the MinHash estimate that skips hopeless candidates
 :mod:`.templates`       the template guard: shingles seen in many stories do not count
 :mod:`.verify`          coverage and its guards: a :class:`Verdict` on a pair
-:mod:`.decide`          best match, roots, which document each story keeps, evidence
+:mod:`.decide`          which candidates are verified, best match, roots, which document
+                        each story keeps, evidence
 ======================  =================================================================
 
 >>> cfg = DedupConfig()
@@ -31,16 +32,20 @@ from .candidates import BandKey, bucket_keys, text_key
 from .config import KEEP_POLICIES, DedupConfig, KeepPolicy, check_keep, store_fingerprint
 from .decide import (
     IDENTICAL,
+    LIGHT_BITS,
     Decision,
     Match,
+    alike,
     best_match,
     best_of,
     choose_kept,
     counts_as_story,
     evidence,
     identical,
+    light,
     roots,
     shared_text,
+    to_verify,
 )
 from .prefilter import estimated_containment, may_verify, may_verify_counts
 from .sketches import (
@@ -58,6 +63,7 @@ from .verify import Verdict, at_edges, coverage, required, verify
 __all__ = [
     "IDENTICAL",
     "KEEP_POLICIES",
+    "LIGHT_BITS",
     "MAX_VERIFY_CHARS",
     "BandKey",
     "CommonShingles",
@@ -69,6 +75,7 @@ __all__ = [
     "TemplateGuard",
     "TemplateTable",
     "Verdict",
+    "alike",
     "at_edges",
     "best_match",
     "best_of",
@@ -82,6 +89,7 @@ __all__ = [
     "estimated_containment",
     "evidence",
     "identical",
+    "light",
     "make_sketch",
     "make_sketches",
     "may_verify",
@@ -92,5 +100,6 @@ __all__ = [
     "shared_text",
     "store_fingerprint",
     "text_key",
+    "to_verify",
     "verify",
 ]

@@ -50,6 +50,10 @@ class DedupConfig:
     not count towards coverage (0 turns this off).
     ``lsh_threshold``: the Jaccard level the LSH bands are tuned to catch (low, because the
     verification, not the index, decides; excerpts have a low Jaccard but a high coverage).
+    ``bucket_cap``: an LSH bucket pairs only its first this many documents with later ones.
+    ``max_verify``: a document is verified against at most this many of its candidates,
+    the most alike first (:func:`~neardup.engine.to_verify`): what a story reprinted a
+    thousand times costs per copy.
     """
 
     threshold: float = 0.6
@@ -63,6 +67,7 @@ class DedupConfig:
     num_perm: int = 128
     lsh_params: tuple[int, int] | None = None
     bucket_cap: int = 100
+    max_verify: int = 8
     cjk_width: int = 5
     word_width: int = 9
     normalize: bool = True
@@ -86,6 +91,8 @@ class DedupConfig:
             raise ConfigError(f"num_perm must be a power of two between 1 and 4096, got {n}")
         if self.bucket_cap < 1:
             raise ConfigError(f"bucket_cap must be at least 1, got {self.bucket_cap}")
+        if self.max_verify < 1:
+            raise ConfigError(f"max_verify must be at least 1, got {self.max_verify}")
         _ = self.bands_rows  # validates the LSH parameters
 
     @property

@@ -1,8 +1,11 @@
 """Decisions: which earlier document a document matches best, which document of each story
 is kept, and the evidence a person reads.
 
-- A document is a duplicate of the earlier candidate that verifies with the highest score,
-  the earliest on ties (:func:`best_match` for one document, :func:`best_of` for many); a
+- A document is verified against at most ``DedupConfig.max_verify`` of its candidates, the
+  most alike on the MinHash values (:func:`to_verify`), so a story reprinted a thousand
+  times costs a bounded number of verifications per copy.
+- A document is a duplicate of the candidate verified that scores highest, the earliest
+  on ties (:func:`best_match` for one document, :func:`best_of` for many); a
   byte-identical copy is a duplicate of its first copy (:func:`identical`).
 - Each duplicate links to its match, which came earlier, so following the links from any
   document ends at the first document of its story (:func:`roots`).
@@ -36,18 +39,22 @@ from .verify import Verdict, verify
 
 __all__ = [
     "IDENTICAL",
+    "LIGHT_BITS",
     "MOSTLY_NEW",
     "Decision",
     "Match",
+    "alike",
     "best_match",
     "best_of",
     "choose_kept",
     "counts_as_story",
     "evidence",
     "identical",
+    "light",
     "roots",
     "shared_text",
     "stories",
+    "to_verify",
 ]
 
 I64 = npt.NDArray[np.int64]
@@ -125,15 +132,60 @@ class Match:
         return self.verdict.copy_score if self.verdict.is_copy else self.verdict.score
 
 
+#: The low bits of each MinHash value that rank a document's candidates (:func:`light`);
+#: Spark's light signatures hold exactly these bits.
+LIGHT_BITS = 16
+_LIGHT_MASK = np.uint64((1 << LIGHT_BITS) - 1)
+
+
+def light(signatures: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint16]:
+    """The low :data:`LIGHT_BITS` bits of MinHash values (a signature, or one a row)."""
+    out: npt.NDArray[np.uint16] = (np.asarray(signatures) & _LIGHT_MASK).astype(np.uint16)
+    return out
+
+
+def alike(a: npt.NDArray[np.uint16], b: npt.NDArray[np.uint16]) -> F64:
+    """How alike documents are, pair by pair (light signatures, one a row, or one signature
+    against many): the share of their light values that are equal. At least the share of
+    equal full values, so the prefilter on it passes every pair the full values pass."""
+    a2, b2 = np.atleast_2d(a), np.atleast_2d(b)
+    out: F64 = np.count_nonzero(a2 == b2, axis=1) / a2.shape[1]
+    return out
+
+
+def to_verify(later: I64, earlier: I64, likeness: F64, cfg: DedupConfig) -> npt.NDArray[np.bool_]:
+    """Which candidate pairs (``later``, ``earlier``: input positions; the pairs the
+    prefilter passes on ``likeness``, :func:`alike`) are verified: for each later document,
+    its ``cfg.max_verify`` most alike candidates, the earliest on ties. A story reprinted
+    a thousand times costs each copy a bounded number of verifications; they are then
+    verified earliest first (:func:`best_match`, :func:`best_of`).
+
+    >>> to_verify(np.array([9, 9, 9, 7]), np.array([1, 2, 3, 1]),
+    ...           np.array([0.5, 0.9, 0.5, 0.1]), DedupConfig(max_verify=2)).tolist()
+    [True, True, False, True]
+    """
+    later, earlier = np.asarray(later, dtype=np.int64), np.asarray(earlier, dtype=np.int64)
+    out = np.zeros(len(later), dtype=np.bool_)
+    if len(later) == 0:
+        return out
+    order = np.lexsort((earlier, -np.asarray(likeness, dtype=np.float64), later))
+    js = later[order]
+    starts = np.flatnonzero(np.concatenate(([True], js[1:] != js[:-1])))
+    rank = np.arange(len(js)) - np.repeat(starts, np.diff(np.append(starts, len(js))))
+    out[order] = rank < cfg.max_verify
+    return out
+
+
 def best_match(
     sketch: Sketch,
     candidates: Iterable[tuple[str, Sketch]],
     cfg: DedupConfig,
     guard: TemplateGuard | None,
 ) -> Match | None:
-    """What a document matches among earlier candidates (given earliest first): the one it
-    is a copy of with the highest copy score, else the same story with the highest score;
-    the earliest on ties; None when it matches none."""
+    """What a document matches among the earlier candidates it is verified against (given
+    earliest first, :func:`to_verify`): the one it is a copy of with the highest copy score,
+    else the same story with the highest score; the earliest on ties; None when it matches
+    none."""
     copy: Match | None = None
     same: Match | None = None
     for key, other in candidates:

@@ -54,7 +54,14 @@ class DocumentIn(BaseModel):
     ]
     text: Annotated[
         StrictStr,
-        Field(min_length=1, description="The text or HTML of the document."),
+        Field(
+            min_length=1,
+            description="The text or HTML of the document. A text of only whitespace, or "
+            "one that is nothing once normalized (only markup, character references like "
+            "&nbsp; or invisible characters like U+200B), is refused (422), as `neardup "
+            "dedup` makes it an error record.",
+            json_schema_extra={"pattern": r"\S"},  # checked, with its message, by _some_text
+        ),
     ]
     title: Annotated[
         StrictStr | None,

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from ..engine import DedupConfig, make_sketches, text_key
+from ..engine import LIGHT_BITS as ENGINE_LIGHT_BITS
+from ..engine import DedupConfig, light, make_sketches, text_key
 from ..engine.codec import COLUMNS, to_columns
 from ..index.lsh import bucket_ids
 
@@ -36,8 +37,9 @@ I64 = npt.NDArray[np.int64]
 Batches = Iterable["pa.RecordBatch"]
 BatchFn = Callable[[Batches], Iterator["pa.RecordBatch"]]
 
-#: Bits of each MinHash value kept for the cheap prefilter pass (a superset of its passes).
-LIGHT_BITS = 16
+#: Bits of each MinHash value kept for the cheap prefilter pass (a superset of its passes)
+#: and the ranking of candidates: the engine's (:func:`~neardup.engine.light`).
+LIGHT_BITS = ENGINE_LIGHT_BITS
 
 #: A document after the sketch stage: its position, the position of the first document
 #: with the same exact text (its own for a first copy), its length in characters, and for a
@@ -63,7 +65,6 @@ def sketch_batches(cfg: DedupConfig) -> BatchFn:
         import pyarrow as pa
 
         schema = arrow_schema(SKETCH_SCHEMA)
-        mask = np.uint64((1 << LIGHT_BITS) - 1)
         first_of: dict[int, int] = {}  # text key -> first position, in this partition
         for batch in batches:
             if batch.num_rows == 0:
@@ -84,7 +85,7 @@ def sketch_batches(cfg: DedupConfig) -> BatchFn:
                 out["_bids"][k] = (
                     [] if s.is_empty else bucket_ids(s.bands).ravel().view(np.int64).tolist()
                 )
-                out["_light"][k] = (s.signature & mask).astype("<u2").tobytes()
+                out["_light"][k] = light(s.signature).astype("<u2").tobytes()
             yield pa.RecordBatch.from_pydict(out, schema=schema)
 
     return run

@@ -9,8 +9,9 @@
    (:data:`~neardup.engine.IDENTICAL`).
 3. **candidates**: the members of each LSH bucket paired as the engine pairs them, bucket
    cap included (:func:`~neardup.index.lsh.bucket_pairs`).
-4. **verify**: the engine's prefilter on 16-bit signature prefixes (a superset of its
-   passes), then :func:`~neardup.engine.verify` on both sketches with the template guard
+4. **verify**: the engine's prefilter on the light signatures (the low 16 bits of each
+   MinHash value, a superset of its passes), each document's ``max_verify`` most alike
+   candidates (:func:`~neardup.engine.to_verify`), then :func:`~neardup.engine.verify` on both sketches with the template guard
    iterated to its fixed point (:mod:`neardup.spark.templates`), then each document's best
    match (:func:`~neardup.engine.best_of`).
 5. **clusters**: the connected components of the links (:mod:`neardup.spark.graph`) and the
@@ -51,7 +52,14 @@ from .columns import (
 from .graph import connected_components
 from .session import is_set, require_pyspark
 from .templates import guard_rows, pairs_at_risk, same_table, template_table
-from .verify import PAIR_SCHEMA, best_matches, prefilter_batches, verify_pairs
+from .verify import (
+    ALIKE_SCHEMA,
+    PAIR_SCHEMA,
+    best_matches,
+    prefilter_batches,
+    to_verify_batches,
+    verify_pairs,
+)
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -528,7 +536,9 @@ def _verify(
         passed = (
             pairs.join(light.toDF("i", "ni", "nvi", "li"), "i")
             .join(light.toDF("j", "nj", "nvj", "lj"), "j")
-            .mapInArrow(prefilter_batches(cfg), PAIR_SCHEMA)
+            .mapInArrow(prefilter_batches(cfg), ALIKE_SCHEMA)
+            .repartition(n_parts, "j")
+            .mapInArrow(to_verify_batches(cfg), PAIR_SCHEMA)
             .persist(run.disk)
         )
         stats["prefiltered_pairs"] = passed.count()

@@ -1,10 +1,11 @@
 """Verification on Spark: the engine's prefilter, ``verify`` and best match, on Arrow batches.
 
 Pairs are ``i`` (earlier) and ``j`` (later) input positions. The prefilter first runs on
-16-bit prefixes of the MinHash values (:data:`~neardup.spark.columns.LIGHT_BITS`), which
+the low 16 bits of the MinHash values (:data:`~neardup.spark.columns.LIGHT_BITS`), which
 can only agree more often than the full values, so it keeps a superset of the pairs the
 engine's prefilter keeps (:func:`~neardup.engine.may_verify_counts`); ``verify`` then
-applies the full one.
+applies the full one. Each later document is then verified against at most
+``max_verify`` of the pairs that pass, its most alike (:func:`~neardup.engine.to_verify`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,16 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from ..engine import DedupConfig, Sketch, TemplateTable, best_of, may_verify_counts, verify
+from ..engine import (
+    DedupConfig,
+    Sketch,
+    TemplateTable,
+    alike,
+    best_of,
+    may_verify_counts,
+    to_verify,
+    verify,
+)
 from ..engine.codec import from_row
 from ..engine.decide import stories
 from .columns import Batches, BatchFn, arrow_schema, sorted_rows
@@ -25,18 +35,22 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 __all__ = [
+    "ALIKE_SCHEMA",
     "LINK_SCHEMA",
     "PAIR_SCHEMA",
     "VERDICT_SCHEMA",
     "Table",
     "best_matches",
     "prefilter_batches",
+    "to_verify_batches",
     "verify_pairs",
 ]
 
 I64 = npt.NDArray[np.int64]
 
 PAIR_SCHEMA = "i long, j long, ni int, nj int"
+#: The pairs the prefilter passes, with how alike each pair is (:func:`~neardup.engine.alike`).
+ALIKE_SCHEMA = PAIR_SCHEMA + ", alike double"
 VERDICT_SCHEMA = (
     "i long, j long, score double, measure string, same boolean, copy double, is_copy boolean, "
     "repeated double"
@@ -55,7 +69,7 @@ def prefilter_batches(cfg: DedupConfig) -> BatchFn:
     def run(batches: Batches) -> Iterator[pa.RecordBatch]:
         import pyarrow as pa
 
-        schema = arrow_schema(PAIR_SCHEMA)
+        schema = arrow_schema(ALIKE_SCHEMA)
         for batch in batches:
             if batch.num_rows == 0:
                 continue
@@ -66,11 +80,33 @@ def prefilter_batches(cfg: DedupConfig) -> BatchFn:
             li = np.frombuffer(b"".join(batch.column("li").to_pylist()), dtype="<u2")
             lj = np.frombuffer(b"".join(batch.column("lj").to_pylist()), dtype="<u2")
             rows = batch.num_rows
-            agree = np.count_nonzero((li == lj).reshape(rows, -1), axis=1) / (len(li) // rows)
+            agree = alike(li.reshape(rows, -1), lj.reshape(rows, -1))
             keep = np.flatnonzero(may_verify_counts(agree, nvj, nj, nvi, ni, cfg))
             if len(keep):
                 out = batch.select(["i", "j", "ni", "nj"]).take(pa.array(keep))
-                yield pa.RecordBatch.from_arrays(list(out.columns), schema=schema)
+                cols = [*out.columns, pa.array(agree[keep])]
+                yield pa.RecordBatch.from_arrays(cols, schema=schema)
+
+    return run
+
+
+def to_verify_batches(cfg: DedupConfig) -> BatchFn:
+    """The ``mapInArrow`` function that keeps, of the pairs the prefilter passed (all of a
+    later document ``j``'s in one partition), those the engine verifies
+    (:func:`~neardup.engine.to_verify`: each document's ``max_verify`` most alike)."""
+
+    def run(batches: Batches) -> Iterator[pa.RecordBatch]:
+        import pyarrow as pa
+
+        cols = sorted_rows(batches, ["j", "i", "ni", "nj", "alike"])
+        if not cols:
+            return
+        j, i, ni, nj, agree = cols
+        keep = to_verify(j.astype(np.int64), i.astype(np.int64), agree.astype(np.float64), cfg)
+        yield pa.RecordBatch.from_arrays(
+            [pa.array(i[keep]), pa.array(j[keep]), pa.array(ni[keep]), pa.array(nj[keep])],
+            schema=arrow_schema(PAIR_SCHEMA),
+        )
 
     return run
 
