@@ -20,10 +20,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from .. import kernels
 from ..boilerplate import strip_boilerplate
 from ..index.lsh import band_keys
-from ..shingling import pack_codes, shingle_hashes
-from ..sketch.minhash import minhash_batch
+from ..shingling import astral_words, pack_codes, shingle_hashes, unit_classes
+from ..sketch.minhash import check_num_perm, minhash_batch
 from .config import DedupConfig
 
 __all__ = [
@@ -108,7 +109,9 @@ def distinct_with_index(codes: U32) -> tuple[U32, npt.NDArray[np.integer[Any]]]:
 
 def figures(text: str) -> frozenset[str]:
     """The figures of a text (two or more characters), leaving out years and dates."""
-    return frozenset(f for f, _ in figures_at(text))
+    return frozenset(
+        f for f in set(_NUMBER.findall(text)) if len(f) >= 2 and not _YEAR_OR_DATE.fullmatch(f)
+    )
 
 
 def figures_at(text: str) -> list[tuple[str, int]]:
@@ -121,8 +124,19 @@ def figures_at(text: str) -> list[tuple[str, int]]:
 
 
 def make_sketches(texts: Sequence[str], cfg: DedupConfig) -> list[Sketch]:
-    """Sketch many documents at once (MinHash and band keys vectorized over the batch)."""
+    """Sketch many documents at once: with the compiled kernels when they pay
+    (:mod:`neardup.kernels`), else with numpy (MinHash and band keys vectorized over the
+    batch); both give the same sketches, bit for bit."""
     prepared = [prepare(t, cfg) for t in texts]
+    chars = sum(map(len, prepared))
+    if kernels.wanted(chars):
+        return _compiled_sketches(prepared, cfg)
+    kernels.work_done(chars)
+    return _numpy_sketches(prepared, cfg)
+
+
+def _numpy_sketches(prepared: Sequence[str], cfg: DedupConfig) -> list[Sketch]:
+    """:func:`make_sketches` of prepared texts with numpy: the reference."""
     feats = [
         shingle_hashes(t, cjk_width=cfg.cjk_width, word_width=cfg.word_width) for t in prepared
     ]
@@ -143,6 +157,47 @@ def make_sketches(texts: Sequence[str], cfg: DedupConfig) -> list[Sketch]:
             vocab_index=vocabs[i][1],
         )
         for i, (p, f) in enumerate(zip(prepared, feats, strict=True))
+    ]
+
+
+def _compiled_sketches(prepared: Sequence[str], cfg: DedupConfig) -> list[Sketch]:
+    """:func:`make_sketches` of prepared texts with the compiled kernel: one pass over all
+    their code points gives every shingle code, signature and vocabulary."""
+    check_num_perm(cfg.num_perm)
+    n = len(prepared)
+    cp = np.frombuffer("".join(prepared).encode("utf-32-le", "surrogatepass"), dtype="<u4")
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum([len(p) for p in prepared], out=offsets[1:])
+    room = len(cp) + n  # at most one shingle per unit, or one for a text without any
+    units = np.empty(n, dtype=np.int64)
+    counts = np.empty(n + 1, dtype=np.int64)
+    codes = np.empty(room, dtype=np.uint32)
+    index = np.empty(room, dtype=np.int32)
+    vocab_counts = np.empty(n + 1, dtype=np.int64)
+    vocab = np.empty(room, dtype=np.uint32)
+    signatures = np.empty((n, cfg.num_perm), dtype=np.uint64)
+    kernels.load("_sketch").sketch_chunk(
+        cp, offsets, unit_classes(), astral_words(cp), cfg.cjk_width, cfg.word_width,
+        cfg.num_perm, units, counts, codes, index, vocab_counts, vocab, signatures,
+    )  # fmt: skip
+    b, r = cfg.bands_rows
+    keys = band_keys(signatures, b, r)
+    small = index.astype(np.uint16)  # the index of a text of at most 2^16 shingles
+    bounds, vbounds = counts.tolist(), vocab_counts.tolist()
+    return [
+        Sketch(
+            text=p[:MAX_VERIFY_CHARS],
+            shingles=codes[bounds[i] : bounds[i + 1]],
+            vocab=vocab[vbounds[i] : vbounds[i + 1]],
+            n_units=int(units[i]),
+            signature=signatures[i],
+            bands=keys[i],
+            numbers=figures(p),
+            vocab_index=(small if bounds[i + 1] - bounds[i] <= 1 << 16 else index)[
+                bounds[i] : bounds[i + 1]
+            ],
+        )
+        for i, p in enumerate(prepared)
     ]
 
 
