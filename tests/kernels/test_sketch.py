@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neardup.engine.config import DedupConfig
-from neardup.engine.sketches import _compiled_sketches, _numpy_sketches, prepare
+from neardup.engine.sketches import _compiled_sketches, _numpy_sketches, prepare_all
 
 from .strategies import TEXTS
 
@@ -17,7 +17,7 @@ pytest.importorskip("numba")
 
 def assert_same(texts: list[str], cfg: DedupConfig) -> None:
     """Both paths sketch ``texts`` (prepared as the engine does) identically."""
-    prepared = [prepare(t, cfg) for t in texts]
+    prepared = prepare_all(texts, cfg)
     for mine, ref in zip(
         _compiled_sketches(prepared, cfg), _numpy_sketches(prepared, cfg), strict=True
     ):

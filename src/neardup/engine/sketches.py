@@ -21,8 +21,9 @@ import numpy as np
 import numpy.typing as npt
 
 from .. import kernels
-from ..boilerplate import strip_boilerplate
+from ..boilerplate import strip_boilerplate, strip_boilerplate_all
 from ..index.lsh import band_keys
+from ..kernels import tables
 from ..shingling import astral_words, pack_codes, shingle_hashes, unit_classes
 from ..sketch.minhash import check_num_perm, minhash_batch
 from .config import DedupConfig
@@ -38,6 +39,7 @@ __all__ = [
     "make_sketches",
     "pack_codes",
     "prepare",
+    "prepare_all",
 ]
 
 U32 = npt.NDArray[np.uint32]
@@ -78,6 +80,16 @@ def prepare(text: str, cfg: DedupConfig) -> str:
     if cfg.strip_boilerplate:
         text = strip_boilerplate(text)
     return text
+
+
+def prepare_all(texts: Sequence[str], cfg: DedupConfig) -> list[str]:
+    """:func:`prepare` of each of ``texts`` (boilerplate found in one scan of them all)."""
+    if cfg.normalize:
+        normalizer = cfg.normalizer
+        texts = [normalizer(t) for t in texts]
+    if cfg.strip_boilerplate:
+        return strip_boilerplate_all(texts)
+    return list(texts)
 
 
 def distinct(codes: U32) -> U32:
@@ -127,7 +139,7 @@ def make_sketches(texts: Sequence[str], cfg: DedupConfig) -> list[Sketch]:
     """Sketch many documents at once: with the compiled kernels when they pay
     (:mod:`neardup.kernels`), else with numpy (MinHash and band keys vectorized over the
     batch); both give the same sketches, bit for bit."""
-    prepared = [prepare(t, cfg) for t in texts]
+    prepared = prepare_all(texts, cfg)
     chars = sum(map(len, prepared))
     if kernels.wanted(chars):
         return _compiled_sketches(prepared, cfg)
@@ -184,6 +196,7 @@ def _compiled_sketches(prepared: Sequence[str], cfg: DedupConfig) -> list[Sketch
     keys = band_keys(signatures, b, r)
     small = index.astype(np.uint16)  # the index of a text of at most 2^16 shingles
     bounds, vbounds = counts.tolist(), vocab_counts.tolist()
+    numbers = _compiled_figures(prepared, cp, offsets)
     return [
         Sketch(
             text=p[:MAX_VERIFY_CHARS],
@@ -192,13 +205,31 @@ def _compiled_sketches(prepared: Sequence[str], cfg: DedupConfig) -> list[Sketch
             n_units=int(units[i]),
             signature=signatures[i],
             bands=keys[i],
-            numbers=figures(p),
+            numbers=numbers[i],
             vocab_index=(small if bounds[i + 1] - bounds[i] <= 1 << 16 else index)[
                 bounds[i] : bounds[i + 1]
             ],
         )
         for i, p in enumerate(prepared)
     ]
+
+
+def _compiled_figures(
+    prepared: Sequence[str], cp: npt.NDArray[np.uint32], offsets: npt.NDArray[np.int64]
+) -> list[frozenset[str]]:
+    """:func:`figures` of each prepared text (``cp`` their code points one after another,
+    text k from ``offsets[k]``), found by the compiled kernel in one pass."""
+    key, table = tables.keyed(cp)
+    room = len(cp) // 2 + 1  # a figure holds two characters or more
+    spans = np.empty((room, 2), dtype=np.int64)
+    docs = np.empty(room, dtype=np.int64)
+    size = kernels.load("_text").figure_spans_all(key, offsets, table, spans, docs)
+    found: list[set[str]] = [set() for _ in prepared]
+    starts = offsets.tolist()
+    for d, (lo, hi) in zip(docs[:size].tolist(), spans[:size].tolist(), strict=True):
+        at = starts[d]
+        found[d].add(prepared[d][lo - at : hi - at])
+    return [frozenset(f) for f in found]
 
 
 def make_sketch(text: str, cfg: DedupConfig) -> Sketch:
