@@ -257,11 +257,12 @@ class BatchRun:
             from concurrent.futures import ProcessPoolExecutor
 
             n = self._workers or min(4, os.cpu_count() or 1)
-            methods = multiprocessing.get_all_start_methods()
-            fork = "fork" in methods
-            if fork and kernels.wanted(kernels.AUTO_AT):
+            if "fork" in multiprocessing.get_all_start_methods() and kernels.wanted(
+                kernels.AUTO_AT
+            ):
                 _load_kernels(self.cfg)  # once here: the forked workers inherit them
-            context = multiprocessing.get_context("fork" if fork else "spawn")
+            methods = multiprocessing.get_all_start_methods()
+            context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
             self._pool = ProcessPoolExecutor(max_workers=n, mp_context=context)
         if self._pool is not None:
             self._sent.append((block, self._pool.submit(_sketch_packed, texts, self.cfg)))
@@ -376,6 +377,11 @@ class BatchRun:
         self.timings.add("verify", time.perf_counter() - t0)
 
 
+def _sketch_packed(texts: list[str], cfg: DedupConfig) -> Packed:
+    """Sketch a chunk (in a worker) and pack the sketches for the way back."""
+    return pack(make_sketches(texts, cfg))
+
+
 #: Two short related texts (Chinese and English, figures, a boilerplate line) that take every
 #: kernel a batch run uses through its code, with the argument types of a real run.
 _WARM_UP = (
@@ -395,8 +401,3 @@ def _load_kernels(cfg: DedupConfig) -> None:
     guard.add(a.vocab)
     verify(b, a, cfg, guard)
     verify(a, b, cfg, guard)
-
-
-def _sketch_packed(texts: list[str], cfg: DedupConfig) -> Packed:
-    """Sketch a chunk (in a worker) and pack the sketches for the way back."""
-    return pack(make_sketches(texts, cfg))
