@@ -12,6 +12,7 @@ _NEEDS = {
     "src/neardup/service/_*.py": ("fastapi", "neardup[service]"),
     "src/neardup/service/app.py": ("fastapi", "neardup[service]"),
     "src/neardup/frames.py": ("pandas", "neardup[frames]"),
+    "src/neardup/kernels/_[a-z]*.py": ("numba", "neardup[fast]"),  # not __init__
 }
 
 collect_ignore_glob: list[str] = []

@@ -15,7 +15,13 @@ machine that drifts during the run moves both sides. The contenders:
 - ``neardup``: the ``neardup dedup`` command when it exists (``-o`` unique, ``--clusters``),
   else ``neardup.deduper.dedup_batch`` in ``bench/peers_dedup.py``;
 - ``datasketch``: MinHash(128) over 5-character shingles, MinHashLSH(0.5), union-find;
+- ``gaoya``: the Rust gaoya package's MinHashStringIndex (25 bands of 5), its parallel bulk
+  insert and query, union-find;
+- ``rensa``: the Rust rensa package's R-MinHash (128) and its LSH (32 bands), union-find;
 - ``simhash``: the simhash package's Simhash and SimhashIndex(k=3), union-find.
+
+A peer whose package is not installed is left out (``pip install -e '.[bench]'``). Each
+process's CPU seconds (user + system, its waited-for children included) are measured too.
 
 hkcnews has no ground truth, so each contender (the same commands) also runs once on the
 dev benchmarks ``../shared/bench/{zh,en}-news-dev.jsonl.gz``, scored by their ``score.py``.
@@ -28,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import importlib.util
 import json
 import os
 import shlex
@@ -47,6 +54,8 @@ from quality import load_scorer
 CORPUS = "corpus/hkcnews-zh-hans.jsonl.gz"
 DEV_SETS = {"zh-news-dev": "zh", "en-news-dev": "en"}
 PEERS_SCRIPT = ROOT / "bench" / "peers_dedup.py"
+#: the peers timed when their package is installed (the bench extra installs them all)
+PEERS = ("datasketch", "gaoya", "rensa", "simhash")
 MB = 1_000_000
 MIB = 1 << 20
 SUMMARY = "neardup-summary.json"
@@ -70,6 +79,7 @@ class Run:
 
     seconds: float
     peak_rss: int  # bytes
+    cpu: float = 0.0  # user + system seconds, the child and the processes it waited for
 
 
 @dataclass
@@ -162,7 +172,8 @@ def timed(cmd: list[str], log: Path) -> Run:
     if code != 0:
         tail = log.read_text(encoding="utf-8", errors="replace")[-2000:]
         raise RuntimeError(f"{shlex.join(cmd)} exited with {code}:\n{tail}")
-    return Run(seconds, usage.ru_maxrss * 1024)  # Linux reports kilobytes
+    cpu = usage.ru_utime + usage.ru_stime
+    return Run(seconds, usage.ru_maxrss * 1024, cpu)  # Linux reports kilobytes
 
 
 def slice_corpus(limit: int, folder: Path) -> tuple[Path, int, int]:
@@ -210,7 +221,8 @@ def speed(contenders: list[Contender], corpus: Path, runs: int, scratch: Path) -
             run = timed(c.command(corpus, out, scratch, "zh"), scratch / f"{c.name}.log")
             tallies[c.name].runs.append(run)
             print(
-                f"  round {r + 1}/{runs}: {c.name:<10} {run.seconds:7.2f} s  {run.peak_rss / MIB:6.0f} MiB",
+                f"  round {r + 1}/{runs}: {c.name:<10} {run.seconds:7.2f} s  CPU {run.cpu:7.2f} s"
+                f"  {run.peak_rss / MIB:6.0f} MiB",
                 file=sys.stderr,
             )
             if r == 0:
@@ -254,10 +266,12 @@ def print_speed_table(
 ) -> None:
     base = tallies.get("datasketch")
     print(
-        f"| contender | hkcnews-{docs:,} seconds, median (min–max) | docs/s | MB/s | peak RSS MiB "
-        "| × faster than datasketch | duplicates found | zh-news-dev F1 | en-news-dev F1 |"
+        f"| contender | hkcnews-{docs:,} seconds, median (min–max) | CPU s | docs/s | MB/s "
+        "| peak RSS MiB | × faster than datasketch | CPU vs datasketch | time vs neardup "
+        "| duplicates found | zh-news-dev F1 | en-news-dev F1 |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    mine = tallies.get("neardup")
     for c in contenders:
         t = tallies[c.name]
         secs = [r.seconds for r in t.runs]
@@ -268,16 +282,29 @@ def print_speed_table(
                 b.seconds / r.seconds for b, r in zip(base.runs, t.runs, strict=True)
             )
             ratio_s = f"{ratio:.2f}×"
+            cpu_ratio = statistics.median(
+                r.cpu / b.cpu for b, r in zip(base.runs, t.runs, strict=True)
+            )
+            cpu_s = f"{cpu_ratio:.2f}"
         else:
-            ratio_s = "–"
+            ratio_s = cpu_s = "–"
+        if mine is not None:
+            vs = statistics.median(
+                r.seconds / m.seconds for m, r in zip(mine.runs, t.runs, strict=True)
+            )
+            vs_s = f"{vs:.2f}×"
+        else:
+            vs_s = "–"
+        cpu_med = statistics.median(r.cpu for r in t.runs)
         dups = duplicates(t.clusters or {})
         f1 = [
             f"{scores[c.name][b]['f1']:.3f}" if b in scores.get(c.name, {}) else "–"
             for b in DEV_SETS
         ]
         print(
-            f"| {c.name} | {spread(secs)} | {docs / med:,.0f} | {nbytes / MB / med:.2f} | {rss:,.0f} "
-            f"| {ratio_s} | {dups:,} | {f1[0]} | {f1[1]} |"
+            f"| {c.name} | {spread(secs)} | {cpu_med:.2f} | {docs / med:,.0f} "
+            f"| {nbytes / MB / med:.2f} | {rss:,.0f} | {ratio_s} | {cpu_s} | {vs_s} "
+            f"| {dups:,} | {f1[0]} | {f1[1]} |"
         )
 
 
@@ -337,7 +364,8 @@ def main() -> int:
         ap.error("--runs and --limit must be at least 1")
 
     nd = neardup_contender()
-    contenders = [nd] if args.skip_peers else [nd, peer("datasketch"), peer("simhash")]
+    peers = [peer(name) for name in PEERS if importlib.util.find_spec(name) is not None]
+    contenders = [nd] if args.skip_peers else [nd, *peers]
     extra = {"runs": str(args.runs), "load": " ".join(f"{x:.2f}" for x in os.getloadavg())}
     print(header("Batch dedup speed against the peers", extra))
     try:
@@ -363,7 +391,9 @@ def main() -> int:
                 print(f"- {c.name}: `{c.shown}`")
             print(
                 "\nSeconds are wall time of the whole process (start-up, reading the gzipped file, writing);"
-                " peak RSS the process's own; × faster is the median of the per-round ratios."
+                " CPU: user and system seconds of the process and the processes it waited for;"
+                " peak RSS the process's own; × faster, CPU vs datasketch and time vs neardup"
+                " are medians of the per-round ratios."
                 " F1: pairwise, by ../shared/bench/score.py, one run of the same command.\n"
             )
             print_quality_detail(contenders, scores)

@@ -3,6 +3,8 @@ near-duplicates, write one ``{"id", "cluster"}`` line per document.
 
     python bench/peers_dedup.py datasketch CORPUS.jsonl.gz --out pred.jsonl [--lang zh|en]
     python bench/peers_dedup.py simhash    CORPUS.jsonl.gz --out pred.jsonl
+    python bench/peers_dedup.py gaoya      CORPUS.jsonl.gz --out pred.jsonl [--lang zh|en]
+    python bench/peers_dedup.py rensa      CORPUS.jsonl.gz --out pred.jsonl [--lang zh|en]
     python bench/peers_dedup.py neardup    CORPUS.jsonl.gz --out pred.jsonl
 
 ``bench/dedup_speed.py`` times these commands from outside (wall seconds, peak RSS). The
@@ -11,6 +13,17 @@ peers are written as a user would write them, the way ``../shared/bench/peers.md
 - ``datasketch``: ``MinHash(num_perm=128)`` over 5-character shingles of the text with its
   whitespace removed (zh) or lower-cased word 3-grams (en), ``MinHashLSH(threshold=0.5)``, query then
   insert each document, union-find over the reported pairs.
+- ``gaoya``: the Rust ``gaoya`` package's ``MinHashStringIndex`` (32-bit hashes, 25 bands of
+  5 rows, Jaccard threshold 0.5) with its own Rust analyzers over the same kind of shingles:
+  character 5-grams of the text with its whitespace removed (zh), lower-cased word 3-grams
+  (en); its multi-threaded ``par_bulk_insert_docs`` then ``par_bulk_query`` (which keeps the
+  candidates whose estimated Jaccard reaches the threshold), union-find over the pairs.
+- ``rensa``: the Rust ``rensa`` package's R-MinHash, its batch API as its README shows it:
+  ``RMinHash.from_token_sets`` over the datasketch peer's shingles (128 permutations, seed
+  42), ``RMinHashLSH(threshold=0.5, num_perm=128, num_bands=32)`` (``num_bands`` must divide
+  ``num_perm``: 32 bands of 4 rows is the S-curve nearest 0.5), ``insert_pairs`` then
+  ``query_all``, each candidate kept when ``jaccard`` of the two signatures reaches 0.5,
+  union-find over the pairs.
 - ``simhash``: the ``simhash`` package's ``Simhash(text)`` (its default character 4-gram
   features) and ``SimhashIndex(k=3)``, built incrementally (``get_near_dups`` then ``add``),
   union-find over the reported pairs. A text it cannot hash (an ``OverflowError`` in its numpy
@@ -102,6 +115,48 @@ def run_datasketch(ids: list[str], texts: list[str], lang: str) -> tuple[Cluster
     return uf.clusters(), 0
 
 
+def run_gaoya(ids: list[str], texts: list[str], lang: str) -> tuple[Clusters, int]:
+    from gaoya.minhash import MinHashStringIndex
+
+    if lang == "zh":
+        index = MinHashStringIndex(
+            hash_size=32, jaccard_threshold=0.5, num_bands=25, band_size=5,
+            analyzer="char", ngram_range=(5, 5),
+        )  # fmt: skip
+        docs = ["".join(t.split()) for t in texts]
+    else:
+        index = MinHashStringIndex(
+            hash_size=32, jaccard_threshold=0.5, num_bands=25, band_size=5,
+            analyzer="word", lowercase=True, ngram_range=(3, 3),
+        )  # fmt: skip
+        docs = list(texts)
+    keep = [i for i, d in enumerate(docs) if d]
+    index.par_bulk_insert_docs(keep, [docs[i] for i in keep])
+    uf = UnionFind(ids)
+    for i, found in zip(keep, index.par_bulk_query([docs[i] for i in keep]), strict=True):
+        for j in found:
+            if j != i:
+                uf.union(ids[j], ids[i])
+    return uf.clusters(), 0
+
+
+def run_rensa(ids: list[str], texts: list[str], lang: str) -> tuple[Clusters, int]:
+    from rensa import RMinHash, RMinHashLSH
+
+    grams = [shingles(t, lang) for t in texts]
+    keep = [i for i, g in enumerate(grams) if g]
+    minhashes = RMinHash.from_token_sets([list(grams[i]) for i in keep], num_perm=128, seed=42)
+    lsh = RMinHashLSH(threshold=0.5, num_perm=128, num_bands=32)
+    lsh.insert_pairs(zip(keep, minhashes, strict=True))
+    mine = dict(zip(keep, minhashes, strict=True))
+    uf = UnionFind(ids)
+    for i, found in zip(keep, lsh.query_all(minhashes), strict=True):
+        for j in found:
+            if j != i and mine[i].jaccard(mine[j]) >= 0.5:
+                uf.union(ids[j], ids[i])
+    return uf.clusters(), 0
+
+
 def run_simhash(ids: list[str], texts: list[str], lang: str) -> tuple[Clusters, int]:
     import logging
 
@@ -133,6 +188,8 @@ def run_neardup(ids: list[str], texts: list[str], lang: str) -> tuple[Clusters, 
 CONTENDERS: dict[str, Callable[[list[str], list[str], str], tuple[Clusters, int]]] = {
     "datasketch": run_datasketch,
     "simhash": run_simhash,
+    "gaoya": run_gaoya,
+    "rensa": run_rensa,
     "neardup": run_neardup,
 }
 
@@ -147,7 +204,10 @@ def main() -> int:
         "--out", required=True, help="where to write one {id, cluster} line per document"
     )
     ap.add_argument(
-        "--lang", choices=("zh", "en"), default="zh", help="datasketch's shingles (default zh)"
+        "--lang",
+        choices=("zh", "en"),
+        default="zh",
+        help="the MinHash peers' shingles (default zh)",
     )
     ap.add_argument("--limit", type=int, help="only the first LIMIT documents")
     args = ap.parse_args()

@@ -14,9 +14,18 @@ the document as it came. Works on normalized text (lower case, half-width punctu
 
 from __future__ import annotations
 
+import functools
 import re
+from collections.abc import Sequence
+from typing import Any, NamedTuple
 
-__all__ = ["is_boilerplate", "strip_boilerplate"]
+import numpy as np
+import numpy.typing as npt
+
+from . import kernels
+from .kernels import tables
+
+__all__ = ["is_boilerplate", "strip_boilerplate", "strip_boilerplate_all"]
 
 _MAX_LEN = 120  # a longer sentence is content, whatever it starts with
 
@@ -152,32 +161,31 @@ _RARITY = {c: i for i, c in enumerate(_BY_FREQUENCY)}
 # or a ">". Most lines of a story hold none and are kept whole without judging their
 # sentences. Whitespace here never spans a line break, so a match lies within one line.
 _S = r"[^\S\n]"
-_HINT = re.compile(
-    _any_of(
-        [
-            *(rf"{re.escape(w)}{_S}*[:|：]" for w in _CREDIT_WORDS),
-            r"本文(?:转载自|来源|来自|有删节|仅代表|系)",
-            *(rf"{w}{_S}" for w in _BYLINE_WORDS),
-            rf"文{_S}*/",
-            rf"by{_S}",
-            "posted by",
-            *(rf"{re.escape(w)}{_S}*:" for w in _LABEL_WORDS),
-            *(re.escape(w) for w in _LEAD_WORDS),
-            "copyright",
-            "©",
-            *_PHRASES,
-            r"\(完\)",
-            r"\(记者",
-            r"\[",
-            "【",
-            ">",
-        ]
-    )
-)
+_HINT_ALTERNATIVES = [
+    *(rf"{re.escape(w)}{_S}*[:|：]" for w in _CREDIT_WORDS),
+    r"本文(?:转载自|来源|来自|有删节|仅代表|系)",
+    *(rf"{w}{_S}" for w in _BYLINE_WORDS),
+    rf"文{_S}*/",
+    rf"by{_S}",
+    "posted by",
+    *(rf"{re.escape(w)}{_S}*:" for w in _LABEL_WORDS),
+    *(re.escape(w) for w in _LEAD_WORDS),
+    "copyright",
+    "©",
+    *_PHRASES,
+    r"\(完\)",
+    r"\(记者",
+    r"\[",
+    "【",
+    ">",
+]
+_HINT = re.compile(_any_of(_HINT_ALTERNATIVES))
 # what a dateline prefix (see _PREFIXES) holds somewhere
-_PREFIX_HINT = re.compile(
-    r"讯|日电|消息[,，]|转载自|转自|来源|来自|原载|原文载于|\)[^\S\n]*[-–—][^\S\n]"
-)
+_PREFIX_ALTERNATIVES = [
+    "讯", "日电", "消息[,，]", "转载自", "转自", "来源", "来自", "原载", "原文载于",
+    rf"\){_S}*[-–—]{_S}",
+]  # fmt: skip
+_PREFIX_HINT = re.compile("|".join(_PREFIX_ALTERNATIVES))
 # The characters that end a sentence wherever they are (a "." ends one only before whitespace).
 _ENDS = "。!?！？"
 _REJOIN = re.compile(r"([。!?！？.])(?:(?<=[^.])\s*|\s+)(?=\S)")
@@ -312,20 +320,53 @@ def strip_boilerplate(text: str) -> str:
 
     A page that is nothing but boilerplate comes out empty: it has no story to compare.
     """
+    return strip_boilerplate_all([text])[0]
+
+
+def strip_boilerplate_all(texts: Sequence[str]) -> list[str]:
+    """:func:`strip_boilerplate` of each of ``texts``: with one compiled scan for all of them
+    when the kernels pay (:mod:`neardup.kernels`), else with the regular expressions (the
+    reference); both give the same texts."""
+    chars = sum(map(len, texts))
+    if kernels.wanted(chars):
+        return [_strip(t, *scan) for t, scan in zip(texts, _scan_all(texts), strict=True)]
+    kernels.work_done(chars)
+    out = []
+    for text in texts:
+        lines = text.split("\n")
+        judged = _lines_with(_HINT, text)
+        prefixed = _lines_with(_PREFIX_HINT, text)
+        out.append(_strip(text, lines, judged, prefixed, None, None))
+    return out
+
+
+def _strip(
+    text: str,
+    lines: list[str],
+    judged: set[int],
+    prefixed: set[int],
+    folded: bool | None,
+    dated: set[int] | None,
+) -> str:
+    """:func:`strip_boilerplate` of ``text`` (split into ``lines``), given the lines holding a
+    _HINT (``judged``) and a _PREFIX_HINT (``prefixed``), and, when known beforehand,
+    whether the text is folded and the lines that may be datelines."""
     # Line by line, a line is stripped and its dateline prefix removed; a line that is a
     # breadcrumb, a row of labels or a section dateline goes; the rest is cut into sentences,
     # boilerplate sentences go, and the others are stripped and joined by one space (and a
     # dateline prefix that comes first now is removed too). Most lines hold nothing that can be
     # boilerplate (see _HINT) and are only cut into sentences and rejoined; the lines that can
-    # are found with one search over the whole text.
-    lines = text.split("\n")
-    judged = _lines_with(_HINT, text)
-    prefixed = _lines_with(_PREFIX_HINT, text)
+    # are found with one search over the whole text (or one compiled scan, see _scan_all).
     spaced = _spaced(text)
-    if _is_folded(text, lines, spaced):
+    if folded is None:
+        folded = _is_folded(text, lines, spaced)
+    if folded:
         # every line but these comes out as its spaced self (less a space at its end)
         special = judged | prefixed
-        special.update(i for i, line in enumerate(lines) if _may_be_dateline(line))
+        if dated is None:
+            special.update(i for i, line in enumerate(lines) if _may_be_dateline(line))
+        else:
+            special.update(dated)
         if not special:
             return spaced.replace(" \n", "\n").strip()
         out: list[str | None] = list(spaced.split("\n"))
@@ -343,3 +384,163 @@ def strip_boilerplate(text: str) -> str:
         if line and not _is_dateline(line):
             kept_lines.append(_rejoin(line, spaced_line))
     return "\n".join(kept_lines).strip()
+
+
+# -- the compiled scan ------------------------------------------------------------------------
+
+
+class _Literals(NamedTuple):
+    """The literals a set of alternatives starts with, as the compiled scan takes them (see
+    :func:`neardup.kernels._text.line_hints`)."""
+
+    starts: npt.NDArray[np.uint8]
+    grams: npt.NDArray[np.uint8]
+    first: npt.NDArray[np.int64]
+    lit_cp: npt.NDArray[np.uint32]
+    lit_start: npt.NDArray[np.int64]
+    lit_prog: npt.NDArray[np.int64]
+    set_start: npt.NDArray[np.int64]
+    set_cp: npt.NDArray[np.uint32]
+
+
+# what must follow a literal (kernels._text): bits
+_WS_STAR, _IN_SET, _WS_ONE, _REGEX = 1, 2, 4, 8
+
+
+def _char_set(pattern: str) -> str | None:
+    """The characters of a one-character pattern (a plain or escaped character, or a class
+    of plain characters such as ``[:|：]``), or None for anything else."""
+    if len(pattern) == 1 and pattern not in ".^$*+?{}[]|()\\":
+        return pattern
+    if len(pattern) == 2 and pattern[0] == "\\" and not pattern[1].isalnum():
+        return pattern[1]
+    if len(pattern) >= 3 and pattern[0] == "[" and pattern[-1] == "]":
+        inner = pattern[1:-1]
+        if (
+            inner
+            and inner[0] != "^"
+            and not any(c in inner for c in "\\[]")
+            and "-" not in inner[1:-1]
+        ):
+            return inner
+    return None
+
+
+def _program(rest: str) -> tuple[int, str]:
+    """What a literal's rest asks of the text after it, if the compiled scan can check it:
+    ``[^\\S\\n]*`` then a character of a set, then ``[^\\S\\n]``, each optional; else
+    _REGEX (the line is then searched with the regular expression)."""
+    prog, chars = 0, ""
+    if rest.startswith(_S + "*"):
+        prog, rest = prog | _WS_STAR, rest[len(_S) + 1 :]
+    if rest.endswith(_S) and not rest.endswith(_S + "*"):
+        prog, rest = prog | _WS_ONE, rest[: -len(_S)]
+    if rest:
+        found = _char_set(rest)
+        if found is None:
+            return _REGEX, ""
+        prog, chars = prog | _IN_SET, found
+    elif prog & _WS_STAR:
+        return _REGEX, ""  # a run of nothing but whitespace: always true, but say so plainly
+    return prog, chars
+
+
+_GRAM_BITS = 16  # kernels._text.GRAM_BITS
+
+
+def _gram(chars: str) -> int:
+    """kernels._text._gram of two or three characters."""
+    a, b, c = (ord(x) for x in (chars + "\0")[:3])
+    h = ((a << 42) ^ (b << 21) ^ c) * 0x9E3779B97F4A7C15 % (1 << 64)
+    return h >> (64 - _GRAM_BITS)
+
+
+@functools.cache
+def _literals(alternatives: tuple[str, ...], leave_out: str = "") -> _Literals:
+    """The literal table of ``alternatives`` (``leave_out``: an alternative counted apart)."""
+    rows: list[tuple[str, int, str]] = []  # literal, program, set
+    for alt in alternatives:
+        if alt == leave_out:
+            continue
+        prefix, rest = _literal_prefix(alt)
+        assert prefix, alt
+        prog, chars = _program(rest)
+        rows.append((prefix, prog, chars))
+    rows.sort(key=lambda r: r[0])
+    starts = np.zeros(0x10000, dtype=np.uint8)
+    grams = np.zeros(1 << _GRAM_BITS, dtype=np.uint8)
+    counts = np.zeros(0x10000 + 1, dtype=np.int64)
+    for lit, _, _ in rows:
+        c = ord(lit[0])
+        counts[c + 1] += 1
+        starts[c] |= 1 if len(lit) == 1 else 2 if len(lit) == 2 else 4
+        if len(lit) >= 2:
+            grams[_gram(lit[:3])] = 1
+
+    def flat(strings: list[str]) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.int64]]:
+        start = np.zeros(len(strings) + 1, dtype=np.int64)
+        np.cumsum([len(x) for x in strings], out=start[1:])
+        return tables.code_points("".join(strings)).copy(), start
+
+    lit_cp, lit_start = flat([r[0] for r in rows])
+    set_cp, set_start = flat([r[2] for r in rows])
+    return _Literals(
+        starts,
+        grams,
+        np.cumsum(counts),
+        lit_cp,
+        lit_start,
+        np.array([r[1] for r in rows], dtype=np.int64),
+        set_start,
+        set_cp,
+    )
+
+
+# line flags of kernels._text.scan_texts
+_HIT, _CONFIRM, _TWO_GT, _DATE_END, _PREFIX_HIT, _PREFIX_CONFIRM = 1, 2, 8, 16, 32, 64
+
+_Scan = tuple[list[str], set[int], set[int], bool, set[int]]
+
+
+def _scan_all(texts: Sequence[str]) -> list[_Scan]:
+    """What :func:`_strip` needs of each text, from one compiled scan of them all: its
+    lines, those holding a _HINT and those holding a _PREFIX_HINT (as :func:`_lines_with`
+    finds them), whether it is folded (:func:`_is_folded`) and its lines that may be
+    datelines.
+
+    A line whose only hint is one ">" is left out of the first: a ">" is a hint only
+    because a breadcrumb needs two, so cutting such a line into sentences and keeping them
+    all gives the line as :func:`_rejoin` gives it."""
+    k: Any = kernels.load("_text")
+    n = len(texts)
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum([len(t) for t in texts], out=offsets[1:])
+    cp = tables.code_points("".join(texts))
+    key, table = tables.keyed(cp)
+    room = int(np.count_nonzero(cp == 10)) + n
+    folded = np.zeros(n, dtype=np.bool_)
+    where = np.zeros((room, 2), dtype=np.int64)
+    what = np.zeros(room, dtype=np.uint8)
+    hint = _literals(tuple(_HINT_ALTERNATIVES), ">")
+    prefix = _literals(tuple(_PREFIX_ALTERNATIVES))
+    size = k.scan_texts(key, offsets, table, tuple(hint), tuple(prefix), folded, where, what)
+    docs, line_nos = where[:size, 0].tolist(), where[:size, 1].tolist()
+    flags = what[:size].tolist()
+    out: list[_Scan] = []
+    at = 0
+    for d, text in enumerate(texts):
+        lines = text.split("\n")
+        judged: set[int] = set()
+        prefixed: set[int] = set()
+        dated: set[int] = set()
+        while at < size and docs[at] == d:
+            i, f = line_nos[at], flags[at]
+            at += 1
+            if f & (_HIT | _TWO_GT) or (f & _CONFIRM and _HINT.search(lines[i])):
+                judged.add(i)
+            if f & _PREFIX_HIT or (f & _PREFIX_CONFIRM and _PREFIX_HINT.search(lines[i])):
+                prefixed.add(i)
+            if f & _DATE_END:
+                dated.add(i)
+        out.append((lines, judged, prefixed, bool(folded[d]), dated))
+    return out

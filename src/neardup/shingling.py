@@ -29,9 +29,11 @@ from .hashing import mix
 
 __all__ = [
     "Shingles",
+    "astral_words",
     "covered_units",
     "pack_codes",
     "shingle_hashes",
+    "unit_classes",
     "unit_codes",
     "unit_offsets",
 ]
@@ -56,6 +58,23 @@ def _classes() -> npt.NDArray[np.uint8]:
     for ch in ".'-":
         table[ord(ch)] = _JOIN
     return table
+
+
+def unit_classes() -> npt.NDArray[np.uint8]:
+    """The class of every BMP code point (0 separator, 1 letter or digit, 2 CJK, 3 a word
+    joiner), as the shingles see them (the compiled kernels take this table)."""
+    return _classes()
+
+
+def astral_words(cp: npt.NDArray[np.uint32]) -> npt.NDArray[np.uint32]:
+    """The distinct code points of ``cp`` beyond the BMP that are letters or digits and not
+    CJK (sorted): what the class table cannot say of them."""
+    if len(cp) == 0 or int(cp.max()) < 0x10000:
+        return np.zeros(0, dtype=np.uint32)
+    astral = np.unique(cp[cp >= 0x10000])
+    cjk = (astral >= _ASTRAL_CJK[0]) & (astral <= _ASTRAL_CJK[1])
+    words = [c for c in astral[~cjk].tolist() if chr(c).isalnum()]
+    return np.array(words, dtype=np.uint32)
 
 
 def _powers(base: np.uint64, n: int) -> U64:

@@ -20,10 +20,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ..boilerplate import strip_boilerplate
+from .. import kernels
+from ..boilerplate import strip_boilerplate, strip_boilerplate_all
 from ..index.lsh import band_keys
-from ..shingling import pack_codes, shingle_hashes
-from ..sketch.minhash import minhash_batch
+from ..kernels import tables
+from ..shingling import astral_words, pack_codes, shingle_hashes, unit_classes
+from ..sketch.minhash import check_num_perm, minhash_batch
 from .config import DedupConfig
 
 __all__ = [
@@ -37,6 +39,7 @@ __all__ = [
     "make_sketches",
     "pack_codes",
     "prepare",
+    "prepare_all",
 ]
 
 U32 = npt.NDArray[np.uint32]
@@ -79,6 +82,16 @@ def prepare(text: str, cfg: DedupConfig) -> str:
     return text
 
 
+def prepare_all(texts: Sequence[str], cfg: DedupConfig) -> list[str]:
+    """:func:`prepare` of each of ``texts`` (boilerplate found in one scan of them all)."""
+    if cfg.normalize:
+        normalizer = cfg.normalizer
+        texts = [normalizer(t) for t in texts]
+    if cfg.strip_boilerplate:
+        return strip_boilerplate_all(texts)
+    return list(texts)
+
+
 def distinct(codes: U32) -> U32:
     """The sorted distinct values (np.sort and a neighbour mask; faster than np.unique here)."""
     out = np.sort(codes)
@@ -108,7 +121,9 @@ def distinct_with_index(codes: U32) -> tuple[U32, npt.NDArray[np.integer[Any]]]:
 
 def figures(text: str) -> frozenset[str]:
     """The figures of a text (two or more characters), leaving out years and dates."""
-    return frozenset(f for f, _ in figures_at(text))
+    return frozenset(
+        f for f in set(_NUMBER.findall(text)) if len(f) >= 2 and not _YEAR_OR_DATE.fullmatch(f)
+    )
 
 
 def figures_at(text: str) -> list[tuple[str, int]]:
@@ -121,8 +136,19 @@ def figures_at(text: str) -> list[tuple[str, int]]:
 
 
 def make_sketches(texts: Sequence[str], cfg: DedupConfig) -> list[Sketch]:
-    """Sketch many documents at once (MinHash and band keys vectorized over the batch)."""
-    prepared = [prepare(t, cfg) for t in texts]
+    """Sketch many documents at once: with the compiled kernels when they pay
+    (:mod:`neardup.kernels`), else with numpy (MinHash and band keys vectorized over the
+    batch); both give the same sketches, bit for bit."""
+    prepared = prepare_all(texts, cfg)
+    chars = sum(map(len, prepared))
+    if kernels.wanted(chars):
+        return _compiled_sketches(prepared, cfg)
+    kernels.work_done(chars)
+    return _numpy_sketches(prepared, cfg)
+
+
+def _numpy_sketches(prepared: Sequence[str], cfg: DedupConfig) -> list[Sketch]:
+    """:func:`make_sketches` of prepared texts with numpy: the reference."""
     feats = [
         shingle_hashes(t, cjk_width=cfg.cjk_width, word_width=cfg.word_width) for t in prepared
     ]
@@ -144,6 +170,66 @@ def make_sketches(texts: Sequence[str], cfg: DedupConfig) -> list[Sketch]:
         )
         for i, (p, f) in enumerate(zip(prepared, feats, strict=True))
     ]
+
+
+def _compiled_sketches(prepared: Sequence[str], cfg: DedupConfig) -> list[Sketch]:
+    """:func:`make_sketches` of prepared texts with the compiled kernel: one pass over all
+    their code points gives every shingle code, signature and vocabulary."""
+    check_num_perm(cfg.num_perm)
+    n = len(prepared)
+    cp = np.frombuffer("".join(prepared).encode("utf-32-le", "surrogatepass"), dtype="<u4")
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum([len(p) for p in prepared], out=offsets[1:])
+    room = len(cp) + n  # at most one shingle per unit, or one for a text without any
+    units = np.empty(n, dtype=np.int64)
+    counts = np.empty(n + 1, dtype=np.int64)
+    codes = np.empty(room, dtype=np.uint32)
+    index = np.empty(room, dtype=np.int32)
+    vocab_counts = np.empty(n + 1, dtype=np.int64)
+    vocab = np.empty(room, dtype=np.uint32)
+    signatures = np.empty((n, cfg.num_perm), dtype=np.uint64)
+    kernels.load("_sketch").sketch_chunk(
+        cp, offsets, unit_classes(), astral_words(cp), cfg.cjk_width, cfg.word_width,
+        cfg.num_perm, units, counts, codes, index, vocab_counts, vocab, signatures,
+    )  # fmt: skip
+    b, r = cfg.bands_rows
+    keys = band_keys(signatures, b, r)
+    small = index.astype(np.uint16)  # the index of a text of at most 2^16 shingles
+    bounds, vbounds = counts.tolist(), vocab_counts.tolist()
+    numbers = _compiled_figures(prepared, cp, offsets)
+    return [
+        Sketch(
+            text=p[:MAX_VERIFY_CHARS],
+            shingles=codes[bounds[i] : bounds[i + 1]],
+            vocab=vocab[vbounds[i] : vbounds[i + 1]],
+            n_units=int(units[i]),
+            signature=signatures[i],
+            bands=keys[i],
+            numbers=numbers[i],
+            vocab_index=(small if bounds[i + 1] - bounds[i] <= 1 << 16 else index)[
+                bounds[i] : bounds[i + 1]
+            ],
+        )
+        for i, p in enumerate(prepared)
+    ]
+
+
+def _compiled_figures(
+    prepared: Sequence[str], cp: npt.NDArray[np.uint32], offsets: npt.NDArray[np.int64]
+) -> list[frozenset[str]]:
+    """:func:`figures` of each prepared text (``cp`` their code points one after another,
+    text k from ``offsets[k]``), found by the compiled kernel in one pass."""
+    key, table = tables.keyed(cp)
+    room = len(cp) // 2 + 1  # a figure holds two characters or more
+    spans = np.empty((room, 2), dtype=np.int64)
+    docs = np.empty(room, dtype=np.int64)
+    size = kernels.load("_text").figure_spans_all(key, offsets, table, spans, docs)
+    found: list[set[str]] = [set() for _ in prepared]
+    starts = offsets.tolist()
+    for d, (lo, hi) in zip(docs[:size].tolist(), spans[:size].tolist(), strict=True):
+        at = starts[d]
+        found[d].add(prepared[d][lo - at : hi - at])
+    return [frozenset(f) for f in found]
 
 
 def make_sketch(text: str, cfg: DedupConfig) -> Sketch:

@@ -23,17 +23,18 @@ with the character measures the source documents advise for titles instead.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
+from .. import kernels
 from ..measures import lcsubstr, levenshtein
 from ..shingling import unit_offsets
 from .config import DedupConfig
 from .prefilter import estimated_containment
 from .sketches import Sketch, figures_at
-from .templates import TemplateGuard
+from .templates import CommonShingles, TemplateGuard, TemplateTable
 
 __all__ = [
     "Placement",
@@ -126,18 +127,23 @@ def verify(a: Sketch, b: Sketch, cfg: DedupConfig, common: TemplateGuard | None 
         return _titles(a, short, other, cfg)
     if estimated_containment(short, other) < cfg.prefilter:
         return Verdict(0.0, "coverage", False)
-    mine = placement(short, other, cfg, common)
-    score = _agreeing(_score(mine, short, cfg, common), short, other, cfg, common)
+    work = short.n_units + other.n_units
+    fast = kernels.wanted(work)
+    if not fast:
+        kernels.work_done(work)
+    mine, mine_span = _placed(short, other, cfg, common, fast)
+    score = _agreeing(_score(mine, short, cfg, common), short, other, cfg, common, mine_span)
     if score < required(cfg, short.n_units / other.n_units):
         return Verdict(score, "coverage", False)
-    if short is a and not _may_be_edges(mine, other, short, cfg, common):
-        theirs = mine  # not needed: the later text is the shorter, and no edge rule can hold
+    if short is a and not _may_be_edges(mine, other, short, cfg, common, fast):
+        # not needed: the later text is the shorter, and no edge rule can hold
+        theirs, theirs_span = mine, mine_span
     else:
-        theirs = placement(other, short, cfg, common)
+        theirs, theirs_span = _placed(other, short, cfg, common, fast)
         if _edges(mine, theirs, cfg):
             return Verdict(score, "coverage", False, edges=True)
-    later = mine if short is a else theirs
-    own = _agreeing(copy_share(later, cfg), a, b, cfg, common)
+    later, span = (mine, mine_span) if short is a else (theirs, theirs_span)
+    own = _agreeing(copy_share(later, cfg), a, b, cfg, common, span)
     repeated = later.shared / later.total if later.total else 0.0
     return Verdict(score, "coverage", True, own, own >= cfg.copy_threshold, repeated=repeated)
 
@@ -184,6 +190,57 @@ def placement(
     """Where ``doc``'s own units lie around what it shares with ``other`` (see
     :class:`Placement`), counted in units that are not chrome, from the unions of shingle
     intervals (no array of the text's length)."""
+    fast = kernels.wanted(doc.n_units)
+    if not fast:
+        kernels.work_done(doc.n_units)
+    return _placed(doc, other, cfg, guard, fast)[0]
+
+
+def _placed(
+    doc: Sketch, other: Sketch, cfg: DedupConfig, guard: TemplateGuard | None, fast: bool
+) -> tuple[Placement, tuple[int, int] | None]:
+    """:func:`placement`, with the compiled kernel when ``fast``, and then also
+    :func:`_shared_span` (None from numpy, which works it out only when it is needed)."""
+    if not fast:
+        return _numpy_placement(doc, other, cfg, guard), None
+    index = doc.vocab_index
+    head, tail, gap, total, shared, first, last = kernels.load("_pairs").placement(
+        doc.shingles, doc.n_units, _NO_INDEX if index is None else index, doc.vocab,
+        other.vocab, cfg.cjk_width, cfg.word_width, *guard_arrays(guard, doc.shingles),
+    )  # fmt: skip
+    return Placement(head, tail, gap, total, shared), (first, last)
+
+
+_NO_INDEX = np.zeros(0, dtype=np.uint16)
+_NO_COUNTS = np.zeros(1, dtype=np.uint8)
+_NO_SLOTS = np.zeros(1, dtype=np.int64)
+_NO_MASK = np.zeros(1, dtype=np.bool_)
+
+
+def guard_arrays(guard: TemplateGuard | None, codes: U32) -> tuple[Any, ...]:
+    """A template guard as the compiled kernels take it (see :mod:`neardup.kernels._pairs`):
+    (kind, counts, limit, slot_ids, firsts, at, mask); ``codes`` are the shingles a guard of
+    another type is asked about beforehand."""
+    if guard is None:
+        return 0, _NO_COUNTS, 0, _NO_SLOTS, _NO_SLOTS, 0, _NO_MASK
+    if type(guard) is CommonShingles:
+        if guard.limit <= 0:
+            return 0, _NO_COUNTS, 0, _NO_SLOTS, _NO_SLOTS, 0, _NO_MASK
+        return 1, guard.counts, guard.limit, _NO_SLOTS, _NO_SLOTS, 0, _NO_MASK
+    if type(guard) is TemplateTable:
+        if guard.limit <= 0 or len(guard.slot_ids) == 0:
+            return 0, _NO_COUNTS, 0, _NO_SLOTS, _NO_SLOTS, 0, _NO_MASK
+        slot_ids = np.ascontiguousarray(guard.slot_ids, dtype=np.int64)
+        firsts = np.ascontiguousarray(guard.firsts, dtype=np.int64)
+        return 2, _NO_COUNTS, guard.limit, slot_ids, firsts, guard.at, _NO_MASK
+    mask = np.ascontiguousarray(guard.is_common(codes), dtype=np.bool_)
+    return 3, _NO_COUNTS, 0, _NO_SLOTS, _NO_SLOTS, 0, mask
+
+
+def _numpy_placement(
+    doc: Sketch, other: Sketch, cfg: DedupConfig, guard: TemplateGuard | None
+) -> Placement:
+    """:func:`placement` with numpy: the reference."""
     codes, n = doc.shingles, doc.n_units
     if len(codes) == 0 or len(other.vocab) == 0:
         return Placement(n, 0, 0, n, 0)
@@ -249,7 +306,12 @@ def at_edges(short: Sketch, other: Sketch, cfg: DedupConfig, guard: TemplateGuar
 
 
 def _may_be_edges(
-    mine: Placement, other: Sketch, short: Sketch, cfg: DedupConfig, guard: TemplateGuard | None
+    mine: Placement,
+    other: Sketch,
+    short: Sketch,
+    cfg: DedupConfig,
+    guard: TemplateGuard | None,
+    fast: bool = False,
 ) -> bool:
     """False when no rule of :func:`_edges` can hold whatever the longer text's placement:
     the shorter's own opening, ending and middle are too small for the first three, and the
@@ -265,6 +327,9 @@ def _may_be_edges(
         return False  # the sign-off rule needs the shorter to be shared up to its end
     codes = other.shingles[:edge]  # the longer's units before its first shared one, at least
     vocab = short.vocab
+    if fast:
+        found = kernels.load("_pairs").any_shared(codes, vocab, *guard_arrays(guard, codes))
+        return not found
     hit = vocab[np.minimum(np.searchsorted(vocab, codes), len(vocab) - 1)] == codes
     if guard is not None:
         hit &= ~guard.is_common(codes)
@@ -288,7 +353,12 @@ def _edges(mine: Placement, theirs: Placement, cfg: DedupConfig) -> bool:
 
 
 def _agreeing(
-    score: float, short: Sketch, other: Sketch, cfg: DedupConfig, guard: TemplateGuard | None
+    score: float,
+    short: Sketch,
+    other: Sketch,
+    cfg: DedupConfig,
+    guard: TemplateGuard | None,
+    span: tuple[int, int] | None = None,
 ) -> float:
     """``score``, capped when fewer than half of ``short``'s figures (two or more) are in
     ``other``: earnings, weather and meeting items share words, not figures. Figures outside
@@ -299,7 +369,7 @@ def _agreeing(
     agree = len(short.numbers & other.numbers) / len(short.numbers)
     if agree >= 0.5:
         return score
-    first, last = _shared_span(short, other, cfg, guard)
+    first, last = _shared_span(short, other, cfg, guard) if span is None else span
     where = unit_offsets(short.text)
     if len(where) == 0 or first > last:
         return min(score, agree)

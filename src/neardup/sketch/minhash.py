@@ -26,14 +26,15 @@ import numpy.typing as npt
 from ..errors import ConfigError
 from ..hashing import mix
 
-__all__ = ["EMPTY", "jaccard", "minhash", "minhash_batch"]
+__all__ = ["EMPTY", "check_num_perm", "jaccard", "minhash", "minhash_batch"]
 
 U64 = npt.NDArray[np.uint64]
 EMPTY = np.uint64(0xFFFFFFFFFFFFFFFF)  # every position of an empty document's signature
 _STEP = np.uint64(0x9E3779B97F4A7C15)
 
 
-def _check(num_perm: int) -> None:
+def check_num_perm(num_perm: int) -> None:
+    """ConfigError unless ``num_perm`` is a power of two between 1 and 4096."""
     if num_perm < 1 or num_perm & (num_perm - 1) or num_perm > 4096:
         raise ConfigError(f"num_perm must be a power of two between 1 and 4096, got {num_perm}")
 
@@ -67,7 +68,7 @@ def _densify(sig: U64) -> U64:
 
 def minhash_batch(documents: Sequence[U64], *, num_perm: int = 128) -> U64:
     """Signatures of many documents' shingle hashes at once: an (n, num_perm) array."""
-    _check(num_perm)
+    check_num_perm(num_perm)
     n = len(documents)
     sig = np.full((n, num_perm), EMPTY, dtype=np.uint64)
     lengths = np.fromiter((len(d) for d in documents), dtype=np.int64, count=n)

@@ -1,0 +1,78 @@
+"""Compiled kernels (numba) for the work done per document and per pair, and when to use them.
+
+Every kernel computes exactly what a numpy function of the engine computes — the same
+shingle codes, signatures and vocabularies bit for bit, the same placements and scores —
+and that numpy code stays the reference the tests compare the kernels with. The kernels
+pay off on many documents; loading them costs a process about 0.3 s (importing numba, then
+the machine code numba cached on disk at the first run), and the first run on a machine
+compiles them (a few seconds, once). So:
+
+- ``NEARDUP_KERNELS=off`` (or numba missing): never; ``on``: always;
+- ``auto`` (the default): once a process has done enough work to pay for them (see
+  :func:`wanted`), and from then on for every call, since they are loaded. A ``neardup
+  compare`` or a ``neardup dedup --sample`` never loads them.
+
+>>> mode() in ("on", "off", "auto")
+True
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from typing import Any
+
+__all__ = ["AUTO_AT", "loaded", "mode", "wanted", "work_done"]
+
+#: Characters of text (or units of pairs) a process handles with numpy before ``auto``
+#: loads the kernels: about what loading them costs, at the numpy path's speed.
+AUTO_AT = 1_000_000
+
+_state = {"work": 0, "loaded": False}
+_available: bool | None = None
+
+
+def mode() -> str:
+    """``on``, ``off`` or ``auto``, from the ``NEARDUP_KERNELS`` environment variable."""
+    value = os.environ.get("NEARDUP_KERNELS", "auto").strip().lower()
+    if value in ("1", "on", "true", "yes"):
+        return "on"
+    if value in ("0", "off", "false", "no"):
+        return "off"
+    return "auto"
+
+
+def _numba_available() -> bool:
+    global _available
+    if _available is None:
+        _available = importlib.util.find_spec("numba") is not None
+    return _available
+
+
+def loaded() -> bool:
+    """Whether this process has loaded the kernels (they are then used for everything)."""
+    return bool(_state["loaded"])
+
+
+def work_done(amount: int) -> None:
+    """Count ``amount`` (characters sketched, units verified) done by the numpy path."""
+    _state["work"] = int(_state["work"]) + amount
+
+
+def wanted(amount: int) -> bool:
+    """Whether a call about to handle ``amount`` of work should use the kernels: never when
+    they are off or numba is missing; always when on or already loaded; under ``auto`` once
+    the work of this process, this call included, reaches :data:`AUTO_AT`."""
+    m = mode()
+    if m == "off" or not _numba_available():
+        return False
+    if _state["loaded"] or m == "on":
+        return True
+    return int(_state["work"]) + amount >= AUTO_AT
+
+
+def load(name: str) -> Any:
+    """The kernel module ``neardup.kernels.<name>`` (importing numba the first time)."""
+    module = importlib.import_module(f"{__name__}.{name}")
+    _state["loaded"] = True
+    return module

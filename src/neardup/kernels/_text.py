@@ -1,0 +1,303 @@
+"""Compiled text scans: which lines of a text hold a boilerplate hint, whether a text is as
+normalization leaves it, and the figures of a text.
+
+Each works on the code points of a text as keys into a table of the character properties
+Python's own ``str`` methods and ``re`` use (worked out from them: ``key`` and ``table``
+from :func:`neardup.kernels.tables.keyed`; a BMP character is its own key), and gives
+what the regular expressions and ``str`` methods of :mod:`neardup.boilerplate` and
+:mod:`neardup.engine.sketches` give — they stay the reference the tests compare with.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._jit import jit
+
+__all__ = [
+    "figure_spans",
+    "figure_spans_all",
+    "is_folded",
+    "line_hints",
+    "scan_texts",
+]
+
+# character properties (kernels.tables.PROPS): bits of a uint8
+SPACE, PRINTABLE, DECIMAL = 1, 2, 4
+# line flags of line_hints (and, for the second table of scan_texts, PREFIX_HIT, PREFIX_CONFIRM)
+HIT, CONFIRM, ONE_GT, TWO_GT, DATE_END, PREFIX_HIT, PREFIX_CONFIRM = 1, 2, 4, 8, 16, 32, 64
+# literal programs (what must follow a literal): bits
+WS_STAR, IN_SET, WS_ONE, REGEX = 1, 2, 4, 8
+#: the table of literal beginnings line_hints tries has 2^GRAM_BITS entries
+GRAM_BITS = 16
+_NL, _SP, _GT, _DAY = 10, 32, 62, 0x65E5  # "\n", " ", ">", "日"
+
+
+@jit
+def _ws(c, table):
+    """``[^\\S\\n]``: whitespace that is not a line break (``c`` a key, see
+    ``tables.keyed``)."""
+    return c != _NL and (table[c] & SPACE) != 0
+
+
+@jit
+def _matches(cp, p, lit_cp, lo, hi, prog, set_cp, set_lo, set_hi, table):
+    """Whether the literal lit_cp[lo:hi] starts at ``p`` and what ``prog`` asks of what
+    follows it holds (its set: set_cp[set_lo:set_hi]): 1 when it does, 2 when only a
+    regular expression can say (REGEX), 0 otherwise."""
+    n = len(cp)
+    e = p + hi - lo
+    if p < 0 or e > n:
+        return 0
+    for t in range(hi - lo):
+        if cp[p + t] != lit_cp[lo + t]:
+            return 0
+    if prog & REGEX:
+        return 2
+    if prog & WS_STAR:
+        while e < n and _ws(cp[e], table):
+            e += 1
+    if prog & IN_SET:
+        if e >= n:
+            return 0
+        found = False
+        for q in range(set_lo, set_hi):
+            if cp[e] == set_cp[q]:
+                found = True
+        if not found:
+            return 0
+        e += 1
+    if prog & WS_ONE:
+        if e >= n or not _ws(cp[e], table):
+            return 0
+    return 1
+
+
+@jit
+def _gram(a, b, c, bits):
+    """A hash of two or three code points (``c`` 0 for two) in [0, 2^bits)."""
+    h = (np.uint64(a) << np.uint64(42)) ^ (np.uint64(b) << np.uint64(21)) ^ np.uint64(c)
+    h = h * np.uint64(0x9E3779B97F4A7C15)
+    return np.int64(h >> np.uint64(64 - bits))
+
+
+@jit
+def line_hints(
+    cp,  # the text's keys (tables.keyed)
+    starts,  # uint8[65536]: which lengths of literal (1, 2, 3 or more: bits 1, 2, 4) a char starts
+    grams,  # uint8[2^GRAM_BITS]: the hashes (_gram) of each literal's first two or three chars
+    first,  # int64[65537]: the literals starting with char c are lit_order[first[c]:first[c+1]]
+    lit_cp,  # the literals' code points, one after another
+    lit_start,  # int64: literal k is lit_cp[lit_start[k]:lit_start[k + 1]]
+    lit_prog,  # int64: what must follow literal k (WS_STAR | IN_SET | WS_ONE, or REGEX)
+    set_start,  # int64: the characters of literal k's set are set_cp[set_start[k]:set_start[k+1]]
+    set_cp,
+    table,  # uint8 properties of every key
+    flags,  # uint8 per line (out): HIT, CONFIRM, ONE_GT, TWO_GT, DATE_END
+):
+    """Mark each line of the text (split at "\\n") by the literals found in it. A position
+    is tried only when the hash of its next two or three characters is a literal's."""
+    n = len(cp)
+    bits = GRAM_BITS
+    line = 0
+    start = 0
+    gts = 0
+    for p in range(n + 1):
+        c = cp[p] if p < n else _NL
+        if c == _NL:
+            if gts >= 1:
+                flags[line] |= ONE_GT
+            if gts >= 2:
+                flags[line] |= TWO_GT
+            if p > start:
+                last = cp[p - 1]
+                if last == _DAY or (table[last] & DECIMAL) != 0:
+                    flags[line] |= DATE_END
+            line += 1
+            start = p + 1
+            gts = 0
+            continue
+        if c == _GT:
+            gts += 1
+        if c >= 0x10000 or (flags[line] & HIT) != 0:  # no literal starts beyond the BMP
+            continue
+        lengths = starts[c]
+        if lengths == 0:
+            continue
+        maybe = (lengths & 1) != 0
+        if not maybe and p + 1 < n:
+            c2 = cp[p + 1]
+            if (lengths & 2) != 0 and grams[_gram(c, c2, 0, bits)]:
+                maybe = True
+            elif (lengths & 4) != 0 and p + 2 < n and grams[_gram(c, c2, cp[p + 2], bits)]:
+                maybe = True
+        if not maybe:
+            continue
+        for k in range(first[c], first[c + 1]):
+            got = _matches(
+                cp, p, lit_cp, lit_start[k], lit_start[k + 1], lit_prog[k],
+                set_cp, set_start[k], set_start[k + 1], table,
+            )  # fmt: skip
+            if got == 1:
+                flags[line] |= HIT
+                break
+            if got == 2:
+                flags[line] |= CONFIRM
+
+
+@jit
+def scan_texts(
+    cp,  # the keys of every text, one after another (tables.keyed)
+    offsets,  # int64[n + 1]: text k is cp[offsets[k]:offsets[k + 1]]
+    table,
+    hint,  # the literal table of the hints (line_hints' arguments from ``starts`` to ``set_cp``)
+    prefix,  # the literal table of the dateline prefixes
+    folded,  # bool[n] (out): is_folded of each text
+    where,  # int64[m, 2] (out): (text, line) of each line with flags
+    what,  # uint8[m] (out): its flags; m at least the lines of all texts
+):
+    """line_hints of every text with both literal tables (the second's HIT and CONFIRM
+    become PREFIX_HIT and PREFIX_CONFIRM), and is_folded. The lines whose only flag is
+    ONE_GT are left out. Returns how many lines were written to ``where`` and ``what``."""
+    size = 0
+    lines = np.zeros(64, dtype=np.uint8)
+    marks = np.zeros(64, dtype=np.uint8)
+    for k in range(len(offsets) - 1):
+        text = cp[offsets[k] : offsets[k + 1]]
+        count = 1
+        for c in text:
+            if c == _NL:
+                count += 1
+        if count > len(lines):
+            lines = np.zeros(2 * count, dtype=np.uint8)
+            marks = np.zeros(2 * count, dtype=np.uint8)
+        lines[:count] = 0
+        marks[:count] = 0
+        line_hints(text, *hint, table, lines)
+        line_hints(text, *prefix, table, marks)
+        folded[k] = is_folded(text, table)
+        for i in range(count):
+            f = np.int64(lines[i]) & (255 - ONE_GT)
+            if marks[i] & HIT:
+                f |= PREFIX_HIT
+            if marks[i] & CONFIRM:
+                f |= PREFIX_CONFIRM
+            if f:
+                where[size, 0] = k
+                where[size, 1] = i
+                what[size] = f
+                size += 1
+    return size
+
+
+@jit
+def is_folded(cp, table):
+    """Whether the text is as whitespace folding leaves it, and stays so once a space follows
+    each sentence end (see ``boilerplate._is_folded``): no double space and no space after
+    a sentence end, no empty line, no space at either end of a line, and nothing but
+    printable characters and line breaks."""
+    n = len(cp)
+    if n == 0:
+        return True
+    if cp[0] == _SP or cp[0] == _NL or cp[n - 1] == _SP or cp[n - 1] == _NL:
+        return False
+    for p in range(n):
+        c = cp[p]
+        if c == _NL:
+            nxt = cp[p + 1] if p + 1 < n else 0
+            if nxt == _NL or nxt == _SP or (p > 0 and cp[p - 1] == _SP):
+                return False
+            continue
+        if c == _SP:
+            if p > 0 and (cp[p - 1] == _SP or _is_end(cp[p - 1])):
+                return False
+            continue
+        if (table[c] & PRINTABLE) == 0:
+            return False
+    return True
+
+
+@jit
+def _is_end(c):
+    """A character of boilerplate._ENDS: 。!?！？"""
+    return c == 0x3002 or c == 0x21 or c == 0x3F or c == 0xFF01 or c == 0xFF1F
+
+
+@jit
+def figure_spans(cp, table, out):
+    """The figures of a text (its keys ``cp``) as ``sketches._NUMBER`` finds them (``\\d+(?:[.,:/-]\\d+)*``),
+    two or more characters long and not a year or date (``sketches._YEAR_OR_DATE``): their
+    (start, end) written to ``out`` (an (n, 2) array), how many returned."""
+    n = len(cp)
+    found = 0
+    p = 0
+    while p < n:
+        if not _digit(cp[p], table):
+            p += 1
+            continue
+        start = p
+        while p < n and _digit(cp[p], table):
+            p += 1
+        # (?:[.,:/-]\d+)*: a separator counts only when a digit follows it
+        while p + 1 < n and _separator(cp[p]) and _digit(cp[p + 1], table):
+            p += 1
+            while p < n and _digit(cp[p], table):
+                p += 1
+        if p - start >= 2 and not _year_or_date(cp, start, p, table):
+            out[found, 0] = start
+            out[found, 1] = p
+            found += 1
+    return found
+
+
+@jit
+def figure_spans_all(cp, offsets, table, out, docs):
+    """:func:`figure_spans` of each text cp[offsets[k]:offsets[k + 1]] (spans counted from
+    the start of ``cp``); ``docs[j]`` the text of span j. Returns how many spans."""
+    found = 0
+    for k in range(len(offsets) - 1):
+        lo = offsets[k]
+        got = figure_spans(cp[lo : offsets[k + 1]], table, out[found:])
+        for j in range(found, found + got):
+            out[j, 0] += lo
+            out[j, 1] += lo
+            docs[j] = k
+        found += got
+    return found
+
+
+@jit
+def _digit(c, table):
+    return (table[c] & DECIMAL) != 0
+
+
+@jit
+def _separator(c):
+    return c == 0x2E or c == 0x2C or c == 0x3A or c == 0x2F or c == 0x2D  # . , : / -
+
+
+@jit
+def _year_or_date(cp, start, end, table):
+    """Whether cp[start:end] is all of ``(?:19|20)\\d\\d(?:[-/.]\\d{1,2}){0,2}``."""
+    if end - start < 4:
+        return False
+    a, b = cp[start], cp[start + 1]
+    if not ((a == 0x31 and b == 0x39) or (a == 0x32 and b == 0x30)):  # 19, 20 (ASCII)
+        return False
+    if not (_digit(cp[start + 2], table) and _digit(cp[start + 3], table)):
+        return False
+    p = start + 4
+    for _ in range(2):
+        if p == end:
+            return True
+        c = cp[p]
+        if not (c == 0x2D or c == 0x2F or c == 0x2E):  # - / .
+            return False
+        p += 1
+        digits = 0
+        while p < end and digits < 2 and _digit(cp[p], table):
+            p += 1
+            digits += 1
+        if digits == 0:
+            return False
+    return p == end
