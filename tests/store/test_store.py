@@ -31,25 +31,6 @@ def _sample() -> list[dict[str, object]]:
     return [json.loads(line) for line in SAMPLE.read_text(encoding="utf-8").splitlines()]
 
 
-@pytest.fixture(params=["memory", "sqlite", "redis"])
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "memory":
-        return "memory://"
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'store.db'}"
-    url: str = request.getfixturevalue("redis_url")
-    return url
-
-
-@pytest.fixture(params=["sqlite", "redis"])
-def persistent_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """The stores that outlive their Deduper."""
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'store.db'}"
-    url: str = request.getfixturevalue("redis_url")
-    return url
-
-
 def _persistent(url: str) -> bool:
     return not url.startswith("memory")
 

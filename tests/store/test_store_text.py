@@ -19,24 +19,6 @@ ZH_COPY = "转载：北京地铁十九号线今天开通运营，全长二十二
 ZH_OTHER = "上海今天发布暴雨蓝色预警，预计局地雨量超过五十毫米，请市民注意出行安全，远离低洼地带。"
 
 
-@pytest.fixture(params=["memory", "sqlite", "redis"])
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "memory":
-        return "memory://"
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'store.db'}"
-    url: str = request.getfixturevalue("redis_url")
-    return url
-
-
-@pytest.fixture(params=["sqlite", "redis"])
-def persistent_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'store.db'}"
-    url: str = request.getfixturevalue("redis_url")
-    return url
-
-
 def test_lone_surrogates_in_ids_and_titles_come_back_as_given(store_url: str) -> None:
     with Deduper(store=store_url) as dd:
         a = dd.check_and_add("a\udc00", ZH, title="x\udc00")
