@@ -218,8 +218,15 @@ def test_runs_when_python3_on_path_is_another_python(tmp_path: Path) -> None:
 def test_executors_without_neardup_fail_at_once_in_one_line(tmp_path: Path) -> None:
     """Executors whose Python cannot import neardup: exit 2 before any stage, one line on
     standard error naming the Python and how to ship neardup."""
+    # neardup may be installed in this Python (CI installs it): put a neardup that cannot be
+    # imported before it, as an executor without neardup would find none
+    shadow = tmp_path / "shadow" / "neardup"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text('raise ImportError("not here")\n', encoding="utf-8")
     python = tmp_path / "python-without-neardup"
-    python.write_text(f'#!/bin/sh\nPYTHONPATH= exec "{sys.executable}" "$@"\n', encoding="utf-8")
+    python.write_text(
+        f'#!/bin/sh\nPYTHONPATH="{shadow.parent}" exec "{sys.executable}" "$@"\n', encoding="utf-8"
+    )
     python.chmod(0o755)
     source = tmp_path / "in.jsonl"
     write_jsonl(source)
