@@ -23,7 +23,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from . import kernels
 from .engine import (
     IDENTICAL,
     CommonShingles,
@@ -46,6 +45,7 @@ from .engine import (
     verify,
 )
 from .engine.codec import Packed, pack, unpack
+from .engine.warm import load_kernels
 from .errors import ConfigError, InputError
 from .index.lsh import LSHJoin
 from .timing import Stages
@@ -266,10 +266,8 @@ class BatchRun:
             from concurrent.futures import ProcessPoolExecutor
 
             n = self._workers or min(4, os.cpu_count() or 1)
-            if "fork" in multiprocessing.get_all_start_methods() and kernels.wanted(
-                kernels.AUTO_AT
-            ):
-                _load_kernels(self.cfg)  # once here: the forked workers inherit them
+            if "fork" in multiprocessing.get_all_start_methods():
+                load_kernels(self.cfg)  # once here: the forked workers inherit them
             methods = multiprocessing.get_all_start_methods()
             context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
             self._pool = ProcessPoolExecutor(
@@ -449,24 +447,3 @@ def _worker_start(parent: int) -> None:
 def _sketch_packed(texts: list[str], cfg: DedupConfig) -> Packed:
     """Sketch a chunk (in a worker) and pack the sketches for the way back."""
     return pack(make_sketches(texts, cfg))
-
-
-#: Two short related texts (Chinese and English, figures, a boilerplate line) that take every
-#: kernel a batch run uses through its code, with the argument types of a real run.
-_WARM_UP = (
-    "来源：示例网\n临江地铁5号线一期今日开通运营，全长25.6公里。 The line opens today.",
-    "临江地铁5号线一期今日开通运营，全长25.6公里，设站18座。 The line opens today.",
-)
-
-
-def _load_kernels(cfg: DedupConfig) -> None:
-    """Load the compiled kernels in this process (importing numba and the machine code it
-    cached), by sketching and verifying a small pair: a process forked afterwards inherits
-    them instead of loading them itself (about 0.5-1 s of CPU each)."""
-    for name in ("_sketch", "_pairs", "_text"):
-        kernels.load(name)
-    a, b = make_sketches(list(_WARM_UP), cfg)
-    guard = CommonShingles(limit=cfg.common_after)
-    guard.add(a.vocab)
-    verify(b, a, cfg, guard)
-    verify(a, b, cfg, guard)

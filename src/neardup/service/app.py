@@ -15,6 +15,7 @@ from fastapi import FastAPI
 
 from .. import __version__
 from ..deduper import Deduper
+from ..engine.warm import load_kernels
 from ._errors import ERRORS, install_error_handlers
 from ._middleware import BodyLimit, HostCheck, Measure, SecurityHeaders
 from ._routes import add_routes
@@ -111,6 +112,9 @@ def _application(service: Service) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        # a service runs long: under NEARDUP_KERNELS=auto it loads the compiled kernels as it
+        # starts, rather than in the request that crosses their threshold (a stall of ~1 s)
+        load_kernels(service.deduper.config)
         yield
         service.close()
 
