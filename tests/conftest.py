@@ -77,6 +77,26 @@ def redis_url(redis_server: str) -> str:
     return f"{redis_server}?namespace=t{uuid.uuid4().hex[:12]}"
 
 
+@pytest.fixture(params=["memory", "sqlite", "redis"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Each store in turn: memory, a SQLite file, a Redis namespace."""
+    if request.param == "memory":
+        return "memory://"
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'store.db'}"
+    url: str = request.getfixturevalue("redis_url")
+    return url
+
+
+@pytest.fixture(params=["sqlite", "redis"])
+def persistent_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The stores that outlive their Deduper."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'store.db'}"
+    url: str = request.getfixturevalue("redis_url")
+    return url
+
+
 # -- the quick loop: `pytest -m "not slow"` leaves out what starts real services -----------
 
 #: Tests that start a real service or a real crawl (Spark, Chromium, uvicorn servers,

@@ -60,17 +60,6 @@ async def served(**options: object) -> AsyncIterator[httpx.AsyncClient]:
         app.state.service.close()
 
 
-@pytest.fixture(params=["memory", "sqlite", "redis"])
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """Each store backend in turn."""
-    if request.param == "memory":
-        return "memory://"
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'crawl.db'}"
-    url: str = request.getfixturevalue("redis_url")
-    return url
-
-
 def assert_error(r: httpx.Response, status: int, error: str, field: str | None = None) -> dict:
     """The response is the service's JSON error with this status, code and field."""
     assert r.status_code == status, r.text
