@@ -87,6 +87,18 @@ def outputs(tmp: Path) -> dict[str, str]:
     }
 
 
+def spark_run(tmp: Path, source: Path, *extra: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """``neardup dedup --engine spark`` (``extra`` its Spark options) as a process of its own,
+    writing into ``tmp``; ``env`` added to its environment."""
+    return subprocess.run(
+        dedup_command(tmp, source, *extra),
+        env=child_env(**env),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
 def local_run(tmp: Path, source: Path) -> dict[str, str]:
     """What the local engine writes for ``source``."""
     tmp.mkdir()
@@ -175,13 +187,7 @@ def test_standalone_cluster_writes_what_the_local_engine_writes(
     want = local_run(tmp_path / "local", source)
     got_dir = tmp_path / "spark"
     got_dir.mkdir()
-    done = subprocess.run(
-        dedup_command(got_dir, source, "--spark-master", standalone),
-        env=child_env(),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    done = spark_run(got_dir, source, "--spark-master", standalone)
     assert done.returncode == 0, done.stderr[-3000:]
     assert outputs(got_dir) == want
     assert any(json.loads(line)["duplicate_of"] for line in want["clusters"].splitlines())
@@ -203,13 +209,7 @@ def test_runs_when_python3_on_path_is_another_python(tmp_path: Path) -> None:
     want = local_run(tmp_path / "local", source)
     got_dir = tmp_path / "spark"
     got_dir.mkdir()
-    done = subprocess.run(
-        dedup_command(got_dir, source, "--spark-master", "local[2]"),
-        env=child_env(PATH=path),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    done = spark_run(got_dir, source, "--spark-master", "local[2]", PATH=path)
     assert done.returncode == 0, done.stderr[-3000:]
     assert outputs(got_dir) == want
     assert "FutureWarning" not in done.stderr
@@ -230,17 +230,8 @@ def test_executors_without_neardup_fail_at_once_in_one_line(tmp_path: Path) -> N
     python.chmod(0o755)
     source = tmp_path / "in.jsonl"
     write_jsonl(source)
-    done = subprocess.run(
-        dedup_command(
-            tmp_path,
-            source,
-            *("--spark-master", "local[1]", "--spark-conf", f"spark.pyspark.python={python}"),
-        ),
-        env=child_env(),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    conf = f"spark.pyspark.python={python}"
+    done = spark_run(tmp_path, source, "--spark-master", "local[1]", "--spark-conf", conf)
     assert done.returncode == 2, done.stderr[-3000:]
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert len(lines) == 1, done.stderr[-3000:]

@@ -1,10 +1,7 @@
 """Loading the compiled kernels ahead of the work: a process about to fork its sketch workers
 (the batch run) or about to serve for a long time (``neardup serve``) loads them once, so no
-worker loads them again and no request waits while they load.
-
->>> from neardup.engine import DedupConfig
->>> load_kernels(DedupConfig()) in (True, False)
-True
+worker loads them again and no request waits while they load (tested in
+``tests/kernels/test_service_start.py`` and ``tests/kernels/test_batch.py``).
 """
 
 from __future__ import annotations

@@ -26,6 +26,7 @@ documents, in order), ``NS:c:LABEL`` (a cluster's members by seq), ``NS:clusters
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import threading
@@ -673,12 +674,11 @@ class RedisStore(Store):
         """Ask Redis to hand memory freed by forgotten documents back to the machine
         (``MEMORY PURGE``; their keys are gone already). Redis built without jemalloc has
         nothing to purge."""
-        try:
+        self._call(self._purge)
+
+    def _purge(self) -> None:
+        with contextlib.suppress(self._redis.ResponseError):  # no jemalloc: nothing to purge
             self._r.execute_command("MEMORY PURGE")  # type: ignore[no-untyped-call]
-        except self._redis.ResponseError:
-            return
-        except self._redis.RedisError as exc:
-            raise StoreError(f"Redis store {self.url}: {_said(exc)}{_advice(exc)}") from exc
 
     def close(self) -> None:
         self._r.close()
