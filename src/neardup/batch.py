@@ -18,6 +18,7 @@ import time
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -36,6 +37,7 @@ from .engine import (
     choose_kept,
     counts_as_story,
     evidence,
+    hub,
     light,
     make_sketches,
     may_verify_counts,
@@ -150,6 +152,8 @@ class BatchRun:
         self._light = np.zeros((0, cfg.num_perm), dtype=np.uint16)
         self._vocab_sizes = np.zeros(0, dtype=np.int64)
         self._units = np.zeros(0, dtype=np.int64)
+        self._extended: set[int] = set()  # documents a kept document extends
+        self._hubbed: set[int] = set()  # documents that extend a hub: a cluster of their own
         self.timings = Stages()
         for name in ("sketch", "candidates", "verify"):
             self.timings.add(name, 0.0)
@@ -204,7 +208,7 @@ class BatchRun:
         self.__exit__()
         t0 = time.perf_counter()
         ids, sketches, parent = self.ids, self.sketches, self.parent
-        root = roots(parent)
+        root = roots([-1 if i in self._hubbed else p for i, p in enumerate(parent)])
         kept_of = choose_kept(
             np.array(root, dtype=np.int64),
             np.arange(len(ids), dtype=np.int64),
@@ -249,6 +253,12 @@ class BatchRun:
         self.timings.add("clusters", time.perf_counter() - t0)
         verified = sum(1 for p in parent if p >= 0)
         return BatchResult(decisions, self._pairs, verified, dict(self.timings.seconds))
+
+    def _extends(self, m: int, k: str) -> bool:
+        """Whether document ``k`` (decided; its position as a string) is kept and extends
+        document ``m``."""
+        j = int(k)
+        return self.parent[j] == m and not self.copy[j]
 
     def _chunk_size(self) -> int:
         """A quarter of what was sent so far, from MIN_CHUNK up to ``chunk``: the workers
@@ -387,8 +397,13 @@ class BatchRun:
             if counts_as_story(found):
                 common.add(sketches[i].vocab)
             if found is not None:
-                self.parent[i], self.copy[i] = int(found.key), found.is_copy
+                m = int(found.key)
+                self.parent[i], self.copy[i] = m, found.is_copy
                 self.score[i], self.measure[i] = found.score, found.verdict.measure
+                if not found.is_copy:
+                    if hub(found, m in self._extended, partial(self._extends, m)):
+                        self._hubbed.add(i)
+                    self._extended.add(m)
         self._next = max(nxt, frontier)
         self.timings.add("verify", time.perf_counter() - t0)
 

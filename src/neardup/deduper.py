@@ -32,12 +32,14 @@ from .engine import (
     Decision,
     DedupConfig,
     KeepPolicy,
+    Match,
     Sketch,
     alike,
     best_match,
     bucket_keys,
     counts_as_story,
     evidence,
+    hub,
     light,
     make_sketches,
     may_verify_counts,
@@ -430,6 +432,17 @@ class Deduper:
         chosen = to_verify(np.zeros(len(rows), dtype=np.int64), rows, likeness[rows], self.config)
         return [keys[r] for r in rows[chosen].tolist()]
 
+    def _extends_hub(self, found: Match, extended: set[str], entries: dict[str, Entry]) -> bool:
+        """:func:`~neardup.engine.hub` for a kept document extending ``found.key``: whether
+        it starts a cluster of its own. ``extended``: what the batch's documents extend."""
+
+        def extends_it(k: str) -> bool:
+            e = entries.get(k)
+            return e is not None and e.kept and e.extends == found.key
+
+        was = found.key in extended or bool(self.store.extended([found.key]))
+        return hub(found, was, extends_it)
+
     def _in_window(self, a: float, b: float) -> bool:
         return self.window is None or abs(a - b) <= self.window
 
@@ -456,6 +469,7 @@ class Deduper:
         entries = store.entries({m[0] for m in wanted} | set(exact.values()))
         pool = self._sketches(wanted)
         local: dict[BandKey, list[tuple[int, str, float]]] = {}
+        extended: set[str] = set()  # documents a kept document of this batch extends
         decided: dict[str, Decision] = {}
         local_exact: dict[int, str] = {}
         decisions: list[Decision] = []
@@ -517,6 +531,11 @@ class Deduper:
                 d = Decision(it.id, False, None, it.id, 0.0, None)
             else:
                 cluster = entries[found.key].cluster
+                if not found.is_copy:
+                    if story and self._extends_hub(found, extended, entries):
+                        cluster = it.id
+                    if add:
+                        extended.add(found.key)
                 ev, chrome = (
                     shared_text(sk, pool[found.key], cfg, self._common)
                     if self.explain

@@ -147,6 +147,42 @@ def test_two_posts_sharing_header_lines_and_a_signature_are_two_stories(tmp_path
     assert not any(x.is_duplicate for x in d)
 
 
+# -- hubs: a post of chrome alone --------------------------------------------------------------
+
+
+def hub_posts(rng: random.Random) -> tuple[list[str], list[str]]:
+    """A post that is nothing but an author's header lines, one word and his signature, then
+    three posts of his, each with the same lines around a text of its own."""
+    head = "From: dora@example.org (Dora Smith)\nOrganization: Example Gazette, Springfield\n\n"
+    sig = "\n-- \nDora Smith, night editor at the Example Gazette. " + en(rng, 2)
+    posts = [head + en(rng, 9) + sig for _ in range(3)]
+    return ["hub", "p1", "p2", "p3"], [head + "Thanks." + sig, *posts]
+
+
+def test_a_post_of_chrome_alone_does_not_link_the_posts_that_carry_it(tmp_path: Path) -> None:
+    """Every later post contains the chrome-only post, so each extends it; but they are not
+    one story with each other. The first joins its cluster; the others start their own (it
+    is a hub, not their story) and still say what they extend. Nothing is dropped."""
+    ids, texts = hub_posts(random.Random(12))
+    d = by_id(decide(ids, texts, tmp_path))
+    assert not any(x.is_duplicate for x in d.values())
+    assert [d[i].extends for i in ids] == [None, "hub", "hub", "hub"]
+    assert [d[i].cluster for i in ids] == ["hub", "hub", "p2", "p3"]
+
+
+def test_a_second_version_of_the_same_story_still_joins_the_excerpt(tmp_path: Path) -> None:
+    """An excerpt, the full article (extends it), then the full article with a paragraph
+    more: it extends the excerpt too, but it is the same story as the full article, so the
+    excerpt is no hub and all three are one cluster."""
+    rng = random.Random(13)
+    full = zh(rng, 12)
+    ids = ["excerpt", "full", "longer"]
+    texts = [full[: len(full) // 3], full, full + "\n" + zh(rng, 6)]
+    d = by_id(decide(ids, texts, tmp_path))
+    assert [d[i].is_duplicate for i in ids] == [False, False, False]
+    assert [d[i].cluster for i in ids] == ["excerpt"] * 3
+
+
 # -- view counters -----------------------------------------------------------------------------
 
 

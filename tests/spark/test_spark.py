@@ -161,6 +161,29 @@ def test_fixture_same_decisions_for_every_keep_policy(spark: Any, keep: str) -> 
     assert any(v[1] is not None for v in want.values())  # the fixture has duplicates
 
 
+@pytest.mark.parametrize("keep", ["first", "longest"])
+def test_a_hub_same_decisions_as_local(spark: Any, keep: str) -> None:
+    """A post of chrome alone and the posts that carry it (a hub), then an excerpt and two
+    versions of its article (no hub): the local decisions, what each extends included."""
+    import random
+
+    from tests.engine.test_real_crawls import hub_posts, zh
+
+    ids, texts = hub_posts(random.Random(12))
+    rng = random.Random(13)
+    full = zh(rng, 12)
+    ids += ["excerpt", "full", "longer"]
+    texts += [full[: len(full) // 3], full, full + "\n" + zh(rng, 6)]
+    frame = spark.createDataFrame(list(zip(ids, texts, strict=True)), "id string, text string")
+    result = dedup(frame, keep=keep)  # type: ignore[arg-type]
+    extends = {r["id"]: r["extends"] for r in result.clusters.collect()}
+    want = dedup_batch(ids, texts, keep=keep).decisions  # type: ignore[arg-type]
+    assert extends == {d.id: d.extends for d in want}
+    assert spark_decisions(result) == local_decisions(ids, texts, keep=keep)
+    if keep == "first":
+        assert [d.cluster for d in want] == ["hub", "hub", "p2", "p3", *["excerpt"] * 3]
+
+
 def test_order_col_sets_the_input_order(spark: Any) -> None:
     """Rows given shuffled with an order column decide as the ordered input does."""
     recs = records()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import random
 import signal
 import sqlite3
 import subprocess
@@ -22,6 +23,7 @@ from neardup import deduper as deduper_module
 from neardup.engine import DedupConfig
 from neardup.store import open_store, parse_window
 
+from ..engine.test_real_crawls import hub_posts
 from ..synth import corpus
 
 SAMPLE = Path(__file__).resolve().parents[2] / "src" / "neardup" / "data" / "sample.jsonl"
@@ -59,6 +61,46 @@ def test_batches_in_a_store_decide_as_one_batch_run(store_url: str) -> None:
         stats = dd.stats()
         assert stats["documents"] == len(docs)
         assert stats["kept"] == sum(not d.is_duplicate for d in ref)
+
+
+def test_a_hub_is_decided_as_the_batch_run_decides_it(store_url: str) -> None:
+    """A post of chrome alone, then posts that carry it (tests/engine/test_real_crawls.py):
+    one document at a time or all at once, every store says what the batch run says."""
+    ids, texts = hub_posts(random.Random(12))
+    ref = dedup_batch(ids, texts).decisions
+    key = [(d.id, d.duplicate_of, d.extends, d.cluster) for d in ref]
+    assert [d.cluster for d in ref] == ["hub", "hub", "p2", "p3"]
+    with Deduper(store=store_url, explain=False) as dd:
+        one = [dd.check_and_add(i, t) for i, t in zip(ids[:2], texts[:2], strict=True)]
+        got = one + dd.check_and_add_many(list(zip(ids[2:], texts[2:], strict=True)))
+        assert dd.store.extended(ids) == {"hub"}
+    assert [(d.id, d.duplicate_of, d.extends, d.cluster) for d in got] == key
+
+
+def test_redis_decides_again_when_what_a_document_extends_was_extended_meanwhile(
+    redis_url: str,
+) -> None:
+    """Two writers: one read that nothing extends "hub" yet; before it commits, the other
+    adds a document extending it. The first commit adds nothing (its decision is redone)."""
+    from neardup.store import Entry, NewEntry
+
+    def extending(doc_id: str) -> NewEntry:
+        return NewEntry(Entry(doc_id, 0, 1.0, None, "hub", 0.9, "coverage", extends="hub"), 1, None)
+
+    first, second = open_store(redis_url), open_store(redis_url)
+    first.begin()
+    assert first.extended(["hub"]) == set()
+    second.begin()
+    second.put([extending("a")])
+    assert second.commit() == 1
+    first.put([extending("b")])
+    assert first.commit() == 0
+    first.begin()
+    assert first.extended(["hub", "a"]) == {"hub"}
+    first.rollback()
+    assert first.delete("hub") is False  # never added itself; its flag stays with its extender
+    first.close()
+    second.close()
 
 
 def test_incremental_runs_agree_with_one_run(persistent_url: str) -> None:
@@ -437,6 +479,8 @@ def test_a_sqlite_store_of_the_first_version_opens(tmp_path: Path) -> None:
     with sqlite3.connect(path) as con:  # upgraded in place: the new columns are there
         names = {row[1] for row in con.execute("PRAGMA table_info(docs)")}
         assert {"extends", "story"} <= names
+        indexes = {row[1] for row in con.execute("PRAGMA index_list(docs)")}
+        assert "docs_extends" in indexes
         assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
 
 

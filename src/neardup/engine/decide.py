@@ -24,7 +24,7 @@ is kept, and the evidence a person reads.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -49,6 +49,7 @@ __all__ = [
     "choose_kept",
     "counts_as_story",
     "evidence",
+    "hub",
     "identical",
     "light",
     "roots",
@@ -120,6 +121,8 @@ class Match:
 
     key: str
     verdict: Verdict
+    #: every earlier document it was verified the same story as (the match among them)
+    alike: frozenset[str] = frozenset()
 
     @property
     def is_copy(self) -> bool:
@@ -188,10 +191,12 @@ def best_match(
     none."""
     copy: Match | None = None
     same: Match | None = None
+    alike: list[str] = []
     for key, other in candidates:
         v = verify(sketch, other, cfg, guard)
         if not v.is_duplicate:
             continue
+        alike.append(key)
         if v.is_copy:
             if copy is None or v.copy_score > copy.verdict.copy_score:
                 copy = Match(key, v)
@@ -199,7 +204,10 @@ def best_match(
                     break  # nothing scores higher, and candidates come earliest first
         elif copy is None and (same is None or v.score > same.verdict.score):
             same = Match(key, v)
-    return copy if copy is not None else same
+    best = copy if copy is not None else same
+    if best is None:
+        return None
+    return Match(best.key, best.verdict, frozenset(alike))
 
 
 #: A kept document that repeats less than this share of its own text from what it matched
@@ -218,6 +226,29 @@ def counts_as_story(match: Match | None) -> bool:
     if match is None:
         return True
     return bool(stories(np.array([match.is_copy]), np.array([match.verdict.repeated]))[0])
+
+
+def hub(match: Match | None, extended: bool, extends_it: Callable[[str], bool]) -> bool:
+    """Whether a kept document starts a cluster of its own although it extends what it
+    matched: the earlier document is a **hub**, text that different stories share.
+
+    A kept document that extends an earlier one joins its story, unless it is mostly new
+    text (:func:`counts_as_story`), the earlier document was already extended by another
+    one (``extended``), and it is the same story as none of those (``extends_it``: whether a
+    document it was verified the same story as extends the same earlier document). A post
+    that is little more than a bio, a sign-off or a signature is contained by every later
+    post that carries them; without this rule each of them would extend it and join one
+    cluster. The document still says what it extends.
+
+    >>> m = Match("bio", Verdict(1.0, "coverage", True), frozenset({"bio"}))
+    >>> hub(m, False, lambda k: False), hub(m, True, lambda k: False)
+    (False, True)
+    >>> hub(Match("bio", m.verdict, frozenset({"bio", "col-1"})), True, {"col-1"}.__contains__)
+    False
+    """
+    if match is None or match.is_copy or not extended or not counts_as_story(match):
+        return False
+    return not any(extends_it(k) for k in match.alike if k != match.key)
 
 
 def stories(is_copy: npt.NDArray[np.bool_], repeated: F64) -> npt.NDArray[np.bool_]:

@@ -591,7 +591,7 @@ def _verify(
     stats["rounds"] = rounds
     stats["converged"] = converged
     stats["template_slots"] = len(table[0])
-    parents = best_matches(verdicts, n_parts)
+    parents = _with_hubs(best_matches(verdicts, n_parts), verdicts)
     copies = docs.filter(F.col("_first") != F.col("_pos")).select(
         "_pos",
         F.col("_first").alias("_parent"),
@@ -599,6 +599,7 @@ def _verify(
         F.lit(IDENTICAL.measure).alias("_measure"),
         F.lit(True).alias("_copy"),
         F.lit(False).alias("_story"),
+        F.lit(False).alias("_hub"),
     )
     links = parents.unionByName(copies).persist(run.disk)
     stats["linked"] = links.count()
@@ -609,6 +610,34 @@ def _verify(
     return links
 
 
+def _with_hubs(parents: DataFrame, verdicts: DataFrame) -> DataFrame:
+    """The links with ``_hub``: whether the document starts a cluster of its own although it
+    extends its parent (:func:`~neardup.engine.hub`) — it is mostly new text, an earlier
+    document extends the same parent, and it was verified the same story as none of those."""
+    from pyspark.sql import functions as F
+
+    ext = parents.filter(~F.col("_copy")).select("_pos", "_parent", "_story")
+    first = ext.groupBy("_parent").agg(F.min("_pos").alias("_first_ext"))
+    maybe = (
+        ext.join(first, "_parent")
+        .filter(F.col("_story") & (F.col("_pos") > F.col("_first_ext")))
+        .select("_pos", "_parent")
+    )
+    same = verdicts.select("i", F.col("j").alias("_pos"))
+    extending = ext.select(F.col("_pos").alias("i"), F.col("_parent").alias("_of"))
+    matched = (
+        maybe.join(same, "_pos")
+        .join(extending, "i")
+        .filter(F.col("_of") == F.col("_parent"))
+        .select("_pos")
+        .distinct()
+    )
+    hubs = maybe.select("_pos").join(matched, "_pos", "left_anti").withColumn("_hub", F.lit(True))
+    return parents.join(hubs, "_pos", "left").withColumn(
+        "_hub", F.coalesce(F.col("_hub"), F.lit(False))
+    )
+
+
 def _clusters(
     run: _Run, docs: DataFrame, links: DataFrame, sketches: DataFrame, keep: KeepPolicy
 ) -> DataFrame:
@@ -616,10 +645,11 @@ def _clusters(
     (:func:`~neardup.engine.choose_kept`), and every usable row's decision."""
     from pyspark.sql import functions as F
 
+    joining = links.filter(~F.col("_hub"))  # a document extending a hub starts its own
     if run.stats["linked"] <= LOCAL_LINKS:
-        components = _components_here(run.spark, links)
+        components = _components_here(run.spark, joining)
     else:
-        components = connected_components(links, src="_pos", dst="_parent")
+        components = connected_components(joining, src="_pos", dst="_parent")
     members = (
         docs.join(components.toDF("_pos", "_component"), "_pos", "left")
         .withColumn("_root", F.coalesce("_component", "_pos"))

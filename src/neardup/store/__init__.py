@@ -160,6 +160,12 @@ class Store(ABC):
         """The sketches of those ids that have one."""
 
     @abstractmethod
+    def extended(self, ids: Iterable[str]) -> set[str]:
+        """Those of ``ids`` that a kept document extends (:attr:`Entry.extends`; a store may
+        still count an extending document deleted since). Inside a section that may commit,
+        the answer is part of what must be unchanged when it commits."""
+
+    @abstractmethod
     def log(self, after: int, limit: int) -> tuple[int, list[str], bool]:
         """Up to ``limit`` log records after position ``after``: the new position, the ids of
         the documents that counted as stories (:attr:`NewEntry.counts`) they name, and

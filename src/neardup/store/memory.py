@@ -25,6 +25,7 @@ class MemoryStore(Store):
         self._buckets: dict[BandKey, list[tuple[int, str, float]]] = {}
         self._joined: dict[str, tuple[BandKey, ...]] = {}
         self._exact: dict[int, str] = {}
+        self._extended: set[str] = set()  # ids a kept document extends
         self._text_key: dict[str, int] = {}
         self._log: list[str] = []  # ids of documents that counted as stories, in order
         self._common: tuple[int, bytes] | None = None
@@ -73,9 +74,11 @@ class MemoryStore(Store):
         e = new.entry
         entry = Entry(
             e.id, self._seq, e.timestamp, e.duplicate_of, e.cluster, e.score, e.measure,
-            e.title, e.copy_of,
+            e.title, e.copy_of, e.extends,
         )  # fmt: skip
         self._entries[e.id] = entry
+        if e.extends is not None and e.kept:
+            self._extended.add(e.extends)
         self._text_key[e.id] = new.text_key
         if new.sketch is not None:
             self._sketches[e.id] = new.sketch
@@ -103,6 +106,10 @@ class MemoryStore(Store):
         with self._lock:
             return {i: self._sketches[i] for i in ids if i in self._sketches}
 
+    def extended(self, ids: Iterable[str]) -> set[str]:
+        with self._lock:
+            return {i for i in ids if i in self._extended}
+
     def log(self, after: int, limit: int) -> tuple[int, list[str], bool]:
         with self._lock:
             page = self._log[after : after + limit]
@@ -120,6 +127,7 @@ class MemoryStore(Store):
             if entry is None:
                 return False
             self._sketches.pop(doc_id, None)
+            self._extended.discard(doc_id)
             key = self._text_key.pop(doc_id)
             if self._exact.get(key) == doc_id:
                 del self._exact[key]

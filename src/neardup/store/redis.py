@@ -116,7 +116,7 @@ return out
 
 #: Add a batch of documents, atomically, up to the first one whose reads changed since it was
 #: decided (a new member in one of its buckets, another first id for its exact text, its id
-#: added by someone else); returns how many were added. ARGV = namespace, ttl ('' for none),
+#: added by someone else, a first document extending what it extends); returns how many were added. ARGV = namespace, ttl ('' for none),
 #: now, the JSON payload {"docs", "stale"}, then the sketches of the documents that have one.
 _WRITE = """
 local ns = ARGV[1]
@@ -143,6 +143,9 @@ for k, d in ipairs(batch.docs) do
   if not changed and #d[13] > 0 then
     changed = (redis.call('GET', ns .. ':x:' .. d[4]) or '') ~= d[13][1]
   end
+  if not changed and #d[14] > 0 then
+    changed = redis.call('EXISTS', ns .. ':e:' .. d[14][1]) == 1
+  end
   if changed then limit = k - 1; break end
 end
 for _, s in ipairs(batch.stale) do redis.call('ZREM', ns .. ':b:' .. s[1], s[2]) end
@@ -152,6 +155,7 @@ for k = 1, limit do
   put(ns .. ':d:' .. id, d[3], false)
   if d[5] == 1 then put(ns .. ':s:' .. id, ARGV[blob], false); blob = blob + 1 end
   if d[6] == 0 then put(ns .. ':x:' .. d[4], id, true) end
+  if d[15] ~= '' then put(ns .. ':e:' .. d[15], '1', false) end
   for _, b in ipairs(d[11]) do
     local bk = ns .. ':b:' .. b
     redis.call('ZADD', bk, seq, member)
@@ -201,8 +205,9 @@ def _advice(exc: Exception) -> str:
     return ""
 
 
-#: The type of each kind of key: one per document, bucket, exact text or cluster (NS:KIND:NAME)
-_MANY = {"d": "string", "s": "string", "b": "zset", "x": "string", "c": "zset"}
+#: The type of each kind of key: one per document, bucket, exact text, cluster or document a
+#: kept one extends (NS:KIND:NAME)
+_MANY = {"d": "string", "s": "string", "b": "zset", "x": "string", "c": "zset", "e": "string"}
 #: and one per store (NS:KIND)
 _ONE = {
     "log": "list", "clusters": "zset", "cof": "hash", "ts": "zset", "added": "zset",
@@ -255,6 +260,7 @@ class RedisStore(Store):
         # what the section read, which must be unchanged when it commits
         self._seen_buckets: dict[BandKey, int] = {}  # the latest seq in each bucket (0: empty)
         self._seen_exact: dict[int, str] = {}  # each exact-text key: its first id ('' none)
+        self._seen_unextended: set[str] = set()  # ids no kept document extended
         self._pending: list[NewEntry] = []
         self._stale: list[list[str]] = []  # [bucket, member] whose document expired
         self._read_script = self._r.register_script(_READ)
@@ -293,6 +299,7 @@ class RedisStore(Store):
         self._lock.acquire()
         self._pending, self._stale = [], []
         self._seen_buckets, self._seen_exact = {}, {}
+        self._seen_unextended = set()
         self._writing = write
         self._in_section = True
 
@@ -300,6 +307,7 @@ class RedisStore(Store):
         """Leave the section (once: a rollback after a commit that failed changes nothing)."""
         self._pending, self._stale = [], []
         self._seen_buckets, self._seen_exact = {}, {}
+        self._seen_unextended = set()
         self._writing = False
         if self._in_section:
             self._in_section = False
@@ -361,6 +369,8 @@ class RedisStore(Store):
             [str(k) for k in new.buckets],
             checks,
             [] if seen is None else [seen],
+            [e.extends] if e.extends in self._seen_unextended else [],
+            e.extends if e.extends is not None and e.kept else "",
         ]
 
     # -- reads ----------------------------------------------------------------------------
@@ -429,6 +439,14 @@ class RedisStore(Store):
         raws = self._mget([self._k("s", i) for i in wanted])
         return {i: decode(raw) for i, raw in zip(wanted, raws, strict=True) if raw}
 
+    def extended(self, ids: Iterable[str]) -> set[str]:
+        wanted = list(dict.fromkeys(ids))
+        raws = self._mget([self._k("e", i) for i in wanted])
+        found = {i for i, raw in zip(wanted, raws, strict=True) if raw}
+        if self._writing:
+            self._seen_unextended.update(i for i in wanted if i not in found)
+        return found
+
     def log(self, after: int, limit: int) -> tuple[int, list[str], bool]:
         raw_ids = self._call(self._r.lrange, self._k("log"), after, after + limit - 1)
         return after + len(raw_ids), [_text(r) for r in raw_ids], len(raw_ids) < limit
@@ -449,7 +467,7 @@ class RedisStore(Store):
         blobs = self.sketches(list(found))
         pipe = self._r.pipeline(transaction=True)
         for doc_id, (e, _) in found.items():
-            pipe.delete(self._k("d", doc_id), self._k("s", doc_id))
+            pipe.delete(self._k("d", doc_id), self._k("s", doc_id), self._k("e", doc_id))
             sk = blobs.get(doc_id)
             if sk is not None:
                 member = _member(e.seq, e.timestamp, doc_id)

@@ -62,6 +62,12 @@ CREATE TABLE IF NOT EXISTS buckets (
 CREATE TABLE IF NOT EXISTS exact (text_key INTEGER PRIMARY KEY, id TEXT NOT NULL);
 """
 
+#: Which documents a kept one extends (:meth:`SQLiteStore.extended`), added to an older file
+#: when it is opened.
+_EXTENDS_INDEX = (
+    "CREATE INDEX IF NOT EXISTS docs_extends ON docs (extends) "
+    "WHERE extends IS NOT NULL AND kept = 1"
+)
 _ENTRY = "id, seq, ts, duplicate_of, cluster, score, measure, title, copy_of, extends"
 #: Columns added since the first version, added to an older file when it is opened.
 _ADDED = {"extends": "TEXT", "story": "INTEGER"}
@@ -196,6 +202,10 @@ class SQLiteStore(Store):
                 for name, kind in missing:
                     if name not in have:
                         self._db.execute(f"ALTER TABLE docs ADD COLUMN {name} {kind}")
+        index = "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'docs_extends'"
+        if self._db.execute(index).fetchone() is None:
+            with self._write():
+                self._db.execute(_EXTENDS_INDEX)
 
     # -- transactions ---------------------------------------------------------------------
 
@@ -306,6 +316,15 @@ class SQLiteStore(Store):
     def entries(self, ids: Iterable[str]) -> dict[str, Entry]:
         rows = self._select(f"SELECT {_ENTRY} FROM docs WHERE id IN ({{}})", _ids(ids))
         return {e.id: e for e in map(_entry, rows)}
+
+    @_guarded
+    def extended(self, ids: Iterable[str]) -> set[str]:
+        rows = self._select(
+            "SELECT DISTINCT extends FROM docs "
+            "WHERE extends IN ({}) AND extends IS NOT NULL AND kept = 1",
+            _ids(ids),
+        )
+        return {str(_py(r[0])) for r in rows}
 
     @_guarded
     def exact(self, text_keys: Iterable[int]) -> dict[int, str]:
