@@ -74,6 +74,7 @@ def test_a_hub_is_decided_as_the_batch_run_decides_it(store_url: str) -> None:
         one = [dd.check_and_add(i, t) for i, t in zip(ids[:2], texts[:2], strict=True)]
         got = one + dd.check_and_add_many(list(zip(ids[2:], texts[2:], strict=True)))
         assert dd.store.extended(ids) == {"hub"}
+        assert (dd.stats()["kept"], len(dd.clusters())) == (4, 3)
     assert [(d.id, d.duplicate_of, d.extends, d.cluster) for d in got] == key
 
 
@@ -168,10 +169,12 @@ def test_delete_forgets_a_document(store_url: str) -> None:
         assert dd.remove(kept) and not dd.remove(kept)
         assert kept not in dd
         assert len(dd) == 2
+        assert dd.stats()["kept"] == sum(not d.is_duplicate for d in decisions) - 1
         for d in decisions:
             if d.id != kept:
                 assert dd.remove(d.id)
         assert len(dd) == 0
+        assert dd.stats()["kept"] == 0
         # nothing is left to match: the story is new again
         assert dd.check_and_add("again", docs[0][1]).is_duplicate is False
 
@@ -203,7 +206,9 @@ def test_redis_keys_expire_after_the_window(redis_url: str) -> None:
         time.sleep(2.5)
         assert i0 not in dd
         assert dd.stats()["documents"] == 0 and dd.clusters() == []
+        assert dd.stats()["kept"] == 0
         assert not dd.check_and_add(i1, t1).is_duplicate
+        assert dd.stats()["kept"] == 1
 
 
 def test_a_store_refuses_other_sketch_settings(tmp_path: Path) -> None:

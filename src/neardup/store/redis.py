@@ -148,6 +148,11 @@ for k, d in ipairs(batch.docs) do
   end
   if changed then limit = k - 1; break end
 end
+-- kept documents are counted from this version on; a namespace filled before starts from
+-- its number of clusters (one kept document each, before documents could extend others)
+if limit > 0 and redis.call('EXISTS', ns .. ':kept') == 0 then
+  redis.call('SET', ns .. ':kept', redis.call('ZCARD', ns .. ':clusters'))
+end
 for _, s in ipairs(batch.stale) do redis.call('ZREM', ns .. ':b:' .. s[1], s[2]) end
 for k = 1, limit do
   local d = batch.docs[k]
@@ -156,6 +161,7 @@ for k = 1, limit do
   if d[5] == 1 then put(ns .. ':s:' .. id, ARGV[blob], false); blob = blob + 1 end
   if d[6] == 0 then put(ns .. ':x:' .. d[4], id, true) end
   if d[15] ~= '' then put(ns .. ':e:' .. d[15], '1', false) end
+  if d[16] == 1 then redis.call('INCR', ns .. ':kept') end
   for _, b in ipairs(d[11]) do
     local bk = ns .. ':b:' .. b
     redis.call('ZADD', bk, seq, member)
@@ -211,7 +217,7 @@ _MANY = {"d": "string", "s": "string", "b": "zset", "x": "string", "c": "zset", 
 #: and one per store (NS:KIND)
 _ONE = {
     "log": "list", "clusters": "zset", "cof": "hash", "ts": "zset", "added": "zset",
-    "seq": "string", "config": "string", "common": "string",
+    "seq": "string", "config": "string", "common": "string", "kept": "string",
 }  # fmt: skip
 
 
@@ -371,6 +377,7 @@ class RedisStore(Store):
             [] if seen is None else [seen],
             [e.extends] if e.extends in self._seen_unextended else [],
             e.extends if e.extends is not None and e.kept else "",
+            int(e.kept),
         ]
 
     # -- reads ----------------------------------------------------------------------------
@@ -475,6 +482,8 @@ class RedisStore(Store):
                     pipe.zrem(self._k("b", key), member)
             pipe.zrem(self._k("c", e.cluster), doc_id)
             pipe.zincrby(self._k("clusters"), -1, e.cluster)
+            if e.kept:
+                pipe.decr(self._k("kept"))
         pipe.zremrangebyscore(self._k("clusters"), "-inf", 0)
         pipe.zrem(self._k("ts"), *ids)
         pipe.zrem(self._k("added"), *ids)
@@ -499,17 +508,22 @@ class RedisStore(Store):
             return
         labels = self._call(self._r.hmget, self._k("cof"), ids)
         clusters: dict[str, int] = {}
+        firsts = 0  # the first document of its cluster is kept (one extending another, too,
+        # but that an expired key no longer says)
         pipe = self._r.pipeline(transaction=True)
         for i, label in zip(ids, labels, strict=True):
             if label is not None:
                 pipe.zrem(self._k("c", _text(label)), i)
                 clusters[_text(label)] = clusters.get(_text(label), 0) + 1
+                firsts += _text(label) == i
         for label, n in clusters.items():
             pipe.zincrby(self._k("clusters"), -n, label)
         pipe.zremrangebyscore(self._k("clusters"), "-inf", 0)
         pipe.zrem(self._k("ts"), *ids)
         pipe.zrem(self._k("added"), *ids)
         pipe.hdel(self._k("cof"), *ids)
+        if firsts:
+            pipe.decrby(self._k("kept"), firsts)
         self._call(pipe.execute)
 
     def _tidy(self) -> None:
@@ -651,7 +665,13 @@ class RedisStore(Store):
     def stats(self, *, full: bool = False) -> dict[str, object]:
         self._tidy()
         n = int(self._call(self._r.zcard, self._k("ts")))
-        kept = int(self._call(self._r.zcard, self._k("clusters")))
+        counted = self._call(self._r.get, self._k("kept"))
+        # a namespace filled before kept documents were counted: one kept a cluster, then
+        kept = (
+            int(counted)
+            if counted is not None
+            else int(self._call(self._r.zcard, self._k("clusters")))
+        )
         oldest = self._call(self._r.zrange, self._k("ts"), 0, 0, False, True)
         newest = self._call(self._r.zrange, self._k("ts"), -1, -1, False, True)
         info = self._call(self._r.info, "memory")
