@@ -116,8 +116,9 @@ return out
 
 #: Add a batch of documents, atomically, up to the first one whose reads changed since it was
 #: decided (a new member in one of its buckets, another first id for its exact text, its id
-#: added by someone else, a first document extending what it extends); returns how many were added. ARGV = namespace, ttl ('' for none),
-#: now, the JSON payload {"docs", "stale"}, then the sketches of the documents that have one.
+#: added by someone else, a first document extending what it extends); returns how many were
+#: added. ARGV = namespace, ttl ('' for none), now, the JSON payload {"docs", "stale"}, then
+#: the sketches of the documents that have one.
 _WRITE = """
 local ns = ARGV[1]
 local ttl = tonumber(ARGV[2])
