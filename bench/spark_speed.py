@@ -4,6 +4,7 @@ on the dev benchmarks, then time on hkcnews from 300 articles to four copies of 
     python bench/spark_speed.py                    # local[2]: agreement, 300 10k 1x 4x, MLlib on 300 10k
     python bench/spark_speed.py --sizes 300,10000 --mllib 300 --no-agreement
     python bench/spark_speed.py --scale 1 --repeat 3   # the corpus alone, medians of three runs
+    python bench/spark_speed.py --sizes 1x --mllib '' --conf spark.sql.shuffle.partitions=8
 
 Agreement: both engines' duplicate pairs (documents in one cluster) on zh-news-dev and
 en-news-dev, and the documents whose decision (cluster, duplicate_of) differs.
@@ -379,6 +380,9 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=16, help="seed of the perturbed copies")
     ap.add_argument("--no-agreement", action="store_true")
     ap.add_argument("--memory", default="8g", help="spark.driver.memory (local mode)")
+    ap.add_argument(
+        "--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting"
+    )
     ap.add_argument("--work", default="/tmp/neardup-spark-bench", help="scratch folder")
     args = ap.parse_args()
     from neardup.spark import spark_session
@@ -407,6 +411,7 @@ def main() -> int:
             "spark.ui.retainedStages": "1000000",
             "spark.ui.retainedJobs": "1000000",
             "spark.sql.ui.retainedExecutions": "100000",
+            **dict(kv.split("=", 1) for kv in args.conf),
         },
     )
     start_up = time.perf_counter() - t0
@@ -421,6 +426,7 @@ def main() -> int:
                 "spark": f"{spark.version} {args.master}",
                 "pandas": pandas.__version__,
                 "session start-up": f"{start_up:.1f} s",
+                **({"conf": " ".join(args.conf)} if args.conf else {}),
                 "load average": load,
             },
         )
