@@ -6,6 +6,7 @@ near-duplicates, write one ``{"id", "cluster"}`` line per document.
     python bench/peers_dedup.py gaoya      CORPUS.jsonl.gz --out pred.jsonl [--lang zh|en]
     python bench/peers_dedup.py rensa      CORPUS.jsonl.gz --out pred.jsonl [--lang zh|en]
     python bench/peers_dedup.py neardup    CORPUS.jsonl.gz --out pred.jsonl
+    python bench/peers_dedup.py mllib      CORPUS.jsonl.gz --out pred.jsonl [--lang zh|en]
 
 ``bench/dedup_speed.py`` times these commands from outside (wall seconds, peak RSS). The
 peers are written as a user would write them, the way ``../shared/bench/peers.md`` ran them:
@@ -28,6 +29,15 @@ peers are written as a user would write them, the way ``../shared/bench/peers.md
   features) and ``SimhashIndex(k=3)``, built incrementally (``get_near_dups`` then ``add``),
   union-find over the reported pairs. A text it cannot hash (an ``OverflowError`` in its numpy
   weighting, on some long English posts) stays a cluster of its own and is counted.
+- ``mllib``: Spark MLlib's ``MinHashLSH`` and ``approxSimilarityJoin``, what a Spark user
+  tries first, written from Spark's documentation: the same shingles made in Spark SQL
+  (the text without whitespace split into characters, or its lower-cased words, then
+  ``NGram(n=5)`` or ``NGram(n=3)``), ``HashingTF(numFeatures=2**20, binary=True)``,
+  ``MinHashLSH(numHashTables=5)`` (the documentation's example; each table is one MinHash,
+  so two documents are candidates when any of the five agree), a self-join at Jaccard
+  distance below 0.5, union-find over the pairs on the driver. Spark's own settings
+  (``local[*]`` here; ``bench/spark_speed.py`` runs it in its session). A text with no
+  shingle (under 5 characters, or 3 words) stays a cluster of its own.
 - ``neardup``: ``neardup.deduper.dedup_batch(ids, texts)`` with its defaults.
 
 A summary (documents, duplicates, failures) is printed as one JSON line.
@@ -41,6 +51,7 @@ import json
 import re
 import sys
 from collections.abc import Callable, Iterable
+from typing import Any
 
 Clusters = dict[str, str]
 _WORD = re.compile(r"\w+")
@@ -178,6 +189,45 @@ def run_simhash(ids: list[str], texts: list[str], lang: str) -> tuple[Clusters, 
     return uf.clusters(), failed
 
 
+def mllib_pairs(frame: Any, lang: str, *, tables: int = 5, seed: int = 42) -> list[tuple[str, str]]:
+    """The pairs of ids that MLlib's ``approxSimilarityJoin`` finds in ``frame`` (``id``,
+    ``text``): Jaccard similarity above 0.5 on the hashed shingles (see the module's
+    documentation), each pair once."""
+    from pyspark.ml.feature import HashingTF, MinHashLSH, NGram
+    from pyspark.sql import functions as F
+
+    if lang == "zh":
+        tokens = F.split(F.regexp_replace("text", r"(?U)\s+", ""), "")
+        n = 5
+    else:
+        tokens = F.filter(F.split(F.lower("text"), r"(?U)\W+"), lambda t: t != "")
+        n = 3
+    docs = frame.select(F.col("id").cast("string").alias("id"), tokens.alias("tokens"))
+    grams = NGram(n=n, inputCol="tokens", outputCol="grams").transform(docs)
+    hashed = HashingTF(inputCol="grams", outputCol="features", numFeatures=1 << 20, binary=True)
+    features = hashed.transform(grams.filter(F.size("grams") > 0))
+    lsh = MinHashLSH(inputCol="features", outputCol="hashes", numHashTables=tables, seed=seed)
+    joined = lsh.fit(features).approxSimilarityJoin(features, features, 0.5, distCol="distance")
+    found = joined.filter("datasetA.id < datasetB.id").select("datasetA.id", "datasetB.id")
+    return [(a, b) for a, b in found.collect()]
+
+
+def mllib_clusters(ids: list[str], pairs: Iterable[tuple[str, str]]) -> Clusters:
+    """Union-find over MLlib's pairs: each document's cluster."""
+    uf = UnionFind(ids)
+    for a, b in pairs:
+        uf.union(a, b)
+    return uf.clusters()
+
+
+def run_mllib(ids: list[str], texts: list[str], lang: str) -> tuple[Clusters, int]:
+    from neardup.spark import spark_session
+
+    spark = spark_session("local[*]")
+    frame = spark.createDataFrame(list(zip(ids, texts, strict=True)), "id string, text string")
+    return mllib_clusters(ids, mllib_pairs(frame, lang)), 0
+
+
 def run_neardup(ids: list[str], texts: list[str], lang: str) -> tuple[Clusters, int]:
     from neardup.deduper import dedup_batch
 
@@ -191,6 +241,7 @@ CONTENDERS: dict[str, Callable[[list[str], list[str], str], tuple[Clusters, int]
     "gaoya": run_gaoya,
     "rensa": run_rensa,
     "neardup": run_neardup,
+    "mllib": run_mllib,
 }
 
 

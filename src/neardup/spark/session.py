@@ -208,7 +208,8 @@ def check_executors(spark: SparkSession) -> str:
 
 
 def quiet_pandas_warning() -> None:
-    """Leave out PySpark's FutureWarning about pandas 3 (the engine uses Arrow, not pandas)."""
+    """Leave out PySpark's FutureWarning about pandas 3 (the engine uses Arrow, not pandas):
+    the ``[spark]`` extra asks for pandas 2, but pandas 3 may be installed anyway."""
     warnings.filterwarnings(
         "ignore", message="PySpark does not yet fully support pandas", category=FutureWarning
     )
