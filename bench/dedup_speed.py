@@ -4,6 +4,7 @@
     python bench/dedup_speed.py --runs 5 --limit 5000
     python bench/dedup_speed.py --full           # also the whole corpus (neardup only, once)
     python bench/dedup_speed.py --skip-peers     # neardup alone
+    python bench/dedup_speed.py --ng             # also every contender on 20 Newsgroups
 
 (a) Each contender deduplicates the first ``--limit`` articles of
 ``../shared/corpus/hkcnews-zh-hans.jsonl.gz`` as a process of its own, end to end (start-up,
@@ -25,6 +26,10 @@ process's CPU seconds (user + system, its waited-for children included) are meas
 
 hkcnews has no ground truth, so each contender (the same commands) also runs once on the
 dev benchmarks ``../shared/bench/{zh,en}-news-dev.jsonl.gz``, scored by their ``score.py``.
+
+(a') ``--ng``: the same contenders, the same way, on all of
+``../shared/corpus/20newsgroups-en.jsonl.gz`` (18,847 posts, English settings): quoting
+replies, signatures and header lines, and many more candidate pairs than news.
 
 (b) ``--full``: neardup alone on the whole corpus (48,005 articles), one run: seconds,
 documents and MB of UTF-8 text per second, peak RSS and the duplicates found.
@@ -52,6 +57,7 @@ from _data import ROOT, BenchDataMissing, die, header, shared_path
 from quality import load_scorer
 
 CORPUS = "corpus/hkcnews-zh-hans.jsonl.gz"
+NG_CORPUS = "corpus/20newsgroups-en.jsonl.gz"
 DEV_SETS = {"zh-news-dev": "zh", "en-news-dev": "en"}
 PEERS_SCRIPT = ROOT / "bench" / "peers_dedup.py"
 #: the peers timed when their package is installed (the bench extra installs them all)
@@ -211,14 +217,17 @@ def duplicates(clusters: dict[str, str]) -> int:
     return len(clusters) - len(set(clusters.values()))
 
 
-def speed(contenders: list[Contender], corpus: Path, runs: int, scratch: Path) -> dict[str, Tally]:
-    """Time every contender ``runs`` times on ``corpus``, one at a time, in rotated order."""
+def speed(
+    contenders: list[Contender], corpus: Path, runs: int, scratch: Path, lang: str = "zh"
+) -> dict[str, Tally]:
+    """Time every contender ``runs`` times on ``corpus`` (in ``lang``), one at a time, in
+    rotated order."""
     tallies = {c.name: Tally() for c in contenders}
     for r in range(runs):
         order = contenders[r % len(contenders) :] + contenders[: r % len(contenders)]
         for c in order:
             out = scratch / f"{c.name}-clusters.jsonl"
-            run = timed(c.command(corpus, out, scratch, "zh"), scratch / f"{c.name}.log")
+            run = timed(c.command(corpus, out, scratch, lang), scratch / f"{c.name}.log")
             tallies[c.name].runs.append(run)
             print(
                 f"  round {r + 1}/{runs}: {c.name:<10} {run.seconds:7.2f} s  CPU {run.cpu:7.2f} s"
@@ -263,10 +272,12 @@ def print_speed_table(
     scores: dict[str, dict[str, dict[str, float]]],
     docs: int,
     nbytes: int,
+    label: str = "",
 ) -> None:
     base = tallies.get("datasketch")
+    label = label or f"hkcnews-{docs:,}"
     print(
-        f"| contender | hkcnews-{docs:,} seconds, median (min–max) | CPU s | docs/s | MB/s "
+        f"| contender | {label} seconds, median (min–max) | CPU s | docs/s | MB/s "
         "| peak RSS MiB | × faster than datasketch | CPU vs datasketch | time vs neardup "
         "| duplicates found | zh-news-dev F1 | en-news-dev F1 |"
     )
@@ -358,6 +369,11 @@ def main() -> int:
     )
     ap.add_argument("--full", action="store_true", help="also run neardup once on the whole corpus")
     ap.add_argument("--skip-peers", action="store_true", help="time neardup alone")
+    ap.add_argument(
+        "--ng",
+        action="store_true",
+        help="also time every contender on all of 20 Newsgroups (18,847 posts, English)",
+    )
     args = ap.parse_args()
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]  # keep tables and progress in order
     if args.runs < 1 or args.limit < 1:
@@ -397,6 +413,21 @@ def main() -> int:
                 " F1: pairwise, by ../shared/bench/score.py, one run of the same command.\n"
             )
             print_quality_detail(contenders, scores)
+            if args.ng:
+                ng = shared_path(NG_CORPUS)
+                ng_docs, ng_bytes = corpus_size(ng)
+                print(f"  timing on 20 Newsgroups, {ng_docs:,} posts", file=sys.stderr)
+                ng_tallies = speed(contenders, ng, args.runs, scratch, "en")
+                ng_stages = stages(scratch)
+                print(
+                    f"\n### (a') 20newsgroups-en, all {ng_docs:,} posts ({ng_bytes / MB:.1f} MB "
+                    f"of text): the same commands with the English settings\n"
+                )
+                print_speed_table(
+                    contenders, ng_tallies, scores, ng_docs, ng_bytes, f"20newsgroups-{ng_docs:,}"
+                )
+                if ng_stages:
+                    print(f"\nneardup's own stage times, last timed run: {ng_stages}")
             if args.full:
                 full_corpus(nd, scratch)
     except BenchDataMissing as e:
