@@ -182,10 +182,11 @@ outputs:
   CLUSTERS  one JSON line for every usable record, in input order:
             {"id", "cluster", "duplicate_of", "extends", "score"}: cluster is the id of the
             record kept for its story; duplicate_of the earlier record it copies (it is
-            left out of UNIQUE), null when kept; extends, for a kept record of a story seen
-            before, the earlier record it repeats and adds text to (a reply quoting its
-            parent, a full article after an excerpt); score that match's score to 4 places
-            (0.0 for a new story)
+            left out of UNIQUE), null when kept; extends, for a kept record that repeats an
+            earlier one and adds text to it (a reply quoting its parent, a full article
+            after an excerpt), that record, whose cluster it joins unless that record is a
+            hub (text different stories share); score that match's score to 4 places (0.0
+            for a new story)
   ERRORS    one JSON line for every record that cannot be used: {"line", "id", "reason"}
             (with "file" when several files are read: malformed JSON or CSV, no text, empty
             text, invalid UTF-8, a repeated id, a bad timestamp, a record over

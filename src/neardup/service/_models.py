@@ -226,8 +226,10 @@ class DecisionOut(BaseModel):
         str | None,
         Field(
             default=None,
-            description="Kept, but of a story seen before: the earlier document it repeats and "
-            "adds text to (a reply quoting its parent, a full article after an excerpt).",
+            description="Kept, and it repeats an earlier document and adds text to it (a reply "
+            "quoting its parent, a full article after an excerpt): that document. It joins "
+            "that document's cluster unless that document is a hub, text that different "
+            "stories share (then its cluster is its own).",
         ),
     ]
     cluster: Annotated[str, Field(description="The id of the document kept for its story.")]
