@@ -20,6 +20,7 @@ from neardup import Deduper, StoreError
 from neardup.store import open_store
 
 from ..synth import corpus
+from .servers import tmpfs
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -166,14 +167,8 @@ def read_only(tmp_path: Path) -> Iterator[Path]:
         for p in (folder, *folder.iterdir()):
             p.chmod(0o755)
         return
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(folder)],
-                       capture_output=True, text=True, check=False)  # fmt: skip
-    if r.returncode != 0:
-        pytest.skip(f"root, but cannot mount a tmpfs to make read-only: {r.stderr.strip()}")
-    try:
+    with tmpfs(folder, "16m"):
         yield folder
-    finally:
-        subprocess.run(["umount", "-l", str(folder)], check=False)
 
 
 def _make_read_only(folder: Path) -> None:

@@ -24,7 +24,7 @@ from neardup import Deduper, StoreError
 
 from ..conftest import free_port
 from ..synth import corpus
-from .servers import redis_server, stop
+from .servers import redis_server, stop, tmpfs
 
 #: real services, full disks and runs to the end twice: not the quick loop
 pytestmark = pytest.mark.slow
@@ -78,14 +78,8 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
         pytest.skip("a real full disk needs a tmpfs mount, which needs root")
     disk = tmp_path / "disk"
     disk.mkdir()
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(disk)],
-                       capture_output=True, text=True, check=False)  # fmt: skip
-    if r.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {r.stderr.strip()}")
-    try:
+    with tmpfs(disk, "1m"):
         yield disk
-    finally:
-        subprocess.run(["umount", "-l", str(disk)], check=False)
 
 
 def test_sqlite_on_a_full_disk_is_one_line_and_the_same_command_then_finishes(
