@@ -44,10 +44,11 @@ import sys
 import threading
 import time
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import combinations
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _data import die, header, read_jsonl
@@ -157,6 +158,9 @@ def read_input(path: Path) -> tuple[list[str], list[str]]:
     return ids, texts
 
 
+T = TypeVar("T")
+
+
 class Deadline:
     """Cancels the session's Spark jobs once ``seconds`` have passed, and every job started
     after that, until the block ends (``expired`` says whether it had to)."""
@@ -187,6 +191,24 @@ class Deadline:
             self._thread.join()
 
 
+def within(
+    spark: Any, path: Path, timeout: float | None, work: Callable[[Any], T]
+) -> tuple[T, float] | None:
+    """``work`` on the DataFrame of ``path`` (``id``, ``text``) and its seconds, reading
+    included; None when ``timeout`` cancelled it."""
+    with Deadline(spark, timeout) as deadline:
+        t0 = time.perf_counter()
+        try:
+            frame = spark.read.json(str(path), schema="id string, text string")
+            out = work(frame)
+        except Exception:
+            if not deadline.expired:
+                raise
+            spark.catalog.clearCache()
+            return None
+        return out, time.perf_counter() - t0
+
+
 def local_run(ids: list[str], texts: list[str]) -> tuple[float, dict[str, tuple[str, str | None]]]:
     t0 = time.perf_counter()
     local = dedup_batch(ids, texts)
@@ -199,18 +221,11 @@ def spark_run(spark: Any, path: Path, timeout: float | None) -> dict[str, Any] |
     from neardup.spark import dedup
 
     w0, r0 = shuffle_bytes(spark)
-    with Deadline(spark, timeout) as deadline:
-        t0 = time.perf_counter()
-        try:
-            frame = spark.read.json(str(path), schema="id string, text string")
-            result = dedup(frame)
-            kept = result.stats["kept"]
-        except Exception:
-            if not deadline.expired:
-                raise
-            spark.catalog.clearCache()
-            return None
-        seconds = time.perf_counter() - t0
+    timed = within(spark, path, timeout, dedup)
+    if timed is None:
+        return None
+    result, seconds = timed
+    kept = result.stats["kept"]
     w1, r1 = shuffle_bytes(spark)
     decisions = {
         r["id"]: (r["cluster"], r["duplicate_of"])
@@ -236,18 +251,15 @@ def mllib_run(
     spark: Any, path: Path, ids: list[str], timeout: float | None
 ) -> dict[str, Any] | None:
     """One run of MLlib's MinHashLSH on ``path``; None when ``timeout`` stopped it."""
-    with Deadline(spark, timeout) as deadline:
-        t0 = time.perf_counter()
-        try:
-            frame = spark.read.json(str(path), schema="id string, text string")
-            pairs = mllib_pairs(frame, "zh")
-            clusters = mllib_clusters(ids, pairs)
-        except Exception:
-            if not deadline.expired:
-                raise
-            spark.catalog.clearCache()
-            return None
-        seconds = time.perf_counter() - t0
+
+    def run(frame: Any) -> tuple[Any, dict[str, str]]:
+        pairs = mllib_pairs(frame, "zh")
+        return pairs, mllib_clusters(ids, pairs)
+
+    timed = within(spark, path, timeout, run)
+    if timed is None:
+        return None
+    (pairs, clusters), seconds = timed
     return {
         "mllib_s": seconds,
         "mllib_pairs": len(pairs),
