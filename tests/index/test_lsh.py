@@ -93,28 +93,31 @@ def test_join_pairs_share_a_band(sigs: np.ndarray, shape: tuple[int, int]) -> No
     st.sampled_from([1, 2, 3, 100]),
     st.lists(st.integers(1, 8), max_size=30),
     st.integers(0, 5),
+    st.sampled_from([0, 2**31 - 3, 2**40]),
 )
 @FAST
 def test_join_in_blocks_equals_join(
-    sigs: np.ndarray, shape: tuple[int, int], cap: int, sizes: list[int], gap: int
+    sigs: np.ndarray, shape: tuple[int, int], cap: int, sizes: list[int], gap: int, start: int
 ) -> None:
     """LSHJoin.extend, block by block, returns exactly lsh_join's pairs, each block's pairs
-    those of its later documents, sorted by (later, earlier); positions may skip numbers."""
+    those of its later documents, sorted by (later, earlier); positions may skip numbers,
+    and go beyond 32 bits."""
     bands, rows = shape
     keys = band_keys(sigs, bands, rows)
-    positions = np.arange(len(sigs), dtype=np.int64) * (gap + 1)  # e.g. copies in between
+    # e.g. copies in between
+    positions = start + np.arange(len(sigs), dtype=np.int64) * (gap + 1)
     join = LSHJoin(bucket_cap=cap)
     found: list[list[int]] = []
-    start = 0
+    at = 0
     for size in [*sizes, len(sigs)]:
-        block = slice(start, min(len(sigs), start + size))
+        block = slice(at, min(len(sigs), at + size))
         got = join.extend(keys[block], positions[block])
         assert got.dtype == np.int64 and got.shape[1] == 2
         assert got.tolist() == sorted(got.tolist(), key=lambda p: (p[1], p[0]))
         assert all(positions[block.start] <= j for _, j in got.tolist())
         found += got.tolist()
-        start = block.stop
-    want = lsh_join(sigs, bands=bands, rows=rows, bucket_cap=cap) * (gap + 1)
+        at = block.stop
+    want = start + lsh_join(sigs, bands=bands, rows=rows, bucket_cap=cap) * (gap + 1)
     assert sorted(found) == want.tolist()
 
 

@@ -229,12 +229,51 @@ def _ranges(starts: I64, counts: I64) -> I64:
     return out
 
 
+def _ends(run_keys: U64, keys: U64, seen: I64, lo: I64) -> I64:
+    """For the keys ``keys[seen]`` found in a sorted run at ``lo[seen]``, where their
+    members in it end: a step at a time (most buckets have a few members, next to each
+    other in memory), then a binary search for the keys still running."""
+    at = lo[seen] + 1
+    want = keys[seen]
+    n = len(run_keys)
+    going = np.arange(len(seen))
+    for _ in range(4):
+        if not len(going):
+            return at
+        more = at[going] < n
+        more[more] = run_keys[at[going][more]] == want[going][more]
+        going = going[more]
+        at[going] += 1
+    if len(going):
+        at[going] = np.searchsorted(run_keys, want[going], "right")
+    return at
+
+
+def _sorted_pairs(e: I64, j: I64) -> I64:
+    """The pairs (e, j), sorted by j then e, unique."""
+    if len(j) and max(int(e.max()), int(j.max())) < (1 << 31):
+        code = np.sort((j << 32) | e)
+        code = code[np.concatenate(([True], code[1:] != code[:-1]))]
+        return np.stack((code & 0xFFFFFFFF, code >> 32), axis=1)
+    by = np.lexsort((e, j))
+    e, j = e[by], j[by]
+    new_pair = np.concatenate(([True], (j[1:] != j[:-1]) | (e[1:] != e[:-1])))
+    return np.stack((e[new_pair], j[new_pair]), axis=1)
+
+
 def _merge(old: tuple[U64, I64], new: tuple[U64, I64]) -> tuple[U64, I64]:
     """Two runs sorted by key, ``new``'s positions all after ``old``'s, as one sorted run."""
-    keys = np.concatenate((old[0], new[0]))
-    pos = np.concatenate((old[1], new[1]))
-    order = np.argsort(keys, kind="stable")  # a merge of two runs; ties keep old first
-    return keys[order], pos[order]
+    (old_keys, old_pos), (new_keys, new_pos) = old, new
+    total = len(old_keys) + len(new_keys)
+    # where each new key goes: after the old keys equal to it, so that ties keep old first
+    at = np.searchsorted(old_keys, new_keys, "right") + np.arange(len(new_keys))
+    rest = np.ones(total, dtype=bool)
+    rest[at] = False
+    keys = np.empty(total, dtype=old_keys.dtype)
+    pos = np.empty(total, dtype=old_pos.dtype)
+    keys[at], pos[at] = new_keys, new_pos
+    keys[rest], pos[rest] = old_keys, old_pos
+    return keys, pos
 
 
 class LSHJoin:
@@ -283,7 +322,9 @@ class LSHJoin:
         keys = flat[order]
         tied = np.flatnonzero(keys[1:] == keys[:-1])
         if len(tied):
-            runs = np.union1d(tied, tied + 1)
+            in_run = np.zeros(len(keys), dtype=bool)
+            in_run[tied] = in_run[tied + 1] = True
+            runs = np.flatnonzero(in_run)
             order[runs] = order[runs][np.lexsort((order[runs], keys[runs]))]
         pos = np.repeat(pos1d, n_bands)[order]
         cap = self.bucket_cap
@@ -294,7 +335,7 @@ class LSHJoin:
             lo = np.searchsorted(run_keys, keys, "left")
             hi = lo.copy()  # most keys are in no earlier bucket
             seen = np.flatnonzero(run_keys[np.minimum(lo, len(run_keys) - 1)] == keys)
-            hi[seen] = np.searchsorted(run_keys, keys[seen], "right")
+            hi[seen] = _ends(run_keys, keys, seen, lo)
             take = np.minimum(hi - lo, np.maximum(cap - before, 0))
             earlier.append(run_pos[_ranges(lo, take)])
             later.append(np.repeat(pos, take))
@@ -314,7 +355,4 @@ class LSHJoin:
         e, j = e[keep], j[keep]
         if len(j) == 0:
             return np.zeros((0, 2), dtype=np.int64)
-        by = np.lexsort((e, j))
-        e, j = e[by], j[by]
-        new_pair = np.concatenate(([True], (j[1:] != j[:-1]) | (e[1:] != e[:-1])))
-        return np.stack((e[new_pair], j[new_pair]), axis=1)
+        return _sorted_pairs(e, j)
