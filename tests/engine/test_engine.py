@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import random
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -17,7 +18,9 @@ from neardup.engine import (
     CommonShingles,
     DedupConfig,
     Sketch,
+    Verdict,
     alike,
+    best_of,
     distinct,
     distinct_with_index,
     estimated_containment,
@@ -711,3 +714,75 @@ def test_light_likeness_is_at_least_the_full_one() -> None:
     full = np.count_nonzero(a == b, axis=1) / 128
     assert np.all(alike(light(a), light(b)) >= full)
     assert alike(light(a[0]), light(b)).shape == (50,)
+
+
+# -- which candidate a document matches ---------------------------------------------------------
+
+#: a scripted verification: (same story, copy, score)
+Script = tuple[bool, bool, float]
+
+
+def naive_best(script: list[Script]) -> int | None:
+    """The candidate a document matches, candidates earliest first: the first it is a copy
+    of, else the same-story one with the highest score, the earliest on ties."""
+    for k, (dup, copy, _) in enumerate(script):
+        if dup and copy:
+            return k
+    same = [k for k, (dup, _, _) in enumerate(script) if dup]
+    return max(same, key=lambda k: (script[k][2], -k)) if same else None
+
+
+SCRIPTS = st.lists(
+    st.tuples(st.booleans(), st.booleans(), st.sampled_from([0.5, 0.75, 0.9, 1.0])), max_size=8
+)
+
+
+@given(SCRIPTS)
+@settings(max_examples=200, deadline=None)
+def test_best_match_is_the_first_copy_and_stops_there(script: list[Script]) -> None:
+    """best_match verifies candidates earliest first and stops at the first it is a copy of
+    (the later ones are not verified); without a copy, the highest-scoring same story."""
+    import neardup.engine.decide as decide
+
+    calls: list[str] = []
+
+    def scripted(a: Sketch, b: Sketch, cfg: DedupConfig, guard: object = None) -> Verdict:
+        k = int(b.text)
+        calls.append(b.text)
+        dup, copy, score = script[k]
+        return Verdict(score, "coverage", dup, score if dup and copy else 0.0, dup and copy)
+
+    with mock.patch.object(decide, "verify", scripted):
+        pool = [(str(k), make_sketch(str(k), CFG)) for k in range(len(script))]
+        found = decide.best_match(make_sketch("x", CFG), pool, CFG, None)
+    want = naive_best(script)
+    assert (None if found is None else int(found.key)) == want
+    if want is not None and script[want][1]:
+        assert len(calls) == want + 1  # nothing after the first copy is verified
+    else:
+        assert len(calls) == len(script)
+
+
+@given(st.lists(SCRIPTS, max_size=5))
+@settings(max_examples=200, deadline=None)
+def test_best_of_agrees_with_best_match(scripts: list[list[Script]]) -> None:
+    """best_of (Spark: every pair verified, then each document's best) picks the candidate
+    best_match picks, from the same-story pairs."""
+    later, earlier, scores, copies, want = [], [], [], [], {}
+    for j, script in enumerate(scripts):
+        for k, (dup, copy, score) in enumerate(script):
+            if dup:
+                later.append(j)
+                earlier.append(k)
+                scores.append(score)
+                copies.append(copy)
+        best = naive_best(script)
+        if best is not None:
+            want[j] = best
+    rows = best_of(
+        np.array(later, dtype=np.int64),
+        np.array(earlier, dtype=np.int64),
+        np.array(scores, dtype=np.float64),
+        np.array(copies, dtype=np.bool_),
+    )
+    assert {later[r]: earlier[r] for r in rows.tolist()} == want

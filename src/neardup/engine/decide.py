@@ -4,9 +4,11 @@ is kept, and the evidence a person reads.
 - A document is verified against at most ``DedupConfig.max_verify`` of its candidates, the
   most alike on the MinHash values (:func:`to_verify`), so a story reprinted a thousand
   times costs a bounded number of verifications per copy.
-- A document is a duplicate of the candidate verified that scores highest, the earliest
-  on ties (:func:`best_match` for one document, :func:`best_of` for many); a
-  byte-identical copy is a duplicate of its first copy (:func:`identical`).
+- A document is a copy of the first of those candidates (earliest first) it is verified a
+  copy of — verification stops there — else it extends the same-story candidate that
+  scores highest, the earliest on ties (:func:`best_match` for one document,
+  :func:`best_of` for many); a byte-identical copy is a duplicate of its first copy
+  (:func:`identical`).
 - Each duplicate links to its match, which came earlier, so following the links from any
   document ends at the first document of its story (:func:`roots`).
 - ``keep`` chooses the document kept for each story (:func:`choose_kept`): the first (the
@@ -186,8 +188,10 @@ def best_match(
     guard: TemplateGuard | None,
 ) -> Match | None:
     """What a document matches among the earlier candidates it is verified against (given
-    earliest first, :func:`to_verify`): the one it is a copy of with the highest copy score,
-    else the same story with the highest score; the earliest on ties; None when it matches
+    earliest first, :func:`to_verify`): the first it is a copy of — the rest are not
+    verified, so each copy of a story reprinted many times costs few verifications, and
+    its ``duplicate_of`` is the earliest copy found, most often the story's first document —
+    else the same story with the highest score, the earliest on ties; None when it matches
     none."""
     copy: Match | None = None
     same: Match | None = None
@@ -198,11 +202,9 @@ def best_match(
             continue
         alike.append(key)
         if v.is_copy:
-            if copy is None or v.copy_score > copy.verdict.copy_score:
-                copy = Match(key, v)
-                if v.copy_score >= 1.0:
-                    break  # nothing scores higher, and candidates come earliest first
-        elif copy is None and (same is None or v.score > same.verdict.score):
+            copy = Match(key, v)
+            break
+        if same is None or v.score > same.verdict.score:
             same = Match(key, v)
     best = copy if copy is not None else same
     if best is None:
@@ -262,13 +264,13 @@ def best_of(
     later: I64, earlier: I64, scores: F64, copies: npt.NDArray[np.bool_] | None = None
 ) -> I64:
     """:func:`best_match` over many verified same-story pairs at once: for each distinct
-    ``later`` document (in increasing order), the row of its best pair — a copy before any
-    other pair (``copies``), then the highest score (the copy score for copies), then the
-    earliest ``earlier``."""
+    ``later`` document (in increasing order), the row of its best pair — its earliest copy
+    pair (``copies``) if it has one, else its highest score, the earliest ``earlier`` on
+    ties."""
     if len(later) == 0:
         return np.zeros(0, dtype=np.int64)
     copy = np.zeros(len(later), dtype=np.bool_) if copies is None else copies
-    order = np.lexsort((earlier, -scores, ~copy, later))
+    order = np.lexsort((earlier, np.where(copy, 0.0, -scores), ~copy, later))
     first = np.concatenate(([True], later[order][1:] != later[order][:-1]))
     out: I64 = order[first].astype(np.int64)
     return out
