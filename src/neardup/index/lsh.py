@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -40,6 +41,8 @@ __all__ = [
 
 U64 = npt.NDArray[np.uint64]
 I64 = npt.NDArray[np.int64]
+#: positions in a run: 32-bit while they fit, else 64-bit
+Pos = npt.NDArray[np.int32] | npt.NDArray[np.int64]
 _STEP = np.uint64(0x9E3779B97F4A7C15)
 
 
@@ -261,7 +264,7 @@ def _sorted_pairs(e: I64, j: I64) -> I64:
     return np.stack((e[new_pair], j[new_pair]), axis=1)
 
 
-def _merge(old: tuple[U64, I64], new: tuple[U64, I64]) -> tuple[U64, I64]:
+def _merge(old: tuple[U64, Pos], new: tuple[U64, Pos]) -> tuple[U64, Pos]:
     """Two runs sorted by key, ``new``'s positions all after ``old``'s, as one sorted run."""
     (old_keys, old_pos), (new_keys, new_pos) = old, new
     total = len(old_keys) + len(new_keys)
@@ -270,7 +273,7 @@ def _merge(old: tuple[U64, I64], new: tuple[U64, I64]) -> tuple[U64, I64]:
     rest = np.ones(total, dtype=bool)
     rest[at] = False
     keys = np.empty(total, dtype=old_keys.dtype)
-    pos = np.empty(total, dtype=old_pos.dtype)
+    pos = np.empty(total, dtype=np.result_type(old_pos, new_pos))
     keys[at], pos[at] = new_keys, new_pos
     keys[rest], pos[rest] = old_keys, old_pos
     return keys, pos
@@ -299,8 +302,9 @@ class LSHJoin:
         if bucket_cap < 1:
             raise ConfigError(f"bucket_cap must be at least 1, got {bucket_cap}")
         self.bucket_cap = bucket_cap
-        # sorted runs of (bucket key, position), oldest first; by position within a key
-        self._runs: list[tuple[U64, I64]] = []
+        # sorted runs of (bucket key, position), oldest first; by position within a key;
+        # positions as 32-bit integers while they fit (12 bytes a key instead of 16)
+        self._runs: list[tuple[U64, Pos]] = []
         self._next = 0  # the smallest position the next block may start at
 
     def extend(self, bands: U64, positions: I64) -> I64:
@@ -326,11 +330,12 @@ class LSHJoin:
             in_run[tied] = in_run[tied + 1] = True
             runs = np.flatnonzero(in_run)
             order[runs] = order[runs][np.lexsort((order[runs], keys[runs]))]
-        pos = np.repeat(pos1d, n_bands)[order]
+        small = pos1d[-1] < np.iinfo(np.int32).max
+        pos: Pos = np.repeat(pos1d.astype(np.int32) if small else pos1d, n_bands)[order]  # type: ignore[assignment]
         cap = self.bucket_cap
         before = np.zeros(len(keys), dtype=np.int64)  # the bucket's members in earlier blocks
-        earlier: list[I64] = []
-        later: list[I64] = []
+        earlier: list[npt.NDArray[Any]] = []  # of positions, 32- or 64-bit
+        later: list[npt.NDArray[Any]] = []
         for run_keys, run_pos in self._runs:
             lo = np.searchsorted(run_keys, keys, "left")
             hi = lo.copy()  # most keys are in no earlier bucket
@@ -350,7 +355,8 @@ class LSHJoin:
         while len(self._runs) > 1 and 2 * len(self._runs[-1][0]) >= len(self._runs[-2][0]):
             new = self._runs.pop()
             self._runs[-1] = _merge(self._runs[-1], new)
-        e, j = np.concatenate(earlier), np.concatenate(later)
+        e = np.concatenate(earlier).astype(np.int64, copy=False)
+        j = np.concatenate(later).astype(np.int64, copy=False)
         keep = e != j  # one document under one key twice (odds 2^-64) would pair with itself
         e, j = e[keep], j[keep]
         if len(j) == 0:
