@@ -114,6 +114,8 @@ class BatchRun:
     MIN_CHUNK = 100
     #: without the total size, worker processes start once this many characters came in
     STREAM_POOL_AT = 300_000
+    #: the workers' results are looked for every this many documents (a look costs a lock)
+    POLL_EVERY = 64
 
     def __init__(
         self, cfg: DedupConfig, *, chunk: int = 2000, workers: int | None, chars: int | None
@@ -188,8 +190,9 @@ class BatchRun:
             self._chars_seen += len(text)
             if len(self._pending) >= self._chunk_size():
                 self._send()
-        while self._sent and self._ready(self._sent[0][1]):
-            self._receive()
+        if i % self.POLL_EVERY == 0:
+            while self._sent and self._ready(self._sent[0][1]):
+                self._receive()
 
     def finish(
         self,
