@@ -126,7 +126,8 @@ class BatchRun:
             raise ConfigError(f"chunk must be at least 1, got {chunk}")
         self.cfg, self.chunk = cfg, chunk
         self.ids: list[str] = []
-        self.texts: list[str] = []
+        self.lengths: list[int] = []  # of the texts as given
+        self._texts: dict[int, str] = {}  # the texts of the originals not yet sent
         self.copy_of: list[int] = []  # the first copy of the same text, or -1
         self.sketches: list[Sketch] = []
         self.parent: list[int] = []  # the earlier document each one matched, or -1
@@ -178,7 +179,7 @@ class BatchRun:
         """Take the next document; decide those whose sketches are all in."""
         i = len(self.ids)
         self.ids.append(doc_id)
-        self.texts.append(text)
+        self.lengths.append(len(text))
         self.parent.append(-1)
         self.copy.append(False)
         self.score.append(0.0)
@@ -187,6 +188,7 @@ class BatchRun:
         self.copy_of.append(-1 if j == i else j)
         if j == i:
             self._pending.append(i)
+            self._texts[i] = text
             self._chars_seen += len(text)
             if len(self._pending) >= self._chunk_size():
                 self._send()
@@ -216,7 +218,7 @@ class BatchRun:
             np.array(root, dtype=np.int64),
             np.arange(len(ids), dtype=np.int64),
             keep,
-            lengths=np.array([len(t) for t in self.texts], dtype=np.int64),
+            lengths=np.array(self.lengths, dtype=np.int64),
             timestamps=None
             if timestamps is None
             else np.array([np.nan if t is None else t for t in timestamps], dtype=np.float64),
@@ -272,7 +274,7 @@ class BatchRun:
         """Sketch the pending originals: on the workers, or here."""
         block, self._pending = self._pending, []
         self._sent_docs += len(block)
-        texts = [self.texts[i] for i in block]
+        texts = [self._texts.pop(i) for i in block]
         if self._pool is None and self._wants_pool():
             import multiprocessing
             import os

@@ -898,6 +898,45 @@ def test_writer_jsonl_writes_kept_lines_exactly(tmp_path: Path) -> None:
     assert Path(out).read_bytes() == ("\n".join(lines) + "\n").encode()
 
 
+@pytest.mark.parametrize(
+    ("name", "data", "output"),
+    [
+        ("in.jsonl", '{"id": 1, "text": "北京"}\n{"id": 2, "text": "上海", "x": [1]}\n', "jsonl"),
+        ("in.jsonl", '{"id": 1, "text": "北京"}\n{"id": 2, "text": "上海", "x": [1]}\n', "csv"),
+        ("in.jsonl", '{"id": 1, "text": "北京"}\n{"id": 2, "text": "上海", "x": [1]}\n', "parquet"),
+        ("in.csv", "id,text,src\r\na,北京,x\r\nb,上海,y\r\n", "jsonl"),
+        ("in.csv", "id,text,src\r\na,北京,x\r\nb,上海,y\r\n", "csv"),
+        ("crawl", {"a.html": "<p>北京</p>", "b.txt": "上海"}, "jsonl"),
+    ],
+)
+def test_writer_says_when_it_needs_the_text(
+    tmp_path: Path, name: str, data: str | dict[str, str], output: str
+) -> None:
+    """A document the writer says needs no text (written from its raw line or row) is
+    written the same without it: a batch run lets the text go once it is sketched."""
+    src = (
+        make_folder(tmp_path / name, data)
+        if isinstance(data, dict)
+        else write(tmp_path / name, data)
+    )
+    with read_records(src) as records:
+        header = records.csv_header
+        docs = only_docs(list(records))
+    fmt = "dir" if isinstance(data, dict) else name.split(".")[1]
+    written = []
+    for blank in (False, True):
+        out = str(tmp_path / f"unique-{blank}.{output}")
+        with UniqueWriter(out, fmt, header) as writer:
+            for doc in docs:
+                if blank and not writer.needs_text(doc):
+                    doc = dataclasses.replace(doc, text="")
+                writer.write(doc)
+        written.append(Path(out).read_bytes())
+    assert written[0] == written[1]
+    with UniqueWriter(str(tmp_path / f"probe.{output}"), fmt, header) as writer:
+        assert [writer.needs_text(d) for d in docs] == [isinstance(data, dict)] * len(docs)
+
+
 def test_writer_csv_round_trip(tmp_path: Path) -> None:
     """Kept CSV rows are written as they came in, under the input's header."""
     data = 'id,text,src\r\na,"多行\r\n文本",x\r\nb,,y\r\nc,"say ""hi""",z\r\n'

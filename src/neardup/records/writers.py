@@ -361,6 +361,16 @@ class UniqueWriter:
             return self.format
         return "page"
 
+    def needs_text(self, doc: Document) -> bool:
+        """Whether writing ``doc`` reads its ``text``: not when it is written from its raw
+        line or row, its table row or its WARC capture (a run may then let the text go)."""
+        if self.output == "warc":
+            return False
+        kind = self._kind(doc)
+        if kind in ("jsonl", "csv") and doc.raw is not None:
+            return False
+        return not (kind in ("parquet", "arrow") and isinstance(doc.origin, tuple))
+
     def record(self, doc: Document) -> dict[str, object]:
         """The kept record as a dict: the JSON object, the CSV row by its header, the table
         row, or ``{"id", "text"}`` (with ``title`` and ``timestamp`` when set)."""

@@ -8,6 +8,7 @@ describes the run as a :class:`~neardup.run.summary.RunSummary`.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import signal
@@ -199,6 +200,11 @@ class _Outputs:
         if doc.id_value is not None:
             self.ids[doc.id] = doc.id_value
 
+    def needs_text(self, doc: Document) -> bool:
+        """Whether writing ``doc`` later reads its text (UNIQUE may write it from its raw
+        line, its row or its capture instead)."""
+        return self.unique is not None and self.unique.needs_text(doc)
+
     def write(self, doc: Document, decision: Decision) -> None:
         if self.clusters is not None:
             self.clusters.write(cluster_line(decision, self.ids))
@@ -347,9 +353,11 @@ def _batch(
                 errors_out.write(record.to_json())
                 tally.errors += 1
             else:
-                docs.append(record)
                 out.seen(record)
                 run.add(record.id, record.text)
+                if not tally.collect and not out.needs_text(record):
+                    record = dataclasses.replace(record, text="")  # the run holds what it needs
+                docs.append(record)
         left = len(docs) - len(run.sketches)
         progress.watch(None)
         progress.start(
