@@ -330,8 +330,8 @@ class LSHJoin:
             in_run[tied] = in_run[tied + 1] = True
             runs = np.flatnonzero(in_run)
             order[runs] = order[runs][np.lexsort((order[runs], keys[runs]))]
-        small = pos1d[-1] < np.iinfo(np.int32).max
-        pos: Pos = np.repeat(pos1d.astype(np.int32) if small else pos1d, n_bands)[order]  # type: ignore[assignment]
+        narrow = pos1d.astype(np.int32) if pos1d[-1] < np.iinfo(np.int32).max else pos1d
+        pos: Pos = np.repeat(narrow, n_bands)[order]  # type: ignore[assignment]
         cap = self.bucket_cap
         before = np.zeros(len(keys), dtype=np.int64)  # the bucket's members in earlier blocks
         earlier: list[npt.NDArray[Any]] = []  # of positions, 32- or 64-bit

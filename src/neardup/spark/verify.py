@@ -197,8 +197,8 @@ LINK_SCHEMA = (
 
 def best_matches(verdicts: DataFrame, n_parts: int) -> DataFrame:
     """For each later document ``j``, its match as the engine picks it
-    (:func:`~neardup.engine.best_of`: a copy first, then the highest score, the earliest
-    ``i`` on ties): ``_pos, _parent, _score`` (the copy score for a copy), ``_measure``,
+    (:func:`~neardup.engine.best_of`: its earliest copy, else its highest score, the
+    earliest ``i`` on ties): ``_pos, _parent, _score`` (the copy score for a copy), ``_measure``,
     ``_copy``, and ``_story``: whether ``j`` counts as a story for the template guard
     (:func:`~neardup.engine.counts_as_story`)."""
 
