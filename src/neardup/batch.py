@@ -196,6 +196,12 @@ class BatchRun:
             while self._sent and self._ready(self._sent[0][1]):
                 self._receive()
 
+    @property
+    def decided(self) -> int:
+        """How many documents, from the first, are decided: a document among them with
+        ``copy[i]`` set is a duplicate in the result, whatever ``keep`` is."""
+        return self._next
+
     def finish(
         self,
         *,

@@ -717,3 +717,27 @@ def test_the_sample_report_marks_documents_kept_with_text_of_their_own() -> None
     report = format_sample_report(decided)
     assert "1 document of a story seen before kept with text of its own" in report
     assert "+ kept  A story, in full" in report and "0.9800  A story" in report
+
+
+def test_batch_run_lets_copies_go_and_writes_the_same() -> None:
+    """Once a document is decided a copy, the batch run lets its text and raw line go (a
+    copy is never written to UNIQUE); the kept ones keep their raw line."""
+    from neardup.batch import BatchRun
+    from neardup.engine import DedupConfig
+    from neardup.records import Document
+    from neardup.run.local import _release_copies
+
+    texts = [ZH_STORY, ZH_REPRINT, ZH_OTHER, ZH_STORY]
+    docs = [
+        Document(str(i), t, raw=json.dumps({"id": i, "text": t}, ensure_ascii=False))
+        for i, t in enumerate(texts)
+    ]
+    with BatchRun(DedupConfig(), workers=1, chars=None) as run:
+        for d in docs:
+            run.add(d.id, d.text)
+        result = run.finish()
+        released = _release_copies(docs, run, 0)
+    assert released == len(docs)
+    dropped = [d.is_duplicate for d in result.decisions]
+    assert dropped == [False, True, False, True]
+    assert [(d.raw is None, d.text == "") for d in docs] == [(x, x) for x in dropped]

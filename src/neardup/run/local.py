@@ -336,6 +336,7 @@ def _batch(
     """
     docs: list[Document] = []
     clock = [0.0]
+    released = 0  # the documents before it are decided, and their copies let go
     with BatchRun(cfg, workers=None, chars=None) as run:
         progress.watch(
             lambda: {
@@ -358,6 +359,8 @@ def _batch(
                 if not tally.collect and not out.needs_text(record):
                     record = dataclasses.replace(record, text="")  # the run holds what it needs
                 docs.append(record)
+                if not tally.collect:
+                    released = _release_copies(docs, run, released)
         left = len(docs) - len(run.sketches)
         progress.watch(None)
         progress.start(
@@ -378,6 +381,18 @@ def _batch(
     out.finish()
     stages.add("write", time.perf_counter() - t0)
     return result.candidate_pairs
+
+
+def _release_copies(docs: list[Document], run: BatchRun, start: int) -> int:
+    """Let go the text and raw line of the documents decided since ``start`` that are
+    copies: a copy is never written to UNIQUE (CLUSTERS, the duplicates' ids and a WARC
+    output need its id and origin only). Returns how many documents are decided."""
+    end = run.decided
+    for i in range(start, end):
+        doc = docs[i]
+        if run.copy[i] and (doc.raw is not None or doc.text):
+            docs[i] = dataclasses.replace(doc, text="", raw=None)
+    return end
 
 
 def _stream(
