@@ -319,16 +319,23 @@ class BatchRun:
         """Take the oldest sketched chunk, join it, and decide what it lets us decide."""
         block, item = self._sent.popleft()
         t0 = time.perf_counter()
-        part: list[Sketch] = item if isinstance(item, list) else unpack(item.result())
+        packed = None if isinstance(item, list) else item.result()
+        # the band keys are joined once, here: the sketches kept need not hold them
+        part: list[Sketch] = item if packed is None else unpack(packed, bands=False)
         t1 = time.perf_counter()
         self.timings.add("sketch", t1 - t0)
         frontier = self._frontier()
         self._grow(frontier, part[0])
         for i, sk in zip(block, part, strict=True):
             self.sketches[i] = sk
-        live = [i for i in block if not self.sketches[i].is_empty]
-        bands = [self.sketches[i].bands for i in live]
-        keys = np.stack(bands) if bands else np.zeros((0, self.cfg.bands_rows[0]), np.uint64)
+        rows = [r for r, sk in enumerate(part) if not sk.is_empty]
+        live = [block[r] for r in rows]
+        if packed is not None:
+            keys = packed.bands[rows]
+        elif rows:
+            keys = np.stack([part[r].bands for r in rows])
+        else:
+            keys = np.zeros((0, self.cfg.bands_rows[0]), np.uint64)
         pairs = self._join.extend(keys, np.array(live, dtype=np.int64))
         self._pairs += len(pairs)
         self._remember(live)

@@ -134,8 +134,11 @@ def pack(sketches: Sequence[Sketch]) -> Packed:
     )
 
 
-def unpack(p: Packed) -> list[Sketch]:
-    """The sketches of :func:`pack` (their arrays are views into the packed ones)."""
+def unpack(p: Packed, *, bands: bool = True) -> list[Sketch]:
+    """The sketches of :func:`pack` (their arrays are views into the packed ones); with
+    ``bands=False`` they share one empty array of band keys (a caller that joins
+    ``p.bands`` once, and then keeps the sketches, does not keep the keys with them)."""
+    no_bands = np.zeros(0, dtype=np.uint64)
     cuts = np.cumsum(p.shingle_counts)[:-1]
     shingles = np.split(p.shingles, cuts)
     indexes = np.split(p.vocab_indexes, cuts)
@@ -146,7 +149,7 @@ def unpack(p: Packed) -> list[Sketch]:
             shingles=shingles[i],
             n_units=p.n_units[i],
             signature=p.signatures[i],
-            bands=p.bands[i],
+            bands=p.bands[i] if bands else no_bands,
             vocab=vocabs[i],
             numbers=p.numbers[i],
             vocab_index=indexes[i],
