@@ -898,15 +898,17 @@ def test_writer_jsonl_writes_kept_lines_exactly(tmp_path: Path) -> None:
     assert Path(out).read_bytes() == ("\n".join(lines) + "\n").encode()
 
 
+_JSONL = '{"id": 1, "text": "北京"}\n{"id": 2, "text": "上海", "x": [1]}\n'
+_CSV = "id,text,src\r\na,北京,x\r\nb,上海,y\r\n"
+_PAGES = {"a.html": "<p>北京</p>", "b.txt": "上海"}
+
+
 @pytest.mark.parametrize(
     ("name", "data", "output"),
     [
-        ("in.jsonl", '{"id": 1, "text": "北京"}\n{"id": 2, "text": "上海", "x": [1]}\n', "jsonl"),
-        ("in.jsonl", '{"id": 1, "text": "北京"}\n{"id": 2, "text": "上海", "x": [1]}\n', "csv"),
-        ("in.jsonl", '{"id": 1, "text": "北京"}\n{"id": 2, "text": "上海", "x": [1]}\n', "parquet"),
-        ("in.csv", "id,text,src\r\na,北京,x\r\nb,上海,y\r\n", "jsonl"),
-        ("in.csv", "id,text,src\r\na,北京,x\r\nb,上海,y\r\n", "csv"),
-        ("crawl", {"a.html": "<p>北京</p>", "b.txt": "上海"}, "jsonl"),
+        *(("in.jsonl", _JSONL, out) for out in ("jsonl", "csv", "parquet")),
+        *(("in.csv", _CSV, out) for out in ("jsonl", "csv")),
+        ("crawl", _PAGES, "jsonl"),
     ],
 )
 def test_writer_says_when_it_needs_the_text(
