@@ -18,6 +18,7 @@ from . import __version__
 from .compare import Comparison, DedupView, compare
 from .deduper import Deduper
 from .engine import DedupConfig
+from .engine.verify import quoted_chars
 from .errors import Interrupted, NeardupError, StoreError
 from .measures import DEFAULT_PROCESSOR
 from .options import store_options, store_url
@@ -134,6 +135,12 @@ def format_dedup_view(view: DedupView) -> list[str]:
         )
     else:
         lines.append(f"  {v.measure} {v.score:.4f}, B's own text {v.copy_score:.4f}")
+    quoted = quoted_chars(view.b)
+    if quoted and v.measure == "coverage":
+        lines.append(
+            f"  B's quoted lines (starting with >, {quoted:,} characters) are not its own text: "
+            "B is a copy only if what it says itself is found in A too"
+        )
     counted = sum(p.length for p in view.counted)
     chrome = sum(p.length for p in view.chrome)
     lines.append(

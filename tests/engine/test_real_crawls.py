@@ -120,6 +120,52 @@ def test_a_reply_quoting_its_parent_is_kept_and_extends_it(tmp_path: Path) -> No
     assert d["metoo"].is_duplicate and d["metoo"].cluster == "parent"
 
 
+def short_answer(rng: random.Random) -> tuple[list[str], list[str]]:
+    """A post, a reply of two lines over the whole post quoted with ``>``, and the same
+    reply with the quote unmarked."""
+    parent = f"From: ann@example.org (Ann)\nSubject: Launchers\n\n{en(rng, 14)}"
+    body = parent.split("\n\n", 1)[1]
+    quoted = "\n".join("> " + line for line in body.split(". "))
+    answer = en(rng, 2)
+    reply = f"ann@example.org (Ann) writes:\n{answer}\n{quoted}"
+    unmarked = f"ann@example.org (Ann) writes:\n{answer}\n{body}"
+    return ["parent", "reply", "unmarked"], [parent, reply, unmarked]
+
+
+def test_a_short_answer_above_a_long_quote_is_kept(tmp_path: Path) -> None:
+    """Two lines of answer over the whole parent quoted: over nine tenths of the reply is
+    found in the parent, but what the reply itself says (its lines that are not quoted) is
+    new. Kept, extending the parent; the same answer with the quote unmarked is a copy."""
+    ids, (parent, reply, unmarked) = short_answer(random.Random(14))
+    a, b, c = (make_sketch(t, CFG) for t in (parent, reply, unmarked))
+    assert verify(c, a, CFG).is_copy  # the rule for the whole text alone drops it
+    v = verify(b, a, CFG)
+    assert v.is_duplicate and not v.is_copy and v.copy_score < CFG.copy_threshold
+    d = by_id(decide(ids, [parent, reply, unmarked], tmp_path))
+    assert not d["reply"].is_duplicate and d["reply"].extends == "parent"
+    assert d["unmarked"].is_duplicate and d["unmarked"].cluster == "parent"
+
+
+def test_a_reprint_of_an_article_with_a_quoted_passage_is_still_a_copy(tmp_path: Path) -> None:
+    """Quoted lines are set aside only to find what a document says itself: a reprint of an
+    article that quotes a passage says what the article says, and is a copy of it."""
+    rng = random.Random(15)
+    article = f"{en(rng, 6)}\n> {en(rng, 3)}\n{en(rng, 6)}"
+    reprint = "Reprinted from elsewhere\n" + article.replace(".", "!", 1)
+    d = by_id(decide(["article", "reprint"], [article, reprint], tmp_path))
+    assert d["reprint"].is_duplicate and d["reprint"].duplicate_of == "article"
+
+
+def test_quoted_units_mark_the_lines_starting_with_a_quote_marker() -> None:
+    from neardup.engine.verify import has_quotes, quoted_units
+
+    text = "ab\n  > cd ef\ngh > ij\n>kl"
+    assert has_quotes(text) and not has_quotes("a > b\nc")
+    assert quoted_units(text, 12).astype(int).tolist() == [0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1]
+    assert quoted_units(text, 14).astype(int).tolist()[12:] == [0, 0]  # past the kept text
+    assert not quoted_units("", 3).any()
+
+
 def test_a_full_article_after_an_excerpt_is_kept_and_an_excerpt_after_it_is_dropped(
     tmp_path: Path,
 ) -> None:

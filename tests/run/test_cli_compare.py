@@ -151,3 +151,17 @@ def test_subprocess_json() -> None:
     assert list(result) == list(METHODS)
     assert all(isinstance(v, float) for v in result.values())
     assert result["levenshtein"] > 0.9
+
+
+def test_a_reply_over_a_quote_is_shown_as_extending(capsys: pytest.CaptureFixture[str]) -> None:
+    """A short answer over the whole of A quoted: the table says the quoted lines are not
+    B's own text, and that dedup keeps B."""
+    import random
+
+    from ..engine.test_real_crawls import short_answer
+
+    _, (parent, reply, _) = short_answer(random.Random(14))
+    assert main(["compare", parent, reply]) == 0
+    out = capsys.readouterr().out
+    assert "b extends a with text of its own (dedup keeps it)" in out
+    assert "B's quoted lines (starting with >," in out

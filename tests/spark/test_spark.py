@@ -184,6 +184,21 @@ def test_a_hub_same_decisions_as_local(spark: Any, keep: str) -> None:
         assert [d.cluster for d in want] == ["hub", "hub", "p2", "p3", *["excerpt"] * 3]
 
 
+def test_a_short_answer_above_a_quote_same_decisions_as_local(spark: Any) -> None:
+    """A reply whose own lines are new over its quoted parent is kept and extends it; the
+    same text with the quote unmarked is a copy: the local decisions."""
+    import random
+
+    from tests.engine.test_real_crawls import short_answer
+
+    ids, texts = short_answer(random.Random(14))
+    frame = spark.createDataFrame(list(zip(ids, texts, strict=True)), "id string, text string")
+    result = dedup(frame)
+    want = local_decisions(ids, texts)
+    assert spark_decisions(result) == want
+    assert want["reply"][1] is None and want["unmarked"][1] == "parent"
+
+
 def test_order_col_sets_the_input_order(spark: Any) -> None:
     """Rows given shuffled with an order column decide as the ordered input does."""
     recs = records()

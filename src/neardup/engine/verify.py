@@ -22,6 +22,7 @@ with the character measures the source documents advise for titles instead.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -37,12 +38,14 @@ from .sketches import Sketch, figures_at
 from .templates import CommonShingles, TemplateGuard, TemplateTable
 
 __all__ = [
+    "QUOTE_START",
     "Placement",
     "Verdict",
     "at_edges",
     "copy_share",
     "coverage",
     "placement",
+    "quoted_chars",
     "required",
     "verify",
 ]
@@ -144,6 +147,10 @@ def verify(a: Sketch, b: Sketch, cfg: DedupConfig, common: TemplateGuard | None 
             return Verdict(score, "coverage", False, edges=True)
     later, span = (mine, mine_span) if short is a else (theirs, theirs_span)
     own = _agreeing(copy_share(later, cfg), a, b, cfg, common, span)
+    if own >= cfg.copy_threshold and has_quotes(a.text):
+        unquoted = _unquoted(a, b, cfg, common)
+        if unquoted is not None:
+            own = min(own, copy_share(unquoted, cfg))
     repeated = later.shared / later.total if later.total else 0.0
     return Verdict(score, "coverage", True, own, own >= cfg.copy_threshold, repeated=repeated)
 
@@ -284,6 +291,77 @@ def copy_share(place: Placement, cfg: DedupConfig) -> float:
     )
     own = place.total - aside
     return place.shared / own if own > 0 else 0.0
+
+
+#: A quoted line: its first character (after spaces) is ``>`` — the plain-text quoting of
+#: mail, Usenet, forums and Markdown, whatever the site.
+QUOTE_START = r"^[ \t]*>"
+_QUOTED = re.compile(QUOTE_START + r"[^\n]*", re.MULTILINE)
+
+
+def has_quotes(text: str) -> bool:
+    """Whether a prepared text has a quoted line (see :func:`quoted_units`)."""
+    return ">" in text and _QUOTED.search(text) is not None
+
+
+def quoted_chars(text: str) -> int:
+    """How many characters of a prepared text lie on its quoted lines."""
+    return sum(m.end() - m.start() for m in _QUOTED.finditer(text)) if ">" in text else 0
+
+
+def quoted_units(text: str, n_units: int) -> npt.NDArray[np.bool_]:
+    """Which of a text's ``n_units`` units lie on quoted lines (lines starting with ``>``):
+    text the document quotes from another, not its own. Units past a kept text's end (a
+    text longer than the sketch keeps) count as not quoted.
+
+    >>> quoted_units("x wrote:\\n> old line\\nnew", 16).astype(int).tolist()
+    [0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0]
+    """
+    mask = np.zeros(n_units, dtype=np.bool_)
+    where = unit_offsets(text)[:n_units]
+    if len(where) == 0:
+        return mask
+    spans = np.array([m.span() for m in _QUOTED.finditer(text)], dtype=np.int64).reshape(-1, 2)
+    if len(spans) == 0:
+        return mask
+    # a unit is quoted when the last quoted line starting at or before it has not ended
+    k = np.searchsorted(spans[:, 0], where, side="right") - 1
+    mask[: len(where)] = (k >= 0) & (where < spans[np.maximum(k, 0), 1])
+    return mask
+
+
+def _unquoted(
+    doc: Sketch, other: Sketch, cfg: DedupConfig, guard: TemplateGuard | None
+) -> Placement | None:
+    """:func:`placement` of ``doc`` against ``other`` over its own units that are not
+    quoted (see :func:`quoted_units`): what the document itself says. None when fewer than
+    ``short_units`` such units are left (a forwarded text, all quoted: the whole text is
+    what it brings)."""
+    codes, n = doc.shingles, doc.n_units
+    if len(codes) == 0 or len(other.vocab) == 0:
+        return None
+    own = ~quoted_units(doc.text, n)
+    positions = np.arange(len(codes), dtype=np.int64)
+    ends = np.minimum(positions + np.where(codes & 1, cfg.cjk_width, cfg.word_width), n)
+    rare = np.ones(len(codes), dtype=np.bool_) if guard is None else ~guard.is_common(codes)
+    shared = _shared(doc, other) & rare
+    own &= _spread(positions[rare], ends[rare], n)
+    if int(own.sum()) < cfg.short_units:
+        return None
+    found = _spread(positions[shared], ends[shared], n)[own]
+    total, hits = len(found), np.flatnonzero(found)
+    if len(hits) == 0:
+        return Placement(total, 0, 0, total, 0)
+    gaps = np.diff(hits) - 1
+    gap = int(gaps.max()) if len(gaps) else 0
+    return Placement(int(hits[0]), total - 1 - int(hits[-1]), gap, total, len(hits))
+
+
+def _spread(starts: I64, ends: I64, n: int) -> npt.NDArray[np.bool_]:
+    """The units inside any of the intervals [starts[k], ends[k])."""
+    delta = np.bincount(starts, minlength=n + 1) - np.bincount(ends, minlength=n + 1)
+    inside: npt.NDArray[np.bool_] = np.cumsum(delta[:n]) > 0
+    return inside
 
 
 #: Shares of a text's own units (not chrome) that make an edge of it its own: what a

@@ -28,6 +28,7 @@ from ..engine import (
 )
 from ..engine.codec import from_row
 from ..engine.decide import stories
+from ..engine.verify import QUOTE_START
 from .columns import Batches, BatchFn, arrow_schema, sorted_rows
 
 if TYPE_CHECKING:
@@ -146,8 +147,11 @@ def verify_pairs(
         2 * common_figures < F.greatest(F.size("i_nums"), F.size("j_nums"))
     )
     titles = (F.least("i_n", "j_n") < cfg.short_units) | figures | F.lit(keep_all)
+    # and the later text where it has quoted lines (verify sets them aside for the copy
+    # decision: engine.verify.has_quotes, the same lines in Java's regex)
+    quoted = F.col("j_ptext").rlike("(?md)" + QUOTE_START)
     joined = joined.withColumn("i_ptext", F.when(titles, F.col("i_ptext"))).withColumn(
-        "j_ptext", F.when(titles, F.col("j_ptext"))
+        "j_ptext", F.when(titles | quoted, F.col("j_ptext"))
     )
     shared = spark.sparkContext.broadcast(table) if table is not None else None
     limit = cfg.common_after
