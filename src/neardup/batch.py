@@ -46,7 +46,7 @@ from .engine import (
     to_verify,
     verify,
 )
-from .engine.codec import Packed, pack, unpack
+from .engine.codec import Packed, Shared, pack, share, take, unpack
 from .engine.warm import load_kernels
 from .errors import ConfigError, InputError
 from .index.lsh import LSHJoin
@@ -172,8 +172,14 @@ class BatchRun:
             return
         if kind is None:
             pool.shutdown(cancel_futures=True)
-            return
-        _stop_now(pool)
+        else:
+            _stop_now(pool)
+        # blocks of shared memory sent back and not read: freed
+        while self._sent:
+            _, item = self._sent.popleft()
+            done = not isinstance(item, list) and item.done() and not item.cancelled()
+            if done and item.exception() is None:
+                take(item.result())
 
     def add(self, doc_id: str, text: str) -> None:
         """Take the next document; decide those whose sketches are all in."""
@@ -287,8 +293,13 @@ class BatchRun:
             from concurrent.futures import ProcessPoolExecutor
 
             n = self._workers or min(4, os.cpu_count() or 1)
+            from multiprocessing import resource_tracker
+
             if "fork" in multiprocessing.get_all_start_methods():
                 load_kernels(self.cfg)  # once here: the forked workers inherit them
+            # the workers' shared-memory blocks are tracked by this process's tracker (a
+            # forked worker would start its own, which never hears that the block was freed)
+            resource_tracker.ensure_running()
             methods = multiprocessing.get_all_start_methods()
             context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
             self._pool = ProcessPoolExecutor(
@@ -319,7 +330,7 @@ class BatchRun:
         """Take the oldest sketched chunk, join it, and decide what it lets us decide."""
         block, item = self._sent.popleft()
         t0 = time.perf_counter()
-        packed = None if isinstance(item, list) else item.result()
+        packed = None if isinstance(item, list) else take(item.result())
         # the band keys are joined once, here: the sketches kept need not hold them
         part: list[Sketch] = item if packed is None else unpack(packed, bands=False)
         t1 = time.perf_counter()
@@ -477,6 +488,7 @@ def _worker_start(parent: int) -> None:
             os._exit(0)
 
 
-def _sketch_packed(texts: list[str], cfg: DedupConfig) -> Packed:
-    """Sketch a chunk (in a worker) and pack the sketches for the way back."""
-    return pack(make_sketches(texts, cfg))
+def _sketch_packed(texts: list[str], cfg: DedupConfig) -> Shared | Packed:
+    """Sketch a chunk (in a worker) and pack the sketches for the way back: their arrays
+    in shared memory where there is room (the pipe would copy them three times)."""
+    return share(pack(make_sketches(texts, cfg)))

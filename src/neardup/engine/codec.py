@@ -36,10 +36,13 @@ from .sketches import Sketch, distinct
 __all__ = [
     "COLUMNS",
     "Packed",
+    "Shared",
     "decode",
     "encode",
     "from_row",
     "pack",
+    "share",
+    "take",
     "to_columns",
     "unpack",
 ]
@@ -132,6 +135,93 @@ def pack(sketches: Sequence[Sketch]) -> Packed:
         [s.numbers for s in sketches],
         np.concatenate([cast(np.ndarray, s.vocab_index) for s in sketches]),
     )
+
+
+#: The array fields of a :class:`Packed`, the ones :func:`share` puts in shared memory.
+_ARRAYS = (
+    "signatures",
+    "bands",
+    "shingle_counts",
+    "shingles",
+    "vocab_counts",
+    "vocabs",
+    "vocab_indexes",
+)
+
+
+class Shared(NamedTuple):
+    """A :class:`Packed` whose arrays wait in a shared-memory block (named ``name``; each
+    array's field, dtype, shape and offset in ``layout``) and whose lists travel with it:
+    what a sketch worker sends back instead of pickling the arrays through the pipe."""
+
+    name: str
+    layout: tuple[tuple[str, str, tuple[int, ...], int], ...]
+    texts: list[str]
+    n_units: list[int]
+    numbers: list[frozenset[str]]
+
+
+#: Where POSIX shared memory lives on Linux, and how many times a block's size must be free
+#: there before one is made (a container's is often 64 MB; a full one would kill the
+#: writer with SIGBUS instead of failing)
+SHM_DIR = "/dev/shm"
+SHM_ROOM = 8
+
+
+def share(packed: Packed) -> Shared | Packed:
+    """Put ``packed``'s arrays in a new shared-memory block, for one :func:`take` to read
+    (and free); each array starts on a 64-byte boundary. ``packed`` itself, to be pickled,
+    where there is no room for the block (or no ``/dev/shm``: not Linux)."""
+    import os
+
+    layout, size = [], 0
+    for name in _ARRAYS:
+        a = getattr(packed, name)
+        size = -(-size // 64) * 64
+        layout.append((name, a.dtype.str, tuple(a.shape), size))
+        size += a.nbytes
+    try:
+        room = os.statvfs(SHM_DIR)
+    except (OSError, AttributeError):
+        return packed
+    if room.f_bavail * room.f_frsize < SHM_ROOM * size:
+        return packed
+    from multiprocessing import shared_memory
+
+    try:
+        block = shared_memory.SharedMemory(create=True, size=max(size, 1))
+    except OSError:  # /dev/shm read-only, or out of names: the pipe it is
+        return packed
+    try:
+        for name, dtype, shape, at in layout:
+            view = np.ndarray(shape, np.dtype(dtype), buffer=block.buf, offset=at)
+            view[...] = getattr(packed, name)
+            del view  # the block closes only once no array points into it
+    except BaseException:
+        block.close()
+        block.unlink()
+        raise
+    block.close()
+    return Shared(block.name, tuple(layout), packed.texts, packed.n_units, packed.numbers)
+
+
+def take(shared: Shared | Packed) -> Packed:
+    """The :class:`Packed` that :func:`share` put in shared memory: its arrays copied out,
+    and the block freed (a Packed that came through the pipe as it is)."""
+    if isinstance(shared, Packed):
+        return shared
+    from multiprocessing import shared_memory
+
+    block = shared_memory.SharedMemory(name=shared.name)
+    try:
+        arrays = {
+            name: np.ndarray(shape, np.dtype(dtype), buffer=block.buf, offset=at).copy()
+            for name, dtype, shape, at in shared.layout
+        }
+    finally:
+        block.close()
+        block.unlink()
+    return Packed(texts=shared.texts, n_units=shared.n_units, numbers=shared.numbers, **arrays)
 
 
 def unpack(p: Packed, *, bands: bool = True) -> list[Sketch]:

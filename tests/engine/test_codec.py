@@ -1,0 +1,97 @@
+"""The sketch workers' carrier: packed arrays sent back through shared memory, freed once
+read, and the pipe where there is no room for them."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from neardup.engine import DedupConfig, codec, make_sketches
+from neardup.engine.codec import Packed, Shared, pack, share, take
+
+from ..synth import corpus
+
+ROOT = Path(__file__).resolve().parents[2]
+linux_shm = pytest.mark.skipif(not Path(codec.SHM_DIR).is_dir(), reason="no /dev/shm here")
+
+
+def blocks() -> set[str]:
+    """The shared-memory blocks Python made (multiprocessing names them psm_…)."""
+    return {p.name for p in Path(codec.SHM_DIR).glob("psm_*")}
+
+
+def packed() -> Packed:
+    return pack(make_sketches([text for _, text, _ in corpus(3, 12, 2)], DedupConfig()))
+
+
+@linux_shm
+def test_share_then_take_gives_the_same_arrays_and_frees_the_block() -> None:
+    before = blocks()
+    p = packed()
+    s = share(p)
+    assert isinstance(s, Shared) and s.name.lstrip("/") in blocks() - before
+    back = take(s)
+    for field in Packed._fields:
+        want, got = getattr(p, field), getattr(back, field)
+        if isinstance(want, np.ndarray):
+            assert got.dtype == want.dtype and np.array_equal(got, want), field
+        else:
+            assert got == want, field
+    assert blocks() == before
+
+
+def test_without_room_the_arrays_go_through_the_pipe(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A container's /dev/shm is often 64 MB: a block that may not fit is not made (a full
+    one would kill the worker with SIGBUS); the packed arrays are returned to be pickled."""
+    monkeypatch.setattr(codec, "SHM_ROOM", 10**15)
+    p = packed()
+    assert share(p) is p and take(p) is p
+    monkeypatch.setattr(codec, "SHM_DIR", "/no/such/dir")
+    monkeypatch.setattr(codec, "SHM_ROOM", 1)
+    assert share(p) is p
+
+
+SCRIPT = """
+import sys
+sys.path.insert(0, {tests!r})
+from synth import corpus
+from neardup.batch import BatchRun
+from neardup.engine import DedupConfig
+rows = corpus(11, 60, 3)
+run = BatchRun(DedupConfig(), workers=2, chunk=8, chars=None)
+run.MIN_CHUNK = 8
+with run:
+    for doc_id, text, _ in rows:
+        run.add(doc_id, text)
+    result = run.finish()
+print(sum(d.is_duplicate for d in result.decisions))
+try:
+    with BatchRun(DedupConfig(), workers=2, chunk=8, chars=None) as run:
+        run.MIN_CHUNK = 8
+        for doc_id, text, _ in rows:
+            run.add(doc_id, text)
+        for _, future in run._sent:
+            future.result()  # every chunk sent back, none read
+        raise KeyboardInterrupt
+except KeyboardInterrupt:
+    print("interrupted")
+"""
+
+
+@linux_shm
+def test_a_run_and_an_interrupted_run_leave_no_block_and_no_warning() -> None:
+    before = blocks()
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT.format(tests=str(ROOT / "tests"))],
+        env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[-1] == "interrupted" and int(done.stdout.split()[0]) > 0
+    assert done.stderr == ""  # no "leaked shared_memory objects" from the resource tracker
+    assert blocks() <= before
