@@ -193,6 +193,32 @@ def test_two_posts_sharing_header_lines_and_a_signature_are_two_stories(tmp_path
     assert not any(x.is_duplicate for x in d)
 
 
+def test_short_posts_mostly_header_lines_and_signature_are_two_stories(tmp_path: Path) -> None:
+    """One author's posts whose long header lines and signature are most of each (about
+    70 %), around a body of their own (about 30 %): the shared text lies only at both ends,
+    around different middles, so they are different stories. A reprint of one of them is
+    still a copy of it."""
+    rng = random.Random(16)
+    head = (
+        "From: erin@example.net (Erin Walsh)\nOrganization: Example Institute of Technology, "
+        "Department of Applied Physics\nReply-To: erin@example.net\n"
+    )
+    sig = "\n-- \nErin Walsh, Example Institute of Technology. " + en(rng, 4)
+
+    def body() -> str:  # words of random letters: two bodies share no shingle by chance
+        letters = "abcdefghijklmnopqrstuvwxyz"
+        return " ".join("".join(rng.choices(letters, k=rng.randint(3, 9))) for _ in range(36))
+
+    texts = [head + f"Subject: {en(rng, 1)}\n\n" + body() + sig for _ in range(3)]
+    a, b = (make_sketch(t, CFG) for t in texts[:2])
+    v = verify(b, a, CFG)
+    assert v.score >= CFG.threshold and v.edges  # one story by coverage alone; chrome here
+    texts.append("Reposted\n" + texts[1])
+    d = decide(["p1", "p2", "p3", "repost"], texts, tmp_path)
+    assert [x.cluster for x in d] == ["p1", "p2", "p3", "p2"]
+    assert [x.is_duplicate for x in d] == [False, False, False, True]
+
+
 # -- hubs: a post of chrome alone --------------------------------------------------------------
 
 

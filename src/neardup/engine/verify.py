@@ -369,6 +369,11 @@ def _spread(starts: I64, ends: I64, n: int) -> npt.NDArray[np.bool_]:
 EDGE_ENDS = 0.25  # different openings around the same ending (a sign-off, a bio)
 EDGE_STARTS = 0.35  # the same opening (header lines) before different endings
 EDGE_MIDDLE = 0.45  # the same opening and ending around a different middle
+#: ... or around different middles in both texts, each at least this share of its text and
+#: MIDDLE_UNITS long: one author's posts between his header lines and his signature, each
+#: with a body of its own (a reprint's edits leave no such middle on both sides)
+EDGE_MIDDLES = 0.2
+MIDDLE_UNITS = 100
 SIGN_OFF = 0.5  # the shorter, to its end, found only in the second half of the longer
 
 
@@ -399,7 +404,7 @@ def _may_be_edges(
     n = mine.total
     if mine.head >= max(edge, EDGE_ENDS * n) or mine.tail >= max(edge, EDGE_STARTS * n):
         return True
-    if mine.gap >= max(edge, EDGE_MIDDLE * n):
+    if mine.gap >= min(max(edge, EDGE_MIDDLE * n), max(MIDDLE_UNITS, EDGE_MIDDLES * n)):
         return True
     if mine.tail >= edge:
         return False  # the sign-off rule needs the shorter to be shared up to its end
@@ -416,7 +421,7 @@ def _may_be_edges(
 
 def _edges(mine: Placement, theirs: Placement, cfg: DedupConfig) -> bool:
     sh, st, sg, sn = mine.head, mine.tail, mine.gap, mine.total
-    oh, ot, on = theirs.head, theirs.tail, theirs.total
+    oh, ot, og, on = theirs.head, theirs.tail, theirs.gap, theirs.total
 
     def own(units: int, total: int, share: float) -> bool:
         return units >= max(cfg.short_units, share * total)
@@ -426,6 +431,7 @@ def _edges(mine: Placement, theirs: Placement, cfg: DedupConfig) -> bool:
         (own(sh, sn, EDGE_ENDS) and own(oh, on, EDGE_ENDS) and st < edge and ot < edge)
         or (own(st, sn, EDGE_STARTS) and own(ot, on, EDGE_STARTS) and sh < edge and oh < edge)
         or own(sg, sn, EDGE_MIDDLE)
+        or (min(sg, og) >= MIDDLE_UNITS and own(sg, sn, EDGE_MIDDLES) and own(og, on, EDGE_MIDDLES))
         or (st < edge and own(oh, on, SIGN_OFF))
     )
 
