@@ -116,6 +116,10 @@ class BatchRun:
     STREAM_POOL_AT = 300_000
     #: the workers' results are looked for every this many documents (a look costs a lock)
     POLL_EVERY = 64
+    #: chunks that come back are joined once their keys are at least this share of those
+    #: joined before (or no chunk is on its way): many small chunks (tiny records) would
+    #: each search runs of millions of keys
+    JOIN_SHARE = 32
 
     def __init__(
         self, cfg: DedupConfig, *, chunk: int = 2000, workers: int | None, chars: int | None
@@ -147,6 +151,9 @@ class BatchRun:
         self._pool: Any = None
         self._common = CommonShingles(limit=cfg.common_after)
         self._join = LSHJoin(bucket_cap=cfg.bucket_cap)
+        self._waiting: list[tuple[npt.NDArray[np.uint64], list[int]]] = []  # not yet joined
+        self._waiting_keys = 0
+        self._joined_keys = 0
         self._next = 0  # the next document to decide
         self._pairs = 0
         # the live documents sketched so far (positions increasing), for the prefilter
@@ -347,9 +354,20 @@ class BatchRun:
             keys = np.stack([part[r].bands for r in rows])
         else:
             keys = np.zeros((0, self.cfg.bands_rows[0]), np.uint64)
+        self._remember(live)
+        self._waiting.append((keys, live))
+        self._waiting_keys += keys.size
+        if self._sent and self._waiting_keys * self.JOIN_SHARE < self._joined_keys:
+            # more chunks are on their way: join them together, since what a join costs
+            # grows with the keys joined so far, however few come in
+            self.timings.add("candidates", time.perf_counter() - t1)
+            return
+        keys = np.concatenate([k for k, _ in self._waiting])
+        live = [i for _, group in self._waiting for i in group]
+        self._joined_keys += self._waiting_keys
+        self._waiting, self._waiting_keys = [], 0
         pairs = self._join.extend(keys, np.array(live, dtype=np.int64))
         self._pairs += len(pairs)
-        self._remember(live)
         t2 = time.perf_counter()
         self.timings.add("candidates", t2 - t1)
         if len(pairs):

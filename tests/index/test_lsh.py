@@ -3,6 +3,11 @@ streaming lookups in the same order."""
 
 from __future__ import annotations
 
+import contextlib
+import importlib.util
+import os
+from collections.abc import Iterator
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -101,24 +106,67 @@ def test_join_in_blocks_equals_join(
 ) -> None:
     """LSHJoin.extend, block by block, returns exactly lsh_join's pairs, each block's pairs
     those of its later documents, sorted by (later, earlier); positions may skip numbers,
-    and go beyond 32 bits."""
+    and go beyond 32 bits. With the compiled lookups and merges (kernels on) as with numpy."""
     bands, rows = shape
     keys = band_keys(sigs, bands, rows)
     # e.g. copies in between
     positions = start + np.arange(len(sigs), dtype=np.int64) * (gap + 1)
-    join = LSHJoin(bucket_cap=cap)
-    found: list[list[int]] = []
-    at = 0
-    for size in [*sizes, len(sigs)]:
-        block = slice(at, min(len(sigs), at + size))
-        got = join.extend(keys[block], positions[block])
-        assert got.dtype == np.int64 and got.shape[1] == 2
-        assert got.tolist() == sorted(got.tolist(), key=lambda p: (p[1], p[0]))
-        assert all(positions[block.start] <= j for _, j in got.tolist())
-        found += got.tolist()
-        at = block.stop
     want = start + lsh_join(sigs, bands=bands, rows=rows, bucket_cap=cap) * (gap + 1)
-    assert sorted(found) == want.tolist()
+    for mode in KERNEL_MODES:
+        with kernels_set(mode):
+            join = LSHJoin(bucket_cap=cap)
+            found: list[list[int]] = []
+            at = 0
+            for size in [*sizes, len(sigs)]:
+                block = slice(at, min(len(sigs), at + size))
+                got = join.extend(keys[block], positions[block])
+                assert got.dtype == np.int64 and got.shape[1] == 2
+                assert got.tolist() == sorted(got.tolist(), key=lambda p: (p[1], p[0]))
+                assert all(positions[block.start] <= j for _, j in got.tolist())
+                found += got.tolist()
+                at = block.stop
+        assert sorted(found) == want.tolist(), mode
+
+
+KERNEL_MODES = ["off", "on"] if importlib.util.find_spec("numba") else ["off"]
+
+
+@contextlib.contextmanager
+def kernels_set(mode: str) -> Iterator[None]:
+    """NEARDUP_KERNELS set to ``mode`` for a while."""
+    old = os.environ.get("NEARDUP_KERNELS")
+    os.environ["NEARDUP_KERNELS"] = mode
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ["NEARDUP_KERNELS"]
+        else:
+            os.environ["NEARDUP_KERNELS"] = old
+
+
+@pytest.mark.skipif("on" not in KERNEL_MODES, reason="numba is not installed")
+@given(
+    st.lists(st.integers(0, 40), max_size=60),
+    st.lists(st.integers(0, 40), max_size=60),
+)
+@FAST
+def test_compiled_lookups_and_merges_equal_numpy(run: list[int], keys: list[int]) -> None:
+    """The kernels' sorted lookups are np.searchsorted's, left and right; their merge of two
+    runs is the numpy merge's, old members first under a key, positions widened as needed."""
+    from neardup.index.lsh import _merge
+    from neardup.kernels import _join
+
+    r = np.array(sorted(run), dtype=np.uint64)
+    k = np.array(sorted(keys), dtype=np.uint64)
+    lo, hi = _join.sorted_ranges(r, k)
+    assert lo.tolist() == np.searchsorted(r, k, "left").tolist()
+    assert hi.tolist() == np.searchsorted(r, k, "right").tolist()
+    old = (r, np.arange(len(r), dtype=np.int32))
+    new = (k, np.arange(len(r), len(r) + len(k), dtype=np.int64))
+    a, b = _merge(old, new), _merge(old, new, fast=True)
+    assert a[0].tolist() == b[0].tolist() and a[1].tolist() == b[1].tolist()
+    assert a[1].dtype == b[1].dtype == np.int64
 
 
 def test_join_in_blocks_checks_positions() -> None:

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from .. import kernels
 from ..errors import ConfigError
 from ..hashing import mix
 
@@ -264,10 +265,18 @@ def _sorted_pairs(e: I64, j: I64) -> I64:
     return np.stack((e[new_pair], j[new_pair]), axis=1)
 
 
-def _merge(old: tuple[U64, Pos], new: tuple[U64, Pos]) -> tuple[U64, Pos]:
-    """Two runs sorted by key, ``new``'s positions all after ``old``'s, as one sorted run."""
+def _merge(old: tuple[U64, Pos], new: tuple[U64, Pos], fast: bool = False) -> tuple[U64, Pos]:
+    """Two runs sorted by key, ``new``'s positions all after ``old``'s, as one sorted run
+    (with the compiled kernel when ``fast``: the same run)."""
     (old_keys, old_pos), (new_keys, new_pos) = old, new
     total = len(old_keys) + len(new_keys)
+    if fast:
+        merged_keys = np.empty(total, dtype=old_keys.dtype)
+        merged_pos = np.empty(total, dtype=np.result_type(old_pos, new_pos))
+        kernels.load("_join").merge_runs(
+            old_keys, old_pos, new_keys, new_pos, merged_keys, merged_pos
+        )
+        return merged_keys, merged_pos
     # where each new key goes: after the old keys equal to it, so that ties keep old first
     at = np.searchsorted(old_keys, new_keys, "right") + np.arange(len(new_keys))
     rest = np.ones(total, dtype=bool)
@@ -333,14 +342,21 @@ class LSHJoin:
         narrow = pos1d.astype(np.int32) if pos1d[-1] < np.iinfo(np.int32).max else pos1d
         pos: Pos = np.repeat(narrow, n_bands)[order]  # type: ignore[assignment]
         cap = self.bucket_cap
+        work = len(keys) + sum(len(run[0]) for run in self._runs)
+        fast = kernels.wanted(work)
+        if not fast:
+            kernels.work_done(work)
         before = np.zeros(len(keys), dtype=np.int64)  # the bucket's members in earlier blocks
         earlier: list[npt.NDArray[Any]] = []  # of positions, 32- or 64-bit
         later: list[npt.NDArray[Any]] = []
         for run_keys, run_pos in self._runs:
-            lo = np.searchsorted(run_keys, keys, "left")
-            hi = lo.copy()  # most keys are in no earlier bucket
-            seen = np.flatnonzero(run_keys[np.minimum(lo, len(run_keys) - 1)] == keys)
-            hi[seen] = _ends(run_keys, keys, seen, lo)
+            if fast:
+                lo, hi = kernels.load("_join").sorted_ranges(run_keys, keys)
+            else:
+                lo = np.searchsorted(run_keys, keys, "left")
+                hi = lo.copy()  # most keys are in no earlier bucket
+                seen = np.flatnonzero(run_keys[np.minimum(lo, len(run_keys) - 1)] == keys)
+                hi[seen] = _ends(run_keys, keys, seen, lo)
             take = np.minimum(hi - lo, np.maximum(cap - before, 0))
             earlier.append(run_pos[_ranges(lo, take)])
             later.append(np.repeat(pos, take))
@@ -354,7 +370,7 @@ class LSHJoin:
         self._runs.append((keys, pos))
         while len(self._runs) > 1 and 2 * len(self._runs[-1][0]) >= len(self._runs[-2][0]):
             new = self._runs.pop()
-            self._runs[-1] = _merge(self._runs[-1], new)
+            self._runs[-1] = _merge(self._runs[-1], new, fast)
         e = np.concatenate(earlier).astype(np.int64, copy=False)
         j = np.concatenate(later).astype(np.int64, copy=False)
         keep = e != j  # one document under one key twice (odds 2^-64) would pair with itself

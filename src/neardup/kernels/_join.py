@@ -1,0 +1,83 @@
+"""Compiled steps of the incremental LSH join (:class:`~neardup.index.lsh.LSHJoin`): finding
+a block's sorted bucket keys in a sorted run, and merging two sorted runs.
+
+Exactly what the numpy code of :mod:`neardup.index.lsh` computes (the reference the tests
+compare with), in one pass over sorted arrays: a key is looked for from where the previous,
+smaller key was found, by galloping (steps of 1, 2, 4, ... then a binary search), so the
+lookups of a block walk a big run forwards instead of binary searching it from the top for
+every key; and a merge is a linear walk of both runs instead of placing one run's keys by
+binary search.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._jit import jit
+
+__all__ = ["merge_runs", "sorted_ranges"]
+
+
+@jit
+def _first_not_below(run, key, at, strict):
+    """The first index ``i >= at`` with ``run[i] >= key`` (``> key`` when ``strict``), or
+    ``len(run)``, given that every index before ``at`` is below."""
+    n = len(run)
+    if at >= n:
+        return n
+    if (run[at] > key) if strict else (run[at] >= key):
+        return at
+    bound = 1
+    while at + bound < n and ((run[at + bound] <= key) if strict else (run[at + bound] < key)):
+        bound *= 2
+    left = at + bound // 2 + 1
+    right = min(at + bound, n)
+    while left < right:
+        mid = (left + right) // 2
+        if (run[mid] <= key) if strict else (run[mid] < key):
+            left = mid + 1
+        else:
+            right = mid
+    return left
+
+
+@jit
+def sorted_ranges(run, keys):
+    """For ``keys`` sorted ascending, where each lies in the sorted ``run``: ``lo`` (its
+    first member, or where it would go) and ``hi`` (one past its last member): what
+    ``np.searchsorted(run, keys, "left")`` and ``"right"`` return."""
+    m = len(keys)
+    lo = np.empty(m, dtype=np.int64)
+    hi = np.empty(m, dtype=np.int64)
+    at = 0
+    for k in range(m):
+        key = keys[k]
+        if k > 0 and key == keys[k - 1]:
+            lo[k] = lo[k - 1]
+            hi[k] = hi[k - 1]
+            continue
+        first = _first_not_below(run, key, at, False)
+        last = _first_not_below(run, key, first, True)
+        lo[k] = first
+        hi[k] = last
+        at = last
+    return lo, hi
+
+
+@jit
+def merge_runs(old_keys, old_pos, new_keys, new_pos, keys, pos):
+    """Merge two runs sorted by key into ``keys`` and ``pos`` (their lengths' sum): an old
+    member before a new one under the same key, each run's order kept."""
+    i = 0
+    j = 0
+    n = len(old_keys)
+    m = len(new_keys)
+    for k in range(n + m):
+        if j >= m or (i < n and old_keys[i] <= new_keys[j]):
+            keys[k] = old_keys[i]
+            pos[k] = old_pos[i]
+            i += 1
+        else:
+            keys[k] = new_keys[j]
+            pos[k] = new_pos[j]
+            j += 1
