@@ -14,6 +14,7 @@ line feeds it as it reads. The rules are the engine's (:mod:`neardup.engine`).
 
 from __future__ import annotations
 
+import os
 import time
 from collections import deque
 from collections.abc import Sequence
@@ -46,7 +47,7 @@ from .engine import (
     to_verify,
     verify,
 )
-from .engine.codec import Packed, Shared, pack, share, take, unpack
+from .engine.codec import Packed, Shared, free, pack, share, take, unpack
 from .engine.warm import load_kernels
 from .errors import ConfigError, InputError
 from .index.lsh import LSHJoin
@@ -149,6 +150,7 @@ class BatchRun:
         # characters came in (the input goes on, likely: it is being read)
         self._auto_at = self.STREAM_POOL_AT if chars is None else (0 if chars >= 2_000_000 else -1)
         self._pool: Any = None
+        self._blocks: set[str] = set()  # the shared-memory blocks of chunks not yet read
         self._common = CommonShingles(limit=cfg.common_after)
         self._join = LSHJoin(bucket_cap=cfg.bucket_cap)
         self._waiting: list[tuple[npt.NDArray[np.uint64], list[int]]] = []  # not yet joined
@@ -181,12 +183,12 @@ class BatchRun:
             pool.shutdown(cancel_futures=True)
         else:
             _stop_now(pool)
-        # blocks of shared memory sent back and not read: freed
-        while self._sent:
-            _, item = self._sent.popleft()
-            done = not isinstance(item, list) and item.done() and not item.cancelled()
-            if done and item.exception() is None:
-                take(item.result())
+        # the shared-memory blocks of chunks not read (sent back, on their way, or half
+        # made when the workers were stopped): freed, so none is left and none reported
+        self._sent.clear()
+        for name in self._blocks:
+            free(name)
+        self._blocks.clear()
 
     def add(self, doc_id: str, text: str) -> None:
         """Take the next document; decide those whose sketches are all in."""
@@ -296,12 +298,10 @@ class BatchRun:
         texts = [self._texts.pop(i) for i in block]
         if self._pool is None and self._wants_pool():
             import multiprocessing
-            import os
             from concurrent.futures import ProcessPoolExecutor
-
-            n = self._workers or min(4, os.cpu_count() or 1)
             from multiprocessing import resource_tracker
 
+            n = self._workers or min(4, os.cpu_count() or 1)
             if "fork" in multiprocessing.get_all_start_methods():
                 load_kernels(self.cfg)  # once here: the forked workers inherit them
             # the workers' shared-memory blocks are tracked by this process's tracker (a
@@ -316,7 +316,12 @@ class BatchRun:
                 initargs=(os.getpid(),),
             )
         if self._pool is not None:
-            self._sent.append((block, self._pool.submit(_sketch_packed, texts, self.cfg)))
+            # the block the chunk comes back in is named here, so that this run can free it
+            # whatever happens to the worker
+            name = f"nd{os.getpid()}_{id(self) & 0xFFFFFF:x}_{self._sent_docs}"
+            self._blocks.add(name)
+            future = self._pool.submit(_sketch_packed, texts, self.cfg, name)
+            self._sent.append((block, future))
             return
         t0 = time.perf_counter()
         self._sent.append((block, make_sketches(texts, self.cfg)))
@@ -325,8 +330,6 @@ class BatchRun:
     def _wants_pool(self) -> bool:
         if self._workers is not None:
             return self._workers > 1
-        import os
-
         return 0 <= self._auto_at <= self._chars_seen and (os.cpu_count() or 1) > 1
 
     @staticmethod
@@ -337,7 +340,12 @@ class BatchRun:
         """Take the oldest sketched chunk, join it, and decide what it lets us decide."""
         block, item = self._sent.popleft()
         t0 = time.perf_counter()
-        packed = None if isinstance(item, list) else take(item.result())
+        packed = None
+        if not isinstance(item, list):
+            shipped = item.result()
+            if isinstance(shipped, Shared):
+                self._blocks.discard(shipped.name)
+            packed = take(shipped)
         # the band keys are joined once, here: the sketches kept need not hold them
         part: list[Sketch] = item if packed is None else unpack(packed, bands=False)
         t1 = time.perf_counter()
@@ -506,7 +514,8 @@ def _worker_start(parent: int) -> None:
             os._exit(0)
 
 
-def _sketch_packed(texts: list[str], cfg: DedupConfig) -> Shared | Packed:
+def _sketch_packed(texts: list[str], cfg: DedupConfig, name: str) -> Shared | Packed:
     """Sketch a chunk (in a worker) and pack the sketches for the way back: their arrays
-    in shared memory where there is room (the pipe would copy them three times)."""
-    return share(pack(make_sketches(texts, cfg)))
+    in the shared-memory block ``name`` where there is room (the pipe would copy them three
+    times)."""
+    return share(pack(make_sketches(texts, cfg)), name)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from neardup.engine import DedupConfig, codec, make_sketches
-from neardup.engine.codec import Packed, Shared, pack, share, take
+from neardup.engine.codec import Packed, Shared, free, pack, share, take
 
 from ..synth import corpus
 
@@ -20,9 +20,10 @@ ROOT = Path(__file__).resolve().parents[2]
 linux_shm = pytest.mark.skipif(not Path(codec.SHM_DIR).is_dir(), reason="no /dev/shm here")
 
 
-def blocks() -> set[str]:
-    """The shared-memory blocks Python made (multiprocessing names them psm_…)."""
-    return {p.name for p in Path(codec.SHM_DIR).glob("psm_*")}
+def blocks(pattern: str = "psm_*") -> set[str]:
+    """The shared-memory blocks of that name (multiprocessing names its own psm_…; a batch
+    run names its nd<pid>_…)."""
+    return {p.name for p in Path(codec.SHM_DIR).glob(pattern)}
 
 
 def packed() -> Packed:
@@ -31,10 +32,9 @@ def packed() -> Packed:
 
 @linux_shm
 def test_share_then_take_gives_the_same_arrays_and_frees_the_block() -> None:
-    before = blocks()
     p = packed()
     s = share(p)
-    assert isinstance(s, Shared) and s.name.lstrip("/") in blocks() - before
+    assert isinstance(s, Shared) and s.name.lstrip("/") in blocks()
     back = take(s)
     for field in Packed._fields:
         want, got = getattr(p, field), getattr(back, field)
@@ -42,7 +42,13 @@ def test_share_then_take_gives_the_same_arrays_and_frees_the_block() -> None:
             assert got.dtype == want.dtype and np.array_equal(got, want), field
         else:
             assert got == want, field
-    assert blocks() == before
+    assert s.name.lstrip("/") not in blocks()
+    named = share(p, "nd_test_block")
+    assert isinstance(named, Shared) and "nd_test_block" in blocks("nd_*")
+    assert share(p, "nd_test_block") is p  # the name is taken: the pipe
+    free("nd_test_block")
+    free("nd_test_block")  # freeing what is gone does nothing
+    assert "nd_test_block" not in blocks("nd_*")
 
 
 def test_without_room_the_arrays_go_through_the_pipe(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -85,13 +91,13 @@ except KeyboardInterrupt:
 
 @linux_shm
 def test_a_run_and_an_interrupted_run_leave_no_block_and_no_warning() -> None:
-    before = blocks()
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    done = subprocess.run(
+    proc = subprocess.Popen(
         [sys.executable, "-c", SCRIPT.format(tests=str(ROOT / "tests"))],
-        env=env, capture_output=True, text=True, timeout=300,
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.split()[-1] == "interrupted" and int(done.stdout.split()[0]) > 0
-    assert done.stderr == ""  # no "leaked shared_memory objects" from the resource tracker
-    assert blocks() <= before
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    assert out.split()[-1] == "interrupted" and int(out.split()[0]) > 0
+    assert err == ""  # no "leaked shared_memory objects" from the resource tracker
+    assert not blocks(f"nd{proc.pid}_*")

@@ -39,6 +39,7 @@ __all__ = [
     "Shared",
     "decode",
     "encode",
+    "free",
     "from_row",
     "pack",
     "share",
@@ -168,17 +169,18 @@ SHM_DIR = "/dev/shm"
 SHM_ROOM = 8
 
 
-def share(packed: Packed) -> Shared | Packed:
-    """Put ``packed``'s arrays in a new shared-memory block, for one :func:`take` to read
-    (and free); each array starts on a 64-byte boundary. ``packed`` itself, to be pickled,
-    where there is no room for the block (or no ``/dev/shm``: not Linux)."""
+def share(packed: Packed, name: str | None = None) -> Shared | Packed:
+    """Put ``packed``'s arrays in a new shared-memory block (called ``name``, else a name
+    of Python's choosing), for one :func:`take` to read (and free); each array starts on a
+    64-byte boundary. ``packed`` itself, to be pickled, where there is no room for the block
+    (or no ``/dev/shm``: not Linux, or the name is taken)."""
     import os
 
     layout, size = [], 0
-    for name in _ARRAYS:
-        a = getattr(packed, name)
+    for field in _ARRAYS:
+        a = getattr(packed, field)
         size = -(-size // 64) * 64
-        layout.append((name, a.dtype.str, tuple(a.shape), size))
+        layout.append((field, a.dtype.str, tuple(a.shape), size))
         size += a.nbytes
     try:
         room = os.statvfs(SHM_DIR)
@@ -189,13 +191,13 @@ def share(packed: Packed) -> Shared | Packed:
     from multiprocessing import shared_memory
 
     try:
-        block = shared_memory.SharedMemory(create=True, size=max(size, 1))
-    except OSError:  # /dev/shm read-only, or out of names: the pipe it is
+        block = shared_memory.SharedMemory(name=name, create=True, size=max(size, 1))
+    except OSError:  # /dev/shm read-only, or the name taken: the pipe it is
         return packed
     try:
-        for name, dtype, shape, at in layout:
+        for field, dtype, shape, at in layout:
             view = np.ndarray(shape, np.dtype(dtype), buffer=block.buf, offset=at)
-            view[...] = getattr(packed, name)
+            view[...] = getattr(packed, field)
             del view  # the block closes only once no array points into it
     except BaseException:
         block.close()
@@ -203,6 +205,19 @@ def share(packed: Packed) -> Shared | Packed:
         raise
     block.close()
     return Shared(block.name, tuple(layout), packed.texts, packed.n_units, packed.numbers)
+
+
+def free(name: str) -> None:
+    """Free the shared-memory block ``name`` if it is there (made by :func:`share` and never
+    taken: the run that was to read it was stopped)."""
+    from multiprocessing import shared_memory
+
+    try:
+        block = shared_memory.SharedMemory(name=name)
+    except (OSError, ValueError):  # never made, or already freed
+        return
+    block.close()
+    block.unlink()
 
 
 def take(shared: Shared | Packed) -> Packed:
