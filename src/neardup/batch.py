@@ -343,9 +343,9 @@ class BatchRun:
         packed = None
         if not isinstance(item, list):
             shipped = item.result()
-            if isinstance(shipped, Shared):
-                self._blocks.discard(shipped.name)
             packed = take(shipped)
+            if isinstance(shipped, Shared):  # freed now (a stop inside take frees it again)
+                self._blocks.discard(shipped.name)
         # the band keys are joined once, here: the sketches kept need not hold them
         part: list[Sketch] = item if packed is None else unpack(packed, bands=False)
         t1 = time.perf_counter()
