@@ -2,6 +2,11 @@
 other sites' boilerplate than the dev sets'.
 
     python bench/heldout.py                # 1,500 stories per language, seed 11
+    python bench/heldout.py --rows built.json   # build once, save; later runs score the same set
+
+The set is built with the engine being measured (it drops base stories that overlap), so two
+versions build sets that differ by a few dozen documents; ``--rows FILE`` saves the first
+build there and scores every later run (another version, another ``PYTHONPATH``) on it.
 
 Base stories come from ../shared/corpus (hkcnews-zh-hans for Chinese, 20newsgroups-en for
 English — sources the dev benchmarks do not use). Stories that overlap each other are
@@ -16,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
 import random
 import re
 import sys
@@ -150,7 +156,13 @@ def main() -> int:
     )
     ap.add_argument("--stories", type=int, default=1500, help="base stories per language")
     ap.add_argument("--seed", type=int, default=11)
+    ap.add_argument(
+        "--rows", type=Path, help="JSON file of the built sets: written if missing, else read"
+    )
     args = ap.parse_args()
+    built: dict[str, list[dict[str, Any]]] = {}
+    if args.rows is not None and args.rows.exists():
+        built = json.loads(args.rows.read_text(encoding="utf-8"))
     spec = importlib.util.spec_from_file_location("score", shared_path("bench/score.py"))
     assert spec is not None and spec.loader is not None
     scorer = importlib.util.module_from_spec(spec)
@@ -160,7 +172,8 @@ def main() -> int:
     print("| built from | docs | precision | recall | F1 | ARI | recall light / medium / heavy |")
     print("|---|---|---|---|---|---|---|")
     for lang in ("zh", "en"):
-        rows = build(lang, args.stories, args.seed)
+        rows = built.get(lang) or build(lang, args.stories, args.seed)
+        built[lang] = rows
         result = dedup_batch([r["id"] for r in rows], [r["text"] for r in rows])
         s = scorer.score(rows, {d.id: d.cluster for d in result.decisions})
         lv = s["recall_by_level"]
@@ -168,6 +181,8 @@ def main() -> int:
         print(
             f"| {CORPUS[lang][0]} | {len(rows):,} | {s['precision']:.3f} | {s['recall']:.3f} | **{s['f1']:.3f}** | {s['ari']:.3f} | {levels} |"
         )
+    if args.rows is not None and not args.rows.exists():
+        args.rows.write_text(json.dumps(built, ensure_ascii=False), encoding="utf-8")
     return 0
 
 
