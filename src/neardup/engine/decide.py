@@ -37,7 +37,7 @@ from ..shingling import unit_offsets
 from .config import DedupConfig, KeepPolicy, check_keep
 from .sketches import Sketch
 from .templates import TemplateGuard
-from .verify import Verdict, verify
+from .verify import Verdict, units_in, verify
 
 __all__ = [
     "IDENTICAL",
@@ -295,11 +295,7 @@ def shared_text(
     if not common.any():
         return found, ()
     n = a.n_units
-    widths = np.where(codes & np.uint32(1), cfg.cjk_width, cfg.word_width)
-    idx = np.flatnonzero(~common)
-    ends = np.minimum(idx + widths[idx], n)
-    delta = np.bincount(idx, minlength=n + 1) - np.bincount(ends, minlength=n + 1)
-    rare = np.cumsum(delta[:n]) > 0  # each unit of a: inside a shingle that is not chrome
+    rare = units_in(codes, ~common, n, cfg)  # each unit of a: inside a shingle not chrome
     where = unit_offsets(a.text)
     counted: list[Passage] = []
     chrome: list[Passage] = []

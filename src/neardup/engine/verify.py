@@ -47,6 +47,7 @@ __all__ = [
     "placement",
     "quoted_chars",
     "required",
+    "units_in",
     "verify",
 ]
 
@@ -340,15 +341,11 @@ def _unquoted(
     codes, n = doc.shingles, doc.n_units
     if len(codes) == 0 or len(other.vocab) == 0:
         return None
-    own = ~quoted_units(doc.text, n)
-    positions = np.arange(len(codes), dtype=np.int64)
-    ends = np.minimum(positions + np.where(codes & 1, cfg.cjk_width, cfg.word_width), n)
     rare = np.ones(len(codes), dtype=np.bool_) if guard is None else ~guard.is_common(codes)
-    shared = _shared(doc, other) & rare
-    own &= _spread(positions[rare], ends[rare], n)
+    own = ~quoted_units(doc.text, n) & units_in(codes, rare, n, cfg)
     if int(own.sum()) < cfg.short_units:
         return None
-    found = _spread(positions[shared], ends[shared], n)[own]
+    found = units_in(codes, _shared(doc, other) & rare, n, cfg)[own]
     total, hits = len(found), np.flatnonzero(found)
     if len(hits) == 0:
         return Placement(total, 0, 0, total, 0)
@@ -357,10 +354,16 @@ def _unquoted(
     return Placement(int(hits[0]), total - 1 - int(hits[-1]), gap, total, len(hits))
 
 
-def _spread(starts: I64, ends: I64, n: int) -> npt.NDArray[np.bool_]:
-    """The units inside any of the intervals [starts[k], ends[k])."""
-    delta = np.bincount(starts, minlength=n + 1) - np.bincount(ends, minlength=n + 1)
-    inside: npt.NDArray[np.bool_] = np.cumsum(delta[:n]) > 0
+def units_in(
+    codes: U32, chosen: npt.NDArray[np.bool_], n_units: int, cfg: DedupConfig
+) -> npt.NDArray[np.bool_]:
+    """Which of a text's ``n_units`` units lie inside the shingles (``codes``, in text
+    order) that ``chosen`` marks."""
+    starts = np.flatnonzero(chosen)
+    widths = np.where(codes[starts] & np.uint32(1), cfg.cjk_width, cfg.word_width)
+    ends = np.minimum(starts + widths, n_units)
+    delta = np.bincount(starts, minlength=n_units + 1) - np.bincount(ends, minlength=n_units + 1)
+    inside: npt.NDArray[np.bool_] = np.cumsum(delta[:n_units]) > 0
     return inside
 
 
