@@ -346,8 +346,9 @@ class BatchRun:
             packed = take(shipped)
             if isinstance(shipped, Shared):  # freed now (a stop inside take frees it again)
                 self._blocks.discard(shipped.name)
-        # the band keys are joined once, here: the sketches kept need not hold them
-        part: list[Sketch] = item if packed is None else unpack(packed, bands=False)
+        # the band keys are joined once, here: the sketches kept need not hold them; nor
+        # their shingle codes, which their vocabulary and its index give back when read
+        part: list[Sketch] = item if packed is None else unpack(packed, bands=False, shingles=False)
         t1 = time.perf_counter()
         self.timings.add("sketch", t1 - t0)
         frontier = self._frontier()
@@ -515,7 +516,8 @@ def _worker_start(parent: int) -> None:
 
 
 def _sketch_packed(texts: list[str], cfg: DedupConfig, name: str) -> Shared | Packed:
-    """Sketch a chunk (in a worker) and pack the sketches for the way back: their arrays
-    in the shared-memory block ``name`` where there is room (the pipe would copy them three
+    """Sketch a chunk (in a worker) and pack the sketches for the way back, without their
+    shingle codes (the run keeps none: :meth:`BatchRun._receive`): their arrays in the
+    shared-memory block ``name`` where there is room (the pipe would copy them three
     times)."""
-    return share(pack(make_sketches(texts, cfg)), name)
+    return share(pack(make_sketches(texts, cfg), shingles=False), name)

@@ -12,7 +12,9 @@ import numpy as np
 import pytest
 
 from neardup.engine import DedupConfig, codec, make_sketches
-from neardup.engine.codec import Packed, Shared, free, pack, share, take
+from neardup.engine.codec import Packed, Shared, free, pack, share, take, unpack
+from neardup.engine.sketches import Sketch
+from neardup.engine.verify import verify
 
 from ..synth import corpus
 
@@ -28,6 +30,30 @@ def blocks(pattern: str = "psm_*") -> set[str]:
 
 def packed() -> Packed:
     return pack(make_sketches([text for _, text, _ in corpus(3, 12, 2)], DedupConfig()))
+
+
+def test_sketches_packed_without_shingles_give_them_back_and_verify_alike() -> None:
+    """What a batch run keeps of each document: no shingle codes, rebuilt from the
+    vocabulary and its index when read, with the same verdicts."""
+    cfg = DedupConfig()
+    sketches = make_sketches([text for _, text, _ in corpus(4, 20, 3)], cfg)
+    light = unpack(pack(sketches, shingles=False), bands=False, shingles=False)
+    assert len(pack(sketches, shingles=False).shingles) == 0
+    for full, compact in zip(sketches, light, strict=True):
+        assert compact._shingles is None
+        assert compact.shingles.dtype == full.shingles.dtype
+        assert np.array_equal(compact.shingles, full.shingles)
+    for i in range(1, len(sketches)):
+        for j in range(i):
+            assert verify(light[i], light[j], cfg) == verify(sketches[i], sketches[j], cfg)
+    with pytest.raises(ValueError, match="without their shingles"):
+        unpack(pack(sketches, shingles=False))
+
+
+def test_a_sketch_needs_its_shingles_or_their_index() -> None:
+    sk = make_sketches(["北京地铁十九号线今天开通运营，全长二十二公里。"], DedupConfig())[0]
+    with pytest.raises(ValueError, match="vocabulary index"):
+        Sketch(sk.text, None, sk.n_units, sk.signature, sk.bands, sk.vocab, sk.numbers, None)
 
 
 @linux_shm

@@ -121,16 +121,19 @@ class Packed(NamedTuple):
     vocab_indexes: np.ndarray  # one per shingle, split like ``shingles``
 
 
-def pack(sketches: Sequence[Sketch]) -> Packed:
+def pack(sketches: Sequence[Sketch], *, shingles: bool = True) -> Packed:
     """Sketches (made by :func:`~neardup.engine.make_sketches`, so with their vocabulary
-    index) as flat arrays."""
+    index) as flat arrays; with ``shingles=False`` without their shingle codes (which the
+    vocabularies and their indexes give back), for :func:`unpack` with ``shingles=False``."""
     return Packed(
         [s.text for s in sketches],
         [s.n_units for s in sketches],
         np.stack([s.signature for s in sketches]),
         np.stack([s.bands for s in sketches]),
         np.array([len(s.shingles) for s in sketches], dtype=np.int64),
-        np.concatenate([s.shingles for s in sketches]),
+        np.concatenate([s.shingles for s in sketches])
+        if shingles
+        else np.zeros(0, dtype=np.uint32),
         np.array([len(s.vocab) for s in sketches], dtype=np.int64),
         np.concatenate([s.vocab for s in sketches]),
         [s.numbers for s in sketches],
@@ -239,19 +242,23 @@ def take(shared: Shared | Packed) -> Packed:
     return Packed(texts=shared.texts, n_units=shared.n_units, numbers=shared.numbers, **arrays)
 
 
-def unpack(p: Packed, *, bands: bool = True) -> list[Sketch]:
+def unpack(p: Packed, *, bands: bool = True, shingles: bool = True) -> list[Sketch]:
     """The sketches of :func:`pack` (their arrays are views into the packed ones); with
     ``bands=False`` they share one empty array of band keys (a caller that joins
-    ``p.bands`` once, and then keeps the sketches, does not keep the keys with them)."""
+    ``p.bands`` once, and then keeps the sketches, does not keep the keys with them); with
+    ``shingles=False`` they leave their shingle codes out (rebuilt from the vocabulary
+    and its index when read: 4 bytes a shingle less for a caller that keeps them all)."""
     no_bands = np.zeros(0, dtype=np.uint64)
     cuts = np.cumsum(p.shingle_counts)[:-1]
-    shingles = np.split(p.shingles, cuts)
+    if shingles and len(p.shingles) != len(p.vocab_indexes):
+        raise ValueError("these sketches were packed without their shingles")
+    codes = np.split(p.shingles, cuts) if shingles else None
     indexes = np.split(p.vocab_indexes, cuts)
     vocabs = np.split(p.vocabs, np.cumsum(p.vocab_counts)[:-1])
     return [
         Sketch(
             text=p.texts[i],
-            shingles=shingles[i],
+            shingles=None if codes is None else codes[i],
             n_units=p.n_units[i],
             signature=p.signatures[i],
             bands=p.bands[i] if bands else no_bands,

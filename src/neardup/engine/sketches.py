@@ -52,20 +52,62 @@ _YEAR_OR_DATE = re.compile(r"(?:19|20)\d\d(?:[-/.]\d{1,2}){0,2}")  # what site h
 MAX_VERIFY_CHARS = 200_000
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Sketch:
-    """Everything the engine keeps of one document to find and verify its near-duplicates."""
+    """Everything the engine keeps of one document to find and verify its near-duplicates.
+
+    ``shingles`` are the shingle codes in text order. A sketch made with its vocabulary
+    index may leave them out (``shingles=None``): they are then ``vocab[vocab_index]``,
+    rebuilt when read, and the sketch holds 4 bytes a shingle less (what a batch run keeps
+    of every document)."""
 
     text: str
-    shingles: U32
+    _shingles: U32 | None
     n_units: int
     signature: U64
     bands: U64
     vocab: U32
-    numbers: frozenset[str] = frozenset()
+    numbers: frozenset[str]
     #: where each of ``shingles`` is in ``vocab`` (None: not computed; verification then
     #: looks the shingles up one by one, a few times slower)
-    vocab_index: npt.NDArray[np.integer[Any]] | None = None
+    vocab_index: npt.NDArray[np.integer[Any]] | None
+
+    def __init__(
+        self,
+        text: str,
+        shingles: U32 | None = None,
+        n_units: int | None = None,
+        signature: U64 | None = None,
+        bands: U64 | None = None,
+        vocab: U32 | None = None,
+        numbers: frozenset[str] = frozenset(),
+        vocab_index: npt.NDArray[np.integer[Any]] | None = None,
+        *,
+        _shingles: U32 | None = None,  # what dataclasses.replace passes for ``shingles``
+    ) -> None:
+        if shingles is None:
+            shingles = _shingles
+        if n_units is None or signature is None or bands is None or vocab is None:
+            raise TypeError("a Sketch needs n_units, signature, bands and vocab")
+        if shingles is None and vocab_index is None:
+            raise ValueError("a sketch needs its shingles or its vocabulary index")
+        put = object.__setattr__
+        put(self, "text", text)
+        put(self, "_shingles", shingles)
+        put(self, "n_units", n_units)
+        put(self, "signature", signature)
+        put(self, "bands", bands)
+        put(self, "vocab", vocab)
+        put(self, "numbers", numbers)
+        put(self, "vocab_index", vocab_index)
+
+    @property
+    def shingles(self) -> U32:
+        """The shingle codes in text order."""
+        if self._shingles is not None:
+            return self._shingles
+        codes: U32 = self.vocab[self.vocab_index]
+        return codes
 
     @property
     def is_empty(self) -> bool:
