@@ -9,6 +9,7 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 pytest.importorskip("pyspark")
@@ -228,6 +229,26 @@ def test_identical_copies_do_not_count_towards_templates(spark: Any) -> None:
     want = local_decisions(ids, texts)
     assert spark_decisions(result) == want
     assert want["s0-1"][3] == "identical"
+
+
+@pytest.mark.parametrize("n_parts", [1, 3, 8])
+def test_common_candidates_are_the_slots_counted_naively(spark: Any, n_parts: int) -> None:
+    """The slots in ``common_after`` or more documents, however many ranges the count is cut
+    into: the same as counting each document's distinct slots one by one."""
+    from collections import Counter
+
+    from neardup.spark.templates import common_candidates, slots_of
+
+    rng = np.random.default_rng(7)
+    # codes drawn from a few slots' worth of values, so that many slots repeat
+    pool = rng.integers(0, 1 << 32, 300, dtype=np.uint64).astype("<u4")
+    blobs = [rng.choice(pool, int(rng.integers(0, 60))).tobytes() for _ in range(200)]
+    cfg = DedupConfig(common_after=4)
+    frame = spark.createDataFrame([(b,) for b in blobs], "_sh binary").repartition(4)
+    seen = Counter(int(s) for b in blobs for s in slots_of(b))
+    want = sorted(s for s, n in seen.items() if n >= cfg.common_after)
+    got = common_candidates(frame, cfg, n_parts)
+    assert got.tolist() == want and len(want) > 10
 
 
 # -- connected components ------------------------------------------------------------------------

@@ -24,7 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..engine import DedupConfig
-from ..engine.templates import slots
+from ..engine.templates import SLOT_BITS, slots
 from .columns import Batches, BatchFn, arrow_schema, column, groups, sorted_rows
 from .verify import PAIR_SCHEMA, Table
 
@@ -58,14 +58,22 @@ def slots_of(blob: bytes) -> I64:
     return np.unique(slots(codes).astype(np.int64))
 
 
-def common_candidates(docs: DataFrame, cfg: DedupConfig) -> I64:
+def common_candidates(docs: DataFrame, cfg: DedupConfig, n_parts: int = 1) -> I64:
     """Slots found in ``common_after`` or more of ``docs`` (``_sh``; sorted): given the
     original documents, a superset of the slots the guard can ever count as common,
-    whichever of them are kept (a byte-identical copy is never kept)."""
+    whichever of them are kept (a byte-identical copy is never kept).
+
+    Each input partition counts its slots, cut into ``n_parts`` ranges of the slot space;
+    a range travels as one row (the slots and counts as bytes), and the partition that gets
+    a range adds up its counts. A partition's distinct slots run into the millions on news,
+    and as one row each, Spark's per-row cost of the shuffle and the sum was most of the
+    template stage's time."""
     from pyspark.sql import functions as F
 
-    if cfg.common_after <= 0:
+    limit = cfg.common_after
+    if limit <= 0:
         return np.zeros(0, dtype=np.int64)
+    ranges = max(1, n_parts)
 
     def count(batches: Batches) -> Iterator[pa.RecordBatch]:
         import pyarrow as pa
@@ -73,26 +81,55 @@ def common_candidates(docs: DataFrame, cfg: DedupConfig) -> I64:
         parts = [slots_of(blob) for batch in batches for blob in batch.column("_sh").to_pylist()]
         if not parts:
             return
-        slots, counts = np.unique(np.concatenate(parts), return_counts=True)
-        step = 1 << 20
-        for lo in range(0, len(slots), step):
+        found, counts = np.unique(np.concatenate(parts), return_counts=True)
+        # a count past the limit says no more (the sum only meets the limit or not)
+        counts = np.minimum(counts, limit).astype("<u4")
+        cut = np.searchsorted(found, _range_starts(ranges))
+        ids, blobs = [], []
+        for r in range(ranges):
+            lo, hi = cut[r], cut[r + 1]
+            if hi > lo:
+                ids.append(r)
+                blobs.append(found[lo:hi].astype("<u4").tobytes() + counts[lo:hi].tobytes())
+        if ids:
             yield pa.RecordBatch.from_arrays(
-                [
-                    pa.array(slots[lo : lo + step].astype(np.int32)),
-                    pa.array(counts[lo : lo + step].astype(np.int32)),
-                ],
-                names=["slot", "n"],
+                [pa.array(ids, pa.int32()), pa.array(blobs, pa.binary())], names=["_r", "_b"]
             )
+
+    def add(batches: Batches) -> Iterator[pa.RecordBatch]:
+        import pyarrow as pa
+
+        parts, tallies = [], []
+        for batch in batches:
+            for blob in batch.column("_b").to_pylist():
+                both = np.frombuffer(blob, dtype="<u4")
+                half = len(both) // 2
+                parts.append(both[:half])
+                tallies.append(both[half:])
+        if not parts:
+            return
+        every = np.concatenate(parts)
+        order = np.argsort(every, kind="stable")
+        every, tally = every[order], np.concatenate(tallies)[order]
+        starts = np.flatnonzero(np.r_[True, every[1:] != every[:-1]])
+        sums = np.add.reduceat(tally.astype(np.int64), starts)
+        common = every[starts[sums >= limit]].astype(np.int32)
+        step = 1 << 20
+        for lo in range(0, len(common), step):
+            yield pa.RecordBatch.from_arrays([pa.array(common[lo : lo + step])], names=["slot"])
 
     found = (
         docs.select("_sh")
-        .mapInArrow(count, "slot int, n int")
-        .groupBy("slot")
-        .agg(F.sum("n").alias("n"))
-        .filter(F.col("n") >= cfg.common_after)
-        .select("slot")
+        .mapInArrow(count, "_r int, _b binary")
+        .repartition(ranges, F.col("_r"))
+        .mapInArrow(add, "slot int")
     )
     return np.sort(column(found, "slot"))
+
+
+def _range_starts(ranges: int) -> I64:
+    """The first slot of each of ``ranges`` equal ranges of the slot space, and its end."""
+    return (np.arange(ranges + 1, dtype=np.int64) << SLOT_BITS) // ranges
 
 
 def guard_rows(
@@ -124,7 +161,7 @@ def guard_rows(
     flags = originals.join(later.withColumn("_u", F.lit(True)), "_pos", "left").persist()
     small = stats["documents"] <= BROADCAST_ROWS
     docs = sketches.select("_pos", "_sh").join(F.broadcast(flags) if small else flags, "_pos")
-    candidates = common_candidates(docs, cfg)
+    candidates = common_candidates(docs, cfg, n_parts)
     stats["template_candidates"] = len(candidates)
     common = spark.sparkContext.broadcast(candidates)
     rows = (
