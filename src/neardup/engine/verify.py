@@ -211,10 +211,10 @@ def _placed(
     :func:`_shared_span` (None from numpy, which works it out only when it is needed)."""
     if not fast:
         return _numpy_placement(doc, other, cfg, guard), None
-    index = doc.vocab_index
+    index, codes = doc.vocab_index, doc.shingles  # read once: a kept sketch rebuilds them
     head, tail, gap, total, shared, first, last = kernels.load("_pairs").placement(
-        doc.shingles, doc.n_units, _NO_INDEX if index is None else index, doc.vocab,
-        other.vocab, cfg.cjk_width, cfg.word_width, *guard_arrays(guard, doc.shingles),
+        codes, doc.n_units, _NO_INDEX if index is None else index, doc.vocab,
+        other.vocab, cfg.cjk_width, cfg.word_width, *guard_arrays(guard, codes),
     )  # fmt: skip
     return Placement(head, tail, gap, total, shared), (first, last)
 
