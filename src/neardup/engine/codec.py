@@ -219,8 +219,24 @@ def free(name: str) -> None:
         block = shared_memory.SharedMemory(name=name)
     except (OSError, ValueError):  # never made, or already freed
         return
-    block.close()
-    block.unlink()
+    _unlink(block)
+
+
+def _unlink(block: Any) -> None:
+    """Close and unlink a shared-memory block with SIGINT and SIGTERM held back: a signal
+    handler raising between the unlink and the resource tracker's unregister would leave
+    the tracker a name to clean up that is gone (and a warning on stderr)."""
+    import signal
+
+    held = {signal.SIGINT, signal.SIGTERM}
+    mask = getattr(signal, "pthread_sigmask", None)
+    old = mask(signal.SIG_BLOCK, held) if mask is not None else None
+    try:
+        block.close()
+        block.unlink()
+    finally:
+        if mask is not None and old is not None:
+            mask(signal.SIG_SETMASK, old)
 
 
 def take(shared: Shared | Packed) -> Packed:
@@ -237,8 +253,7 @@ def take(shared: Shared | Packed) -> Packed:
             for name, dtype, shape, at in shared.layout
         }
     finally:
-        block.close()
-        block.unlink()
+        _unlink(block)
     return Packed(texts=shared.texts, n_units=shared.n_units, numbers=shared.numbers, **arrays)
 
 

@@ -254,6 +254,12 @@ def _interruptible(say: Callable[[str], str]) -> Iterator[None]:
     except KeyboardInterrupt as exc:
         signum: int = exc.signum if isinstance(exc, Interrupted) else int(signal.SIGINT)
         raise Interrupted(signum, say(signal.Signals(signum).name)) from None
+    except Exception:
+        # raised inside compiled code (numba's dispatcher), the Interrupted comes out as a
+        # SystemError: once a signal has fired, what unwinds the run is that signal
+        if not fired:
+            raise
+        raise Interrupted(fired[0], say(signal.Signals(fired[0]).name)) from None
     finally:
         for number, old in saved.items():
             signal.signal(number, old)
