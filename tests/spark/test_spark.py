@@ -231,6 +231,55 @@ def test_identical_copies_do_not_count_towards_templates(spark: Any) -> None:
     assert want["s0-1"][3] == "identical"
 
 
+@pytest.mark.parametrize("where", ["driver", "frames"])
+@pytest.mark.parametrize(("case", "guess"), [("fixture", 0.0), ("reprinted", 9.0)])
+def test_any_first_guess_and_either_bookkeeping_same_decisions(
+    spark: Any, monkeypatch: pytest.MonkeyPatch, where: str, case: str, guess: float
+) -> None:
+    """However wrong the first template round's guess (every later document a copy, or
+    none), and with the rounds' verdicts on the driver or in Spark frames (more pairs than
+    the driver holds: the clusters in Spark joins too): several rounds, the local decisions."""
+    import neardup.spark.pipeline as pipeline
+    from tests.test_deduper import reprinted
+
+    monkeypatch.setattr(pipeline, "GUESS_CONTAINED", guess)
+    if where == "frames":
+        monkeypatch.setattr(pipeline, "BROADCAST_PAIRS", 0)
+        monkeypatch.setattr(pipeline, "LOCAL_LINKS", 0)
+    if case == "fixture":
+        ids, texts = [r[0] for r in records()], [r[1] for r in records()]
+    else:
+        ids, texts = reprinted(30)
+        ids += [r["id"] for r in sample_rows()]
+        texts += [r["text"] for r in sample_rows()]
+    frame = spark.createDataFrame(list(zip(ids, texts, strict=True)), "id string, text string")
+    result = dedup(frame)
+    assert result.stats["rounds"] > 1 and result.stats["reverified"] > 0
+    assert result.stats["converged"]
+    assert spark_decisions(result) == local_decisions(ids, texts)
+
+
+def test_pairs_at_risk_are_those_a_moved_slot_crosses() -> None:
+    """A pair is at risk when one of its documents holds a slot whose position moved across
+    the later document's: the same pairs as checking every slot of both documents."""
+    from neardup.spark.templates import at_risk, risk_intervals
+
+    rng = np.random.default_rng(5)
+    n = 60
+    tpos = rng.integers(0, n, 80)
+    was = rng.integers(0, n, 80)
+    now = np.where(rng.random(80) < 0.2, np.iinfo(np.int64).max, rng.integers(0, n, 80))
+    lo, hi = np.minimum(was, now), np.maximum(was, now)
+    i = rng.integers(0, n - 1, 500)
+    j = i + 1 + rng.integers(0, n - 1 - i)
+    want = [
+        any(d in (a, b) and (w < b) != (m < b) for d, w, m in zip(tpos, was, now, strict=True))
+        for a, b in zip(i, j, strict=True)
+    ]
+    got = at_risk(i, j, risk_intervals(tpos, lo, hi, n), n)
+    assert got.tolist() == want and 0 < sum(want) < len(want)
+
+
 @pytest.mark.parametrize("n_parts", [1, 3, 8])
 def test_common_candidates_are_the_slots_counted_naively(spark: Any, n_parts: int) -> None:
     """The slots in ``common_after`` or more documents, however many ranges the count is cut

@@ -4,6 +4,7 @@ codec), small frames as numpy arrays, and whole partitions as sorted arrays."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -24,13 +25,18 @@ __all__ = [
     "BatchFn",
     "Batches",
     "arrow_schema",
+    "arrow_schema_of",
+    "binary",
     "blank",
     "column",
     "columns",
     "frame_of",
     "groups",
+    "partition_keys",
     "sketch_batches",
     "sorted_rows",
+    "to_arrow",
+    "unbinary",
 ]
 
 I64 = npt.NDArray[np.int64]
@@ -97,12 +103,14 @@ def arrow_schema(ddl: str) -> pa.Schema:
 
     kinds = {
         "long": pa.int64(),
+        "bigint": pa.int64(),
         "int": pa.int32(),
         "double": pa.float64(),
         "string": pa.string(),
         "binary": pa.binary(),
         "boolean": pa.bool_(),
         "array<long>": pa.list_(pa.int64()),
+        "array<bigint>": pa.list_(pa.int64()),
         "array<int>": pa.list_(pa.int32()),
         "array<string>": pa.list_(pa.string()),
     }
@@ -144,16 +152,89 @@ def column(df: DataFrame, name: str) -> I64:
 
 
 def columns(df: DataFrame, names: Sequence[str]) -> list[I64]:
-    """Integer columns of a (small) frame as numpy arrays, through Arrow."""
+    """Integer columns of a (small) frame as numpy arrays, through Arrow (one job)."""
+    table = to_arrow(df)
+    if table.num_rows == 0:
+        return [np.zeros(0, dtype=np.int64) for _ in names]
+    return [np.asarray(table.column(name).to_numpy(), dtype=np.int64) for name in names]
+
+
+def to_arrow(df: DataFrame) -> pa.Table:
+    """A (small) frame on the driver as an Arrow table (one job)."""
+    import pyarrow as pa
+
     frame: Any = df  # Spark 4 has toArrow; 3.5 a private equivalent
     table: Any = frame.toArrow() if hasattr(frame, "toArrow") else frame._collect_as_arrow()
     if isinstance(table, list):  # Spark 3.5 returns record batches
-        import pyarrow as pa
-
         table = pa.Table.from_batches(table) if table else None
-    if table is None or table.num_rows == 0:
-        return [np.zeros(0, dtype=np.int64) for _ in names]
-    return [np.asarray(table.column(name).to_numpy(), dtype=np.int64) for name in names]
+    if table is None:
+        return arrow_schema_of(df).empty_table()
+    return table
+
+
+def arrow_schema_of(df: DataFrame) -> pa.Schema:
+    """The Arrow schema of a frame whose columns are of the types this package uses."""
+    return arrow_schema(", ".join(f"{f.name} {f.dataType.simpleString()}" for f in df.schema))
+
+
+def binary(values: npt.NDArray[Any], dtype: str) -> bytes:
+    """``values`` as little-endian bytes of ``dtype`` (a column of a blob row)."""
+    return np.ascontiguousarray(values).astype(dtype, copy=False).tobytes()
+
+
+def unbinary(blob: bytes | None, dtype: str, to: Any = np.int64) -> npt.NDArray[Any]:
+    """The array :func:`binary` made (of ``to``, a copy that can be written)."""
+    if not blob:
+        return np.zeros(0, dtype=to)
+    return np.frombuffer(blob, dtype=dtype).astype(to)
+
+
+def partition_keys(n: int) -> list[int]:
+    """For each partition ``0 .. n - 1`` of ``repartition(n, col)``, an int key that Spark's
+    hash partitioning sends there (``pmod(hash(key), n)``, Murmur3 with seed 42, as
+    :func:`pyspark.sql.functions.hash` computes it).
+
+    A frame of a few rows keyed ``0 .. n - 1`` would be partitioned by hash, and two keys
+    often share a partition (0 and 1 both go to partition 1 of 2): one task would do the
+    work of two while a core waits. These keys put range ``r`` in partition ``r``.
+
+    >>> partition_keys(2), partition_keys(4)
+    ([2, 0], [12, 6, 2, 0])
+    """
+    return list(_partition_keys(n))
+
+
+@lru_cache(maxsize=64)
+def _partition_keys(n: int) -> tuple[int, ...]:
+    keys: list[int | None] = [None] * n
+    left, k = n, 0
+    while left:
+        r = _murmur3_int(k) % n
+        if keys[r] is None:
+            keys[r] = k
+            left -= 1
+        k += 1
+    return tuple(int(key) for key in keys if key is not None)
+
+
+def _murmur3_int(value: int, seed: int = 42) -> int:
+    """Spark's ``Murmur3_x86_32.hashInt(value, seed)`` (a signed 32-bit result)."""
+    mask = 0xFFFFFFFF
+
+    def rotl(x: int, r: int) -> int:
+        return ((x << r) | (x >> (32 - r))) & mask
+
+    k = (value & mask) * 0xCC9E2D51 & mask
+    k = rotl(k, 15) * 0x1B873593 & mask
+    h = rotl(seed ^ k, 13)
+    h = (h * 5 + 0xE6546B64) & mask
+    h ^= 4  # the length in bytes
+    h ^= h >> 16
+    h = h * 0x85EBCA6B & mask
+    h ^= h >> 13
+    h = h * 0xC2B2AE35 & mask
+    h ^= h >> 16
+    return h - (1 << 32) if h >= 1 << 31 else h
 
 
 def frame_of(spark: SparkSession, table: pa.Table) -> DataFrame:

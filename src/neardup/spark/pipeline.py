@@ -32,8 +32,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
-from ..engine import IDENTICAL, DedupConfig, KeepPolicy, check_keep, choose_kept, roots
+from ..engine import IDENTICAL, DedupConfig, KeepPolicy, check_keep, choose_kept
 from ..errors import ConfigError
 from ..index.lsh import bucket_pairs
 from ..records.document import NO_TEXT
@@ -43,15 +44,18 @@ from .columns import (
     Batches,
     BatchFn,
     blank,
+    column,
     columns,
     frame_of,
     holds_no_text,
     sketch_batches,
     sorted_rows,
+    to_arrow,
 )
 from .graph import connected_components
+from .links import Verdicts, components
 from .session import is_set, require_pyspark
-from .templates import guard_rows, pairs_at_risk, same_table, template_table
+from .templates import Guard, Table, at_risk, build_guard, risk_intervals, same_table
 from .verify import (
     ALIKE_SCHEMA,
     PAIR_SCHEMA,
@@ -67,8 +71,16 @@ if TYPE_CHECKING:
 
 __all__ = ["SparkResult", "checked", "dedup", "run_pipeline", "with_position"]
 
-#: Up to this many pairs, their positions are broadcast to pick the sketches to join.
+I64 = npt.NDArray[np.int64]
+
+#: Up to this many pairs, their positions are broadcast to pick the sketches to join, and
+#: their verdicts are kept on the driver between template rounds.
 BROADCAST_PAIRS = 2_000_000
+#: The first template round guesses that a later document whose candidate holds this share
+#: of it (estimated from the MinHash signatures) is not a story of its own: a good guess
+#: leaves fewer pairs at risk (hkcnews 10k: 966 of 5,958 verified pairs verified again,
+#: two rounds; 4,202 and three rounds when every later document is guessed a copy).
+GUESS_CONTAINED = 0.7
 #: Up to this many links (duplicates), the clusters are resolved on the driver with the
 #: engine's :func:`~neardup.engine.roots` (16 bytes a link); beyond, in Spark joins.
 LOCAL_LINKS = 5_000_000
@@ -290,7 +302,7 @@ def run_pipeline(
         links = _verify(run, pairs, sketches, docs, max_rounds)
         with run.stages.time("clusters"):
             clusters = _clusters(run, docs, links, sketches, keep)
-        links.unpersist()
+        links.frame.unpersist()
     run.stats["timings"] = run.stages.seconds
     return SparkResult(clusters, errors, run.stats)
 
@@ -377,6 +389,8 @@ class _Run:
     n_parts: int
     stats: dict[str, Any] = field(default_factory=dict)
     stages: Stages = field(default_factory=Stages)
+    #: One more than the largest input position (known after the check).
+    positions: int = 0
 
     @property
     def disk(self) -> Any:
@@ -436,8 +450,10 @@ def _check(run: _Run, prepared: DataFrame, where: str) -> tuple[DataFrame, DataF
         F.count(F.when(bad, 1)).alias("errors"),
         F.count(F.when(~bad, 1)).alias("documents"),
         F.coalesce(F.sum(F.when(~bad, F.length("_text"))), F.lit(0)).alias("characters"),
+        F.coalesce(F.max("_pos") + 1, F.lit(0)).alias("positions"),
     ).collect()[0]
     run.stats.update({k: int(counts[k]) for k in ("errors", "documents", "characters")})
+    run.positions = int(counts["positions"])
     errors = (
         checked.filter(bad)
         .select(
@@ -522,15 +538,29 @@ def _bucket_pair_batches(cap: int) -> BatchFn:
     return run
 
 
+@dataclass
+class _Links:
+    """What verification found: ``frame``, each matched document's link
+    (``_pos, _parent, _score, _measure, _copy, _story, _hub``; byte-identical copies link to
+    their first copy), and ``components`` (``node, component``) of the links that join
+    documents (all but hubs' and byte-identical copies') when they were resolved on the
+    driver."""
+
+    frame: DataFrame
+    components: DataFrame | None
+
+
 def _verify(
     run: _Run, pairs: DataFrame, sketches: DataFrame, docs: DataFrame, max_rounds: int
-) -> DataFrame:
+) -> _Links:
     """The prefilter, then the engine's verify with the template guard iterated to its fixed
-    point, then each document's best match: the links ``_pos, _parent, _score, _measure``
-    (byte-identical copies link to their first copy)."""
-    from pyspark.sql import functions as F
+    point (:func:`_fixed_point`), then each document's best match.
 
-    spark, cfg, stats, n_parts = run.spark, run.cfg, run.stats, run.n_parts
+    When the pairs to verify are few (:data:`BROADCAST_PAIRS`: ``max_verify`` a document
+    bounds them), their verdicts and the bookkeeping of each round — best matches, the
+    documents kept, the pairs at risk — live on the driver (:class:`_Here`); otherwise in
+    Spark frames (:class:`_Spread`). The verification is on the executors either way."""
+    cfg, stats, n_parts = run.cfg, run.stats, run.n_parts
     with run.stages.time("prefilter"):
         light = sketches.select("_pos", "_n", "_nv", "_light")
         passed = (
@@ -538,61 +568,226 @@ def _verify(
             .join(light.toDF("j", "nj", "nvj", "lj"), "j")
             .mapInArrow(prefilter_batches(cfg), ALIKE_SCHEMA)
             .repartition(n_parts, "j")
-            .mapInArrow(to_verify_batches(cfg), PAIR_SCHEMA)
+            .mapInArrow(to_verify_batches(cfg), ALIKE_SCHEMA)
             .persist(run.disk)
         )
-        stats["prefiltered_pairs"] = passed.count()
+        bounded = stats["originals"] * cfg.max_verify <= BROADCAST_PAIRS
+        book: _Here | _Spread
+        if bounded or passed.count() <= BROADCAST_PAIRS:
+            book = _Here(run, to_arrow(passed), sketches)
+            passed.unpersist()
+        else:
+            book = _Spread(run, passed, sketches)
+        stats["prefiltered_pairs"] = book.size
         pairs.unpersist()
     with run.stages.time("templates"):
-        originals = docs.filter(F.col("_first") == F.col("_pos")).select("_pos")
-        later = passed.select(F.col("j").alias("_pos")).distinct()
-        guard = guard_rows(spark, sketches, originals, later, cfg, n_parts, stats)
-        table = template_table(guard.filter("_keep AND _sure"), cfg)
+        originals = sketches.select("_pos", "_sh")
+        flags = book.flags()
+        if isinstance(flags, tuple):
+            guard = build_guard(run.spark, originals, cfg, n_parts, run.positions, stats, flags)
+        else:
+            originals = originals.join(flags, "_pos", "left")
+            guard = build_guard(run.spark, originals, cfg, n_parts, run.positions, stats)
+        before = book.guess()
+        table, _, _, _, stats["template_rows"] = guard.table(before)
     t0 = time.perf_counter()
-    few = stats["prefiltered_pairs"] <= BROADCAST_PAIRS
-    verdicts = verify_pairs(spark, passed, sketches, table, cfg, few_pairs=few)
-    verdicts = verdicts.localCheckpoint()
-    slot_lists: DataFrame | None = None
-    # verdicts hold at most the passed pairs: their later documents broadcast when few
-    few_removed = few
-    rounds, converged = 1, cfg.common_after <= 0
+    book.verify(table)
+    table = _fixed_point(run, guard, book, table, before, max_rounds)
+    guard.unpersist()
+    stats["template_slots"] = len(table[0])
+    links = book.links(docs)
+    run.stages.add("verify", time.perf_counter() - t0)
+    return links
+
+
+def _fixed_point(
+    run: _Run, guard: Guard, book: _Here | _Spread, table: Table, before: I64, max_rounds: int
+) -> Table:
+    """The template rounds: the documents kept under the verdicts, their table, and the
+    pairs it puts at risk verified again, until the table stays (or ``max_rounds``). The
+    table the verdicts were made with, last."""
+    stats, positions = run.stats, run.positions
+    stats["reverified"] = 0
+    rounds, converged = 1, run.cfg.common_after <= 0
     while not converged:
-        # the documents that do not count as stories: copies, and kept ones that mostly
-        # repeat what they extend (counts_as_story)
-        removed = best_matches(verdicts, n_parts).filter(~F.col("_story")).select("_pos")
-        kept = guard.filter("_keep").join(
-            F.broadcast(removed) if few_removed else removed, "_pos", "left_anti"
-        )
-        if not few_removed:  # a shuffle join loses the partitioning by slot
-            kept = kept.repartition(n_parts, "slot")
-        new_table = template_table(kept, cfg)
+        removed = book.removed()
+        new_table, tpos, tlo, thi, _ = guard.table(removed, before)
         if same_table(table, new_table):
             converged = True
             break
         if rounds >= max_rounds:
             break
-        if slot_lists is None:
-            slot_lists = (
-                guard.filter("_vol")
-                .groupBy("_pos")
-                .agg(F.collect_list("slot").alias("_s"))
-                .persist(run.disk)
-            )
-        at_risk = pairs_at_risk(spark, passed, slot_lists, table, new_table)
-        few = at_risk.count() <= BROADCAST_PAIRS
-        redone = verify_pairs(spark, at_risk, sketches, new_table, cfg, few_pairs=few)
-        verdicts = (
-            verdicts.join(at_risk.select("i", "j"), ["i", "j"], "left_anti")
-            .unionByName(redone)
-            .localCheckpoint()
-        )
-        table = new_table
+        stats["reverified"] += book.reverify(risk_intervals(tpos, tlo, thi, positions), new_table)
+        table, before = new_table, removed
         rounds += 1
     stats["rounds"] = rounds
     stats["converged"] = converged
-    stats["template_slots"] = len(table[0])
-    parents = _with_hubs(best_matches(verdicts, n_parts), verdicts)
-    copies = docs.filter(F.col("_first") != F.col("_pos")).select(
+    return table
+
+
+def guessed_copies(agree: npt.NDArray[np.float64], ni: I64, nj: I64) -> npt.NDArray[np.bool_]:
+    """Whether the later document ``j`` of each pair is probably contained in ``i``, from
+    the share of equal signature values ``agree`` (a Jaccard estimate) and the units: the
+    guess of the first template round (:data:`GUESS_CONTAINED`). Only the number of rounds
+    depends on it, never the decisions.
+
+    >>> guessed_copies(np.array([0.9, 0.3]), np.array([100, 100]), np.array([100, 100])).tolist()
+    [True, False]
+    """
+    with np.errstate(divide="ignore", invalid="ignore"):
+        contained = agree * (ni + nj) / ((1.0 + agree) * nj)
+    guess: npt.NDArray[np.bool_] = (nj > 0) & (contained >= GUESS_CONTAINED)
+    return guess
+
+
+class _Here:
+    """The pairs to verify (``i, j, ni, nj, alike``) and their verdicts on the driver: a
+    round costs one pass over the guard and one verification of the pairs at risk."""
+
+    def __init__(self, run: _Run, passed: pa.Table, sketches: DataFrame) -> None:
+        self.run, self.sketches = run, sketches
+        self.i, self.j, self.ni, self.nj = (
+            np.asarray(passed.column(c).to_numpy(), dtype=np.int64) for c in ("i", "j", "ni", "nj")
+        )
+        self.alike = np.asarray(passed.column("alike").to_numpy(), dtype=np.float64)
+        self.size = len(self.i)
+        self.verdicts: Verdicts | None = None
+
+    def flags(self) -> tuple[I64, I64]:
+        """The later documents of the pairs, and all of theirs (sorted)."""
+        return np.unique(self.j), np.unique(np.concatenate([self.i, self.j]))
+
+    def guess(self) -> I64:
+        """The later documents the first round guesses are not stories (sorted)."""
+        return np.unique(self.j[guessed_copies(self.alike, self.ni, self.nj)])
+
+    def _verified(self, keep: npt.NDArray[np.bool_] | slice, table: Table) -> Verdicts:
+        import pyarrow as pa
+
+        run = self.run
+        pairs = pa.table(
+            {"i": self.i[keep], "j": self.j[keep], "ni": self.ni[keep], "nj": self.nj[keep]}
+        )
+        out = verify_pairs(
+            run.spark, frame_of(run.spark, pairs), self.sketches, table, run.cfg, few_pairs=True
+        )
+        return Verdicts.of(to_arrow(out))
+
+    def verify(self, table: Table) -> None:
+        self.verdicts = self._verified(slice(None), table)
+
+    def removed(self) -> I64:
+        assert self.verdicts is not None
+        return self.verdicts.best().removed()
+
+    def reverify(self, intervals: tuple[I64, I64], table: Table) -> int:
+        assert self.verdicts is not None
+        risky = at_risk(self.i, self.j, intervals, self.run.positions)
+        redone = self._verified(risky, table)
+        self.verdicts = self.verdicts.replaced(
+            self.i[risky], self.j[risky], redone, self.run.positions
+        )
+        return int(risky.sum())
+
+    def links(self, docs: DataFrame) -> _Links:
+        """The links (each matched document's best match, and the copies') and the
+        components of those that join documents, resolved here."""
+        import pyarrow as pa
+
+        assert self.verdicts is not None
+        run, stats = self.run, self.run.stats
+        best = self.verdicts.best()
+        hubs = best.hubs(self.verdicts)
+        nodes, component = components(best.pos[~hubs], best.parent[~hubs])
+        parents = frame_of(run.spark, best.arrow(hubs))
+        stats["linked"] = len(best.pos) + stats["documents"] - stats["originals"]
+        found = pa.table({"node": pa.array(nodes), "component": pa.array(component)})
+        return _Links(parents.unionByName(_copies(docs)), frame_of(run.spark, found))
+
+
+class _Spread:
+    """The pairs to verify (``passed``, persisted) and their verdicts in Spark frames, for
+    more pairs than the driver should hold."""
+
+    def __init__(self, run: _Run, passed: DataFrame, sketches: DataFrame) -> None:
+        self.run, self.passed, self.sketches = run, passed, sketches
+        self.size = passed.count()
+        self.verdicts: DataFrame | None = None
+
+    def flags(self) -> DataFrame:
+        """``_pos, _u``: true for the later documents of the pairs, false for the others."""
+        from pyspark.sql import functions as F
+
+        passed = self.passed
+        return (
+            passed.select(F.col("j").alias("_pos"), F.lit(True).alias("_u"))
+            .unionByName(passed.select(F.col("i").alias("_pos"), F.lit(False).alias("_u")))
+            .groupBy("_pos")
+            .agg(F.max("_u").alias("_u"))
+        )
+
+    def guess(self) -> I64:
+        from pyspark.sql import functions as F
+
+        agree, ni, nj = F.col("alike"), F.col("ni"), F.col("nj")
+        contained = agree * (ni + nj) / ((1.0 + agree) * nj)  # as guessed_copies
+        guess = self.passed.filter((nj > 0) & (contained >= GUESS_CONTAINED))
+        return np.sort(column(guess.select("j").distinct(), "j"))
+
+    def verify(self, table: Table) -> None:
+        run = self.run
+        self.verdicts = verify_pairs(
+            run.spark, self.passed, self.sketches, table, run.cfg
+        ).localCheckpoint()
+
+    def removed(self) -> I64:
+        from pyspark.sql import functions as F
+
+        assert self.verdicts is not None
+        best = best_matches(self.verdicts, self.run.n_parts)
+        return np.sort(column(best.filter(~F.col("_story")).select("_pos"), "_pos"))
+
+    def reverify(self, intervals: tuple[I64, I64], table: Table) -> int:
+        assert self.verdicts is not None
+        run = self.run
+        shared = run.spark.sparkContext.broadcast(intervals)
+        risky = self.passed.mapInArrow(
+            _at_risk_batches(shared, run.positions), PAIR_SCHEMA
+        ).localCheckpoint()
+        shared.destroy()
+        count = risky.count()
+        redone = verify_pairs(
+            run.spark,
+            risky,
+            self.sketches,
+            table,
+            run.cfg,
+            few_pairs=count <= BROADCAST_PAIRS,
+        )
+        self.verdicts = (
+            self.verdicts.join(risky.select("i", "j"), ["i", "j"], "left_anti")
+            .unionByName(redone)
+            .localCheckpoint()
+        )
+        return count
+
+    def links(self, docs: DataFrame) -> _Links:
+        """The links, persisted; their components are left to :func:`_clusters`."""
+        assert self.verdicts is not None
+        run = self.run
+        best = best_matches(self.verdicts, run.n_parts).localCheckpoint()
+        parents = _with_hubs(best, self.verdicts)
+        links = parents.unionByName(_copies(docs)).persist(run.disk)
+        run.stats["linked"] = links.count()
+        self.passed.unpersist()
+        return _Links(links, None)
+
+
+def _copies(docs: DataFrame) -> DataFrame:
+    """The links of byte-identical copies, each to its first copy."""
+    from pyspark.sql import functions as F
+
+    return docs.filter(F.col("_first") != F.col("_pos")).select(
         "_pos",
         F.col("_first").alias("_parent"),
         F.lit(IDENTICAL.copy_score).alias("_score"),
@@ -601,13 +796,23 @@ def _verify(
         F.lit(False).alias("_story"),
         F.lit(False).alias("_hub"),
     )
-    links = parents.unionByName(copies).persist(run.disk)
-    stats["linked"] = links.count()
-    for frame in (passed, guard, slot_lists):
-        if frame is not None:
-            frame.unpersist()
-    run.stages.add("verify", time.perf_counter() - t0)
-    return links
+
+
+def _at_risk_batches(intervals: Any, positions: int) -> BatchFn:
+    """The ``mapInArrow`` function that keeps the pairs :func:`at_risk` of a round's moved
+    slots (``intervals``: broadcast :func:`risk_intervals`)."""
+
+    def run(batches: Batches) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            if batch.num_rows == 0:
+                continue
+            i = np.asarray(batch.column("i").to_numpy(), dtype=np.int64)
+            j = np.asarray(batch.column("j").to_numpy(), dtype=np.int64)
+            keep = np.flatnonzero(at_risk(i, j, intervals.value, positions))
+            if len(keep):
+                yield batch.select(["i", "j", "ni", "nj"]).take(keep)
+
+    return run
 
 
 def _with_hubs(parents: DataFrame, verdicts: DataFrame) -> DataFrame:
@@ -639,20 +844,25 @@ def _with_hubs(parents: DataFrame, verdicts: DataFrame) -> DataFrame:
 
 
 def _clusters(
-    run: _Run, docs: DataFrame, links: DataFrame, sketches: DataFrame, keep: KeepPolicy
+    run: _Run, docs: DataFrame, links: _Links, sketches: DataFrame, keep: KeepPolicy
 ) -> DataFrame:
     """The connected components of the links, the document each story keeps
-    (:func:`~neardup.engine.choose_kept`), and every usable row's decision."""
+    (:func:`~neardup.engine.choose_kept`), and every usable row's decision.
+
+    The components join stories (a document extending a hub starts its own); a
+    byte-identical copy is in its first copy's component."""
     from pyspark.sql import functions as F
 
-    joining = links.filter(~F.col("_hub"))  # a document extending a hub starts its own
-    if run.stats["linked"] <= LOCAL_LINKS:
-        components = _components_here(run.spark, joining)
-    else:
-        components = connected_components(joining, src="_pos", dst="_parent")
+    components = links.components
+    if components is None:
+        joining = links.frame.filter(~F.col("_hub"))
+        if run.stats["linked"] <= LOCAL_LINKS:
+            components = _components_here(run.spark, joining)
+        else:
+            components = connected_components(joining, src="_pos", dst="_parent")
     members = (
-        docs.join(components.toDF("_pos", "_component"), "_pos", "left")
-        .withColumn("_root", F.coalesce("_component", "_pos"))
+        docs.join(components.toDF("_first", "_component"), "_first", "left")
+        .withColumn("_root", F.coalesce("_component", "_first"))
         .drop("_component")
     )
     if keep == "first":
@@ -664,7 +874,7 @@ def _clusters(
             .mapInArrow(_kept_batches(keep), "_pos long, _kept long")
         )
     # checkpointed: the plans below use it twice, and would otherwise grow large
-    decided = members.join(label, "_pos").join(links, "_pos", "left").localCheckpoint()
+    decided = members.join(label, "_pos").join(links.frame, "_pos", "left").localCheckpoint()
     decided = decided.withColumn("_copy", F.coalesce("_copy", F.lit(False)))
     is_rep = F.col("_pos") == F.col("_kept")
     if keep != "first":
@@ -754,11 +964,7 @@ def _components_here(spark: SparkSession, links: DataFrame) -> DataFrame:
     :func:`~neardup.spark.graph.connected_components` names it)."""
     import pyarrow as pa
 
-    pos, parent = columns(links.select("_pos", "_parent"), ["_pos", "_parent"])
-    nodes = np.unique(np.concatenate([pos, parent]))
-    up = np.full(len(nodes), -1, dtype=np.int64)
-    up[np.searchsorted(nodes, pos)] = np.searchsorted(nodes, parent)
-    root = nodes[np.asarray(roots(up.tolist()), dtype=np.int64)]
+    nodes, root = components(*columns(links.select("_pos", "_parent"), ["_pos", "_parent"]))
     table = pa.table({"node": pa.array(nodes, pa.int64()), "component": pa.array(root, pa.int64())})
     return frame_of(spark, table)
 

@@ -3,21 +3,25 @@
 The local engine counts a shingle once it has been seen in ``common_after`` *kept* stories
 earlier in the input (:class:`~neardup.engine.CommonShingles`), so a verdict depends on which
 earlier documents were kept. Spark computes, for every slot, the input position of the
-``common_after``-th kept document containing it (:func:`template_table`), verifies with
-those positions (:class:`~neardup.engine.TemplateTable`), recomputes the kept set, and
-repeats on the pairs whose guard changed (:func:`pairs_at_risk`) until nothing changes.
-Position ``p``'s decision depends only on earlier positions, so the fixed point is unique
-and is the local engine's answer. The rounds are cheap: only original documents count (a
-byte-identical copy is never kept), and a document that is the later one of no passed pair
-is kept in every round, so each slot keeps its memberships up to its ``common_after``-th
-such document, once, partitioned by slot (:func:`guard_rows`); a round drops the
-duplicates found and takes the ``common_after``-th position of each slot in place, without
-a shuffle.
+``common_after``-th kept document containing it (:meth:`Guard.table`), verifies with those
+positions (:class:`~neardup.engine.TemplateTable`), recomputes the kept set, and repeats on
+the pairs whose guard changed (:func:`at_risk`) until nothing changes. Position ``p``'s
+decision depends only on earlier positions, so the fixed point is unique and is the local
+engine's answer.
+
+The rounds are cheap: only original documents count (a byte-identical copy is never kept),
+and a document that is the later one of no passed pair is kept in every round, so each slot
+keeps its memberships up to its ``common_after``-th such document, once (:func:`build_guard`).
+The memberships are cut into ranges of the slot space, and a range travels and is kept as a
+few rows of bytes (slots, positions, flags), never as a Spark row per membership: a round is
+one pass over them, without a shuffle, that returns the table and, for the slots whose
+position moved, the documents holding them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -25,31 +29,49 @@ import numpy.typing as npt
 
 from ..engine import DedupConfig
 from ..engine.templates import SLOT_BITS, slots
-from .columns import Batches, BatchFn, arrow_schema, column, groups, sorted_rows
-from .verify import PAIR_SCHEMA, Table
+from .columns import (
+    Batches,
+    BatchFn,
+    binary,
+    column,
+    groups,
+    partition_keys,
+    to_arrow,
+    unbinary,
+)
 
 if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
 
 __all__ = [
-    "GUARD_SCHEMA",
+    "Guard",
+    "Table",
+    "at_risk",
+    "build_guard",
     "common_candidates",
-    "guard_rows",
-    "pairs_at_risk",
+    "risk_intervals",
     "same_table",
     "slots_of",
-    "template_table",
 ]
 
 I64 = npt.NDArray[np.int64]
 NO_POSITION = np.iinfo(np.int64).max
-#: Up to this many documents, the flags of the guard's rows are broadcast.
-BROADCAST_ROWS = 2_000_000
 
-_SLOT_ROWS_SCHEMA = "slot int, _pos long, _sure boolean"
-GUARD_SCHEMA = "slot int, _pos long, _sure boolean, _keep boolean, _vol boolean"
-_FIRSTS_SCHEMA = "slot long, first long"
+#: The template guard of a whole run: (sorted slots, input position of the
+#: ``common_after``-th kept story holding each) — see :class:`~neardup.engine.TemplateTable`.
+Table = tuple[I64, I64]
+
+#: The flags of a membership (a byte each): its document is kept whatever the verdicts (the
+#: later one of no passed pair), the row counts towards the slot's position, the slot's
+#: position may move between rounds, the document is in a passed pair.
+SURE, KEEP, VOLATILE, PAIRED = 1, 2, 4, 8
+
+#: Memberships in one row of bytes at most (13 bytes each).
+ROW_MEMBERSHIPS = 1 << 22
+
+_BLOB_SCHEMA = "_r int, slot binary, pos binary, flags binary"
+_PASS_SCHEMA = "slots binary, firsts binary, tpos binary, tlo binary, thi binary, rows long"
 
 
 def slots_of(blob: bytes) -> I64:
@@ -58,65 +80,79 @@ def slots_of(blob: bytes) -> I64:
     return np.unique(slots(codes).astype(np.int64))
 
 
+def _counter(limit: int) -> Any:
+    """The smallest unsigned type that holds a count up to ``limit``."""
+    return np.uint8 if limit < 255 else np.uint16 if limit < 65535 else np.uint32
+
+
 def common_candidates(docs: DataFrame, cfg: DedupConfig, n_parts: int = 1) -> I64:
     """Slots found in ``common_after`` or more of ``docs`` (``_sh``; sorted): given the
     original documents, a superset of the slots the guard can ever count as common,
     whichever of them are kept (a byte-identical copy is never kept).
 
-    Each input partition counts its slots, cut into ``n_parts`` ranges of the slot space;
-    a range travels as one row (the slots and counts as bytes), and the partition that gets
-    a range adds up its counts. A partition's distinct slots run into the millions on news,
-    and as one row each, Spark's per-row cost of the shuffle and the sum was most of the
-    template stage's time."""
+    Each input partition counts its documents' slots in a table of the whole slot space
+    (what :class:`~neardup.engine.CommonShingles` does: a slot repeated in a document counts
+    once), cut into ``n_parts`` ranges; a range travels as one row (its slots and counts as
+    bytes) to the partition that adds them up."""
     from pyspark.sql import functions as F
 
     limit = cfg.common_after
     if limit <= 0:
         return np.zeros(0, dtype=np.int64)
     ranges = max(1, n_parts)
+    keys = partition_keys(ranges)
+    kind = _counter(limit)
 
     def count(batches: Batches) -> Iterator[pa.RecordBatch]:
         import pyarrow as pa
 
-        parts = [slots_of(blob) for batch in batches for blob in batch.column("_sh").to_pylist()]
-        if not parts:
+        table: npt.NDArray[Any] | None = None
+        for batch in batches:
+            for blob in batch.column("_sh").to_pylist():
+                if not blob:
+                    continue
+                if table is None:
+                    table = np.zeros(1 << SLOT_BITS, dtype=kind)
+                at = slots(np.frombuffer(blob, dtype="<u4"))
+                seen = table[at]
+                # a fancy-index assignment counts a repeated slot once; a count past the
+                # limit says no more (the sum only meets the limit or not)
+                table[at] = np.minimum(seen + 1, limit).astype(kind)
+        if table is None:
             return
-        found, counts = np.unique(np.concatenate(parts), return_counts=True)
-        # a count past the limit says no more (the sum only meets the limit or not)
-        counts = np.minimum(counts, limit).astype("<u4")
+        found = np.flatnonzero(table)
+        counts = table[found]
         cut = np.searchsorted(found, _range_starts(ranges))
         ids, blobs = [], []
         for r in range(ranges):
             lo, hi = cut[r], cut[r + 1]
             if hi > lo:
-                ids.append(r)
-                blobs.append(found[lo:hi].astype("<u4").tobytes() + counts[lo:hi].tobytes())
-        if ids:
-            yield pa.RecordBatch.from_arrays(
-                [pa.array(ids, pa.int32()), pa.array(blobs, pa.binary())], names=["_r", "_b"]
-            )
+                ids.append(keys[r])
+                blobs.append(binary(found[lo:hi], "<u4") + binary(counts[lo:hi], "<u4"))
+        yield pa.RecordBatch.from_arrays(
+            [pa.array(ids, pa.int32()), pa.array(blobs, pa.binary())], names=["_r", "_b"]
+        )
 
     def add(batches: Batches) -> Iterator[pa.RecordBatch]:
         import pyarrow as pa
 
-        parts, tallies = [], []
+        starts = _range_starts(ranges)
+        totals: dict[int, npt.NDArray[Any]] = {}  # range -> its counts, saturated at limit
         for batch in batches:
             for blob in batch.column("_b").to_pylist():
                 both = np.frombuffer(blob, dtype="<u4")
                 half = len(both) // 2
-                parts.append(both[:half])
-                tallies.append(both[half:])
-        if not parts:
-            return
-        every = np.concatenate(parts)
-        order = np.argsort(every, kind="stable")
-        every, tally = every[order], np.concatenate(tallies)[order]
-        starts = np.flatnonzero(np.r_[True, every[1:] != every[:-1]])
-        sums = np.add.reduceat(tally.astype(np.int64), starts)
-        common = every[starts[sums >= limit]].astype(np.int32)
-        step = 1 << 20
-        for lo in range(0, len(common), step):
-            yield pa.RecordBatch.from_arrays([pa.array(common[lo : lo + step])], names=["slot"])
+                found = both[:half].astype(np.int64)
+                r = int(_range_of(found[:1], ranges)[0])
+                if r not in totals:
+                    totals[r] = np.zeros(int(starts[r + 1] - starts[r]), dtype=kind)
+                at = found - starts[r]
+                # one input partition's slots are distinct: a fancy += adds each once
+                summed = totals[r][at].astype(np.int64) + both[half:]
+                totals[r][at] = np.minimum(summed, limit).astype(kind)
+        for r, total in totals.items():
+            common = (np.flatnonzero(total >= limit) + starts[r]).astype(np.int32)
+            yield pa.RecordBatch.from_arrays([pa.array(common)], names=["slot"])
 
     found = (
         docs.select("_sh")
@@ -128,211 +164,339 @@ def common_candidates(docs: DataFrame, cfg: DedupConfig, n_parts: int = 1) -> I6
 
 
 def _range_starts(ranges: int) -> I64:
-    """The first slot of each of ``ranges`` equal ranges of the slot space, and its end."""
-    return (np.arange(ranges + 1, dtype=np.int64) << SLOT_BITS) // ranges
+    """The first slot of each of ``ranges`` equal ranges of the slot space, and its end
+    (rounded up: the slots :func:`_range_of` puts in each)."""
+    return -(-(np.arange(ranges + 1, dtype=np.int64) << SLOT_BITS) // ranges)
 
 
-def guard_rows(
+def _range_of(slot: I64, ranges: int) -> I64:
+    """The range (of :func:`_range_starts`) each slot is in."""
+    return (slot * ranges) >> SLOT_BITS
+
+
+@dataclass
+class Guard:
+    """The (slot, document) memberships the template guard can ever need: ``frame`` holds
+    them as rows of bytes, whole ranges of the slot space to a partition, persisted.
+
+    :meth:`table` is one round's table; :meth:`unpersist` lets the rows go."""
+
+    spark: SparkSession
+    frame: DataFrame
+    limit: int
+    positions: int
+
+    def table(
+        self, removed: I64 | None = None, before: I64 | None = None
+    ) -> tuple[Table, I64, I64, I64, int]:
+        """The table when the documents at the sorted positions ``removed`` are not kept
+        (None: every document that is the later one of a passed pair), and, given the
+        ``removed`` of the table ``before``, the paired documents holding a slot whose
+        position differs between the two: ``(table, tpos, tlo, thi, memberships)``. A pair
+        ``(i, j)`` with ``i`` or ``j`` in ``tpos`` and ``tlo < j <= thi`` may have another
+        verdict with the new table (:func:`at_risk`); ``memberships`` counts the rows."""
+        sc = self.spark.sparkContext
+        bits = (_bits(removed, self.positions), _bits(before, self.positions), before is not None)
+        shared = sc.broadcast(bits)
+        rows = to_arrow(self.frame.mapInArrow(_table_pass(shared, self.limit), _PASS_SCHEMA))
+        shared.destroy()
+        cols: dict[str, list[I64]] = {}
+        for name in rows.column_names:
+            values = rows.column(name).to_pylist()
+            if name == "rows":
+                cols[name] = [np.asarray(values, dtype=np.int64)]
+            else:
+                cols[name] = [unbinary(v, "<i8") for v in values]
+        slot_ids, firsts, tpos, tlo, thi, count = (
+            np.concatenate(cols[name]) if cols.get(name) else np.zeros(0, dtype=np.int64)
+            for name in ("slots", "firsts", "tpos", "tlo", "thi", "rows")
+        )
+        order = np.argsort(slot_ids, kind="stable")
+        return (slot_ids[order], firsts[order]), tpos, tlo, thi, int(count.sum())
+
+    def unpersist(self) -> None:
+        self.frame.unpersist()
+
+
+def build_guard(
     spark: SparkSession,
-    sketches: DataFrame,
-    originals: DataFrame,
-    later: DataFrame,
+    docs: DataFrame,
     cfg: DedupConfig,
     n_parts: int,
+    positions: int,
     stats: dict[str, Any],
-) -> DataFrame:
-    """The (slot, document) memberships the template guard can ever need, partitioned by
-    slot (persisted): ``slot, _pos, _sure, _keep, _vol``.
+    flags: tuple[I64, I64] | None = None,
+) -> Guard:
+    """The guard's memberships for the original documents ``docs`` (``_pos, _sh``), in
+    ``n_parts`` ranges of the slot space (persisted, computed by the first :meth:`Guard.table`).
 
-    Only original documents are counted (a byte-identical copy is never kept), and only in
-    the candidate slots of :func:`common_candidates`. A document that is the later one of
-    no passed pair (``_sure``) is kept whatever the verdicts, so a slot's table entry is
-    never after ``t``, the position of its ``common_after``-th sure document: the rows after
-    ``t`` never matter and are dropped (``_keep`` marks the rest). A slot is volatile
-    (``_vol``: its entry may change between rounds) when an unsure document comes before
-    ``t``; all its rows are kept for the lists of :func:`pairs_at_risk`.
+    Only the candidate slots of :func:`common_candidates` are kept. Which documents are the
+    later one of a passed pair (not sure to be kept) and which are in a pair at all: the
+    sorted positions ``flags`` (later, paired), or else the column ``_u`` of ``docs`` (true:
+    a later one; false: an earlier one only; null: in no pair). A slot's table entry is never
+    after ``t``, the position of its ``common_after``-th sure document: the rows after ``t``
+    never matter and are dropped. A slot is volatile (its entry may change between rounds)
+    when an unsure document comes before ``t``; all its rows are kept, to find the pairs a
+    change puts at risk. ``positions``: one more than the largest input position.
     """
     from pyspark.sql import functions as F
     from pyspark.storagelevel import StorageLevel
 
-    if cfg.common_after <= 0:
+    limit = cfg.common_after
+    ranges = max(1, n_parts)
+    if limit <= 0:
         stats["template_candidates"] = 0
-        return spark.createDataFrame([], GUARD_SCHEMA)
-    flags = originals.join(later.withColumn("_u", F.lit(True)), "_pos", "left").persist()
-    small = stats["documents"] <= BROADCAST_ROWS
-    docs = sketches.select("_pos", "_sh").join(F.broadcast(flags) if small else flags, "_pos")
+        empty = spark.createDataFrame([], _BLOB_SCHEMA)
+        return Guard(spark, empty, limit, positions)
     candidates = common_candidates(docs, cfg, n_parts)
     stats["template_candidates"] = len(candidates)
-    common = spark.sparkContext.broadcast(candidates)
-    rows = (
-        docs.mapInArrow(slot_rows(common), _SLOT_ROWS_SCHEMA)
-        .repartition(n_parts, "slot")
-        .mapInArrow(trim_rows(cfg.common_after), GUARD_SCHEMA)
-        .persist(StorageLevel.MEMORY_AND_DISK)
-    )
-    stats["template_rows"] = rows.count()
-    flags.unpersist()
-    common.destroy()
-    return rows
+    sc = spark.sparkContext
+    common = sc.broadcast(candidates)
+    marks = sc.broadcast(flags) if flags is not None else None
+    keys = partition_keys(ranges)
 
-
-def slot_rows(common: Any) -> BatchFn:
-    """Each document's distinct slots among the broadcast candidates, one row each, with
-    whether the document is sure to be kept (``_u`` null: the later one of no pair)."""
-
-    def run(batches: Batches) -> Iterator[pa.RecordBatch]:
-        import pyarrow as pa
-
+    def memberships(batches: Batches) -> Iterator[pa.RecordBatch]:
         cand: I64 = common.value
-        schema = arrow_schema(_SLOT_ROWS_SCHEMA)
         if len(cand) == 0:
             return
+        wanted = np.zeros(1 << SLOT_BITS, dtype=np.bool_)
+        wanted[cand] = True
+        found: list[I64] = []
+        held: list[I64] = []
+        flag_parts: list[npt.NDArray[Any]] = []
         for batch in batches:
             if batch.num_rows == 0:
                 continue
             pos = np.asarray(batch.column("_pos").to_numpy(), dtype=np.int64)
-            sure = np.asarray(batch.column("_u").is_null().to_numpy(zero_copy_only=False))
-            found = []
-            for blob in batch.column("_sh").to_pylist():
-                slots = slots_of(blob)
-                at = np.minimum(np.searchsorted(cand, slots), len(cand) - 1)
-                found.append(slots[cand[at] == slots])
-            counts = [len(f) for f in found]
-            yield pa.RecordBatch.from_arrays(
-                [
-                    pa.array(np.concatenate(found).astype(np.int32)),
-                    pa.array(np.repeat(pos, counts)),
-                    pa.array(np.repeat(sure, counts)),
-                ],
-                schema=schema,
-            )
+            if marks is not None:
+                later, paired = marks.value
+                unsure = _member(pos, later)
+                in_pair = _member(pos, paired)
+            else:
+                u = batch.column("_u")
+                in_pair = np.asarray(u.is_valid().to_numpy(zero_copy_only=False))
+                unsure = np.asarray(u.fill_null(False).to_numpy(zero_copy_only=False))
+            flag = np.where(unsure, 0, SURE) | np.where(in_pair, PAIRED, 0)
+            for k, blob in enumerate(batch.column("_sh").to_pylist()):
+                if not blob:
+                    continue
+                s = slots(np.frombuffer(blob, dtype="<u4"))
+                s = np.unique(s[wanted[s]])
+                found.append(s)
+                held.append(np.full(len(s), pos[k], dtype=np.int64))
+                flag_parts.append(np.full(len(s), flag[k], dtype=np.uint8))
+        if not found:
+            return
+        slot = np.concatenate(found)
+        where = np.concatenate(held)
+        flag = np.concatenate(flag_parts)
+        r = _range_of(slot, ranges)
+        order = np.argsort(r, kind="stable")
+        slot, where, flag, r = slot[order], where[order], flag[order], r[order]
+        cut = np.searchsorted(r, np.arange(ranges + 1))
+        for k in range(ranges):
+            for lo in range(int(cut[k]), int(cut[k + 1]), ROW_MEMBERSHIPS):
+                hi = min(lo + ROW_MEMBERSHIPS, int(cut[k + 1]))
+                yield _blob_batch(keys[k], slot[lo:hi], where[lo:hi], flag[lo:hi])
 
-    return run
+    cols = ["_pos", "_sh"] if flags is not None else ["_pos", "_sh", "_u"]
+    frame = (
+        docs.select(*cols)
+        .mapInArrow(memberships, _BLOB_SCHEMA)
+        .repartition(ranges, F.col("_r"))
+        .mapInArrow(_trimmed(limit), _BLOB_SCHEMA)
+        .persist(StorageLevel.MEMORY_AND_DISK)
+    )
+    return Guard(spark, frame, limit, positions)
 
 
-def trim_rows(limit: int) -> BatchFn:
-    """The ``mapInArrow`` function of :func:`guard_rows` on a partition of whole slots."""
+def _member(pos: I64, sorted_positions: I64) -> npt.NDArray[np.bool_]:
+    """Whether each of ``pos`` is in ``sorted_positions``."""
+    if len(sorted_positions) == 0:
+        return np.zeros(len(pos), dtype=np.bool_)
+    at = np.minimum(np.searchsorted(sorted_positions, pos), len(sorted_positions) - 1)
+    hit: npt.NDArray[np.bool_] = sorted_positions[at] == pos
+    return hit
+
+
+def _blob_batch(key: int, slot: I64, pos: I64, flag: npt.NDArray[Any]) -> pa.RecordBatch:
+    import pyarrow as pa
+
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.array([key], pa.int32()),
+            pa.array([binary(slot, "<i4")], pa.binary()),
+            pa.array([binary(pos, "<i8")], pa.binary()),
+            pa.array([flag.astype(np.uint8).tobytes()], pa.binary()),
+        ],
+        names=["_r", "slot", "pos", "flags"],
+    )
+
+
+def _ranges(batches: Batches) -> Iterator[tuple[int, I64, I64, npt.NDArray[np.uint8]]]:
+    """The memberships of each range a partition holds, sorted by slot and position."""
+    parts: dict[int, list[tuple[bytes, bytes, bytes]]] = {}
+    for batch in batches:
+        for key, s, p, f in zip(
+            batch.column("_r").to_pylist(),
+            batch.column("slot").to_pylist(),
+            batch.column("pos").to_pylist(),
+            batch.column("flags").to_pylist(),
+            strict=True,
+        ):
+            parts.setdefault(int(key), []).append((s, p, f))
+    for key, blobs in parts.items():
+        slot = np.concatenate([unbinary(s, "<i4") for s, _, _ in blobs])
+        pos = np.concatenate([unbinary(p, "<i8") for _, p, _ in blobs])
+        flag = np.concatenate([np.frombuffer(f, dtype=np.uint8) for _, _, f in blobs])
+        order = np.lexsort((pos, slot))
+        yield key, slot[order], pos[order], flag[order]
+
+
+def _trimmed(limit: int) -> BatchFn:
+    """The ``mapInArrow`` function of :func:`build_guard` on partitions of whole ranges:
+    each range's memberships with the rows that can matter, flagged ``KEEP``/``VOLATILE``."""
 
     def run(batches: Batches) -> Iterator[pa.RecordBatch]:
-        import pyarrow as pa
-
-        cols = sorted_rows(batches, ["slot", "_pos", "_sure"])
-        if not cols:
-            return
-        slot, pos, sure = cols[0].astype(np.int64), cols[1].astype(np.int64), cols[2]
-        sure = sure.astype(np.bool_)
-        starts, sizes, group = groups(slot)
-        done = np.cumsum(sure)  # sure rows up to and including each row
-        rank = done - (done[starts] - sure[starts])[group]
-        ends = np.full(len(starts), NO_POSITION, dtype=np.int64)
-        at = np.flatnonzero(sure & (rank == limit))
-        ends[group[at]] = pos[at]
-        end = ends[group]
-        reach = (sizes >= limit)[group]
-        keep = reach & (pos <= end)
-        vol_group = np.zeros(len(starts), dtype=np.bool_)
-        vol_group[group[~sure & (pos < end)]] = True
-        vol = reach & vol_group[group]
-        out = np.flatnonzero(keep | vol)
-        schema = arrow_schema(GUARD_SCHEMA)
-        step = 1 << 20
-        for lo in range(0, len(out), step):
-            take = out[lo : lo + step]
-            yield pa.RecordBatch.from_arrays(
-                [
-                    pa.array(slot[take].astype(np.int32)),
-                    pa.array(pos[take]),
-                    pa.array(sure[take]),
-                    pa.array(keep[take]),
-                    pa.array(vol[take]),
-                ],
-                schema=schema,
-            )
+        for key, slot, pos, flag in _ranges(batches):
+            sure = (flag & SURE) != 0
+            starts, sizes, group = groups(slot)
+            done = np.cumsum(sure)  # sure rows up to and including each row
+            rank = done - (done[starts] - sure[starts])[group]
+            ends = np.full(len(starts), NO_POSITION, dtype=np.int64)
+            at = np.flatnonzero(sure & (rank == limit))
+            ends[group[at]] = pos[at]
+            end = ends[group]
+            reach = (sizes >= limit)[group]
+            keep = reach & (pos <= end)
+            vol_group = np.zeros(len(starts), dtype=np.bool_)
+            vol_group[group[~sure & (pos < end)]] = True
+            vol = reach & vol_group[group]
+            out = np.flatnonzero(keep | vol)
+            flags = (
+                (flag[out] & (SURE | PAIRED))
+                | np.where(keep[out], KEEP, 0)
+                | np.where(vol[out], VOLATILE, 0)
+            ).astype(np.uint8)
+            for lo in range(0, len(out), ROW_MEMBERSHIPS):
+                take = slice(lo, lo + ROW_MEMBERSHIPS)
+                yield _blob_batch(key, slot[out][take], pos[out][take], flags[take])
 
     return run
 
 
-def template_table(rows: DataFrame, cfg: DedupConfig) -> Table:
-    """For each slot held by ``common_after`` of the documents in ``rows`` (``slot, _pos``,
-    partitioned by slot: the kept documents' rows of :func:`guard_rows`), the position of
-    the ``common_after``-th of them: from there on the engine counts the slot as a template.
-    """
-    limit = cfg.common_after
-    if limit <= 0:
+def _bits(positions: I64 | None, n: int) -> npt.NDArray[np.uint8] | None:
+    """Sorted positions as a bitmap of ``n`` bits (an eighth of a byte a document)."""
+    if positions is None:
+        return None
+    mask = np.zeros(n, dtype=np.bool_)
+    mask[positions] = True
+    return np.packbits(mask, bitorder="little")
+
+
+def _in_bits(bits: npt.NDArray[np.uint8], pos: I64) -> npt.NDArray[np.bool_]:
+    found: npt.NDArray[np.bool_] = ((bits[pos >> 3] >> (pos & 7).astype(np.uint8)) & 1) == 1
+    return found
+
+
+def _firsts(slot: I64, pos: I64, flag: npt.NDArray[np.uint8], removed: Any, limit: int) -> Table:
+    """For each slot, the position of its ``limit``-th kept document (rows sorted by slot and
+    position; ``removed``: the bitmap of documents not kept, None for the unsure ones)."""
+    kept = (flag & KEEP) != 0
+    if removed is None:
+        kept &= (flag & SURE) != 0
+    else:
+        kept &= ~_in_bits(removed, pos)
+    s, p = slot[kept], pos[kept]
+    if len(s) == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    starts, sizes, _ = groups(s)
+    ok = starts[sizes >= limit]
+    return s[ok].astype(np.int64), p[ok + limit - 1].astype(np.int64)
+
+
+def _table_pass(shared: Any, limit: int) -> BatchFn:
+    """The ``mapInArrow`` function of :meth:`Guard.table`: one row per range."""
 
     def run(batches: Batches) -> Iterator[pa.RecordBatch]:
         import pyarrow as pa
 
-        cols = sorted_rows(batches, ["slot", "_pos"])
-        if not cols:
-            return
-        slot, pos = cols[0].astype(np.int64), cols[1].astype(np.int64)
-        starts, sizes, _ = groups(slot)
-        ok = starts[sizes >= limit]
-        yield pa.RecordBatch.from_arrays(
-            [pa.array(slot[ok]), pa.array(pos[ok + limit - 1])],
-            schema=arrow_schema(_FIRSTS_SCHEMA),
-        )
+        removed, before, compare = shared.value
+        for _, slot, pos, flag in _ranges(batches):
+            new = _firsts(slot, pos, flag, removed, limit)
+            moved = [np.zeros(0, dtype=np.int64)] * 3
+            if compare:
+                old = _firsts(slot, pos, flag, before, limit)
+                every = np.union1d(old[0], new[0])
+                was, now = _spread(old, every), _spread(new, every)
+                differ = was != now
+                changed = every[differ]
+                if len(changed):
+                    at = np.minimum(np.searchsorted(changed, slot), len(changed) - 1)
+                    rows = np.flatnonzero((changed[at] == slot) & ((flag & PAIRED) != 0))
+                    lo = np.minimum(was, now)[differ][at[rows]]
+                    hi = np.maximum(was, now)[differ][at[rows]]
+                    moved = [pos[rows], lo, hi]
+            yield pa.RecordBatch.from_arrays(
+                [
+                    pa.array([binary(new[0], "<i8")], pa.binary()),
+                    pa.array([binary(new[1], "<i8")], pa.binary()),
+                    *(pa.array([binary(m, "<i8")], pa.binary()) for m in moved),
+                    pa.array([len(slot)], pa.int64()),
+                ],
+                names=["slots", "firsts", "tpos", "tlo", "thi", "rows"],
+            )
 
-    found = rows.select("slot", "_pos").mapInArrow(run, _FIRSTS_SCHEMA)
-    slots, firsts = column(found, "slot"), column(found, "first")
-    order = np.argsort(slots, kind="stable")
-    return slots[order], firsts[order]
+    return run
+
+
+def _spread(table: Table, every: I64) -> I64:
+    """The table's position of each of the sorted slots ``every`` (NO_POSITION if absent)."""
+    out = np.full(len(every), NO_POSITION, dtype=np.int64)
+    out[np.searchsorted(every, table[0])] = table[1]
+    return out
 
 
 def same_table(a: Table, b: Table) -> bool:
     return bool(np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1]))
 
 
-def pairs_at_risk(
-    spark: SparkSession, pairs: DataFrame, slot_lists: DataFrame, old: Table, new: Table
-) -> DataFrame:
-    """The pairs one of whose documents holds a slot that the later document sees as common
-    under one table and not under the other: the only verdicts that can change (coverage
-    reads the shorter text's slots; where the shared text lies, the longer's too)."""
-    from pyspark.sql import functions as F
+def risk_intervals(tpos: I64, tlo: I64, thi: I64, positions: int) -> tuple[I64, I64]:
+    """The moved slots' intervals (``tlo``, ``thi``] of each document ``tpos``, merged, on
+    one line: document ``d``'s interval (lo, hi] is (d·(n + 1) + lo, d·(n + 1) + hi], ``n``
+    being ``positions`` (so the intervals of two documents never touch)."""
+    span = positions + 1
+    lo = tpos * span + tlo
+    hi = tpos * span + np.minimum(thi, positions)
+    order = np.argsort(lo, kind="stable")
+    lo, hi = lo[order], hi[order]
+    if len(lo) == 0:
+        return lo, hi
+    reach = np.maximum.accumulate(hi)
+    new = np.ones(len(lo), dtype=np.bool_)
+    new[1:] = lo[1:] > reach[:-1]
+    starts = np.flatnonzero(new)
+    ends = np.append(starts[1:], len(lo)) - 1
+    return lo[starts], reach[ends]
 
-    every = np.union1d(old[0], new[0])
 
-    def firsts(table: Table) -> I64:
-        out = np.full(len(every), NO_POSITION, dtype=np.int64)
-        out[np.searchsorted(every, table[0])] = table[1]
-        return out
+def at_risk(i: I64, j: I64, intervals: tuple[I64, I64], positions: int) -> npt.NDArray[np.bool_]:
+    """Which pairs ``(i, j)`` may get another verdict: ``i`` or ``j`` holds a slot whose
+    position moved across ``j`` — the later document sees it as common under one table and
+    not under the other (coverage reads the shorter text's slots; where the shared text
+    lies, the longer's too).
 
-    before, after = firsts(old), firsts(new)
-    differ = before != after
-    delta = spark.sparkContext.broadcast((every[differ], before[differ], after[differ]))
-    lists = slot_lists.select("_pos", "_s")
-    none = F.array().cast("array<int>")
-    joined = (
-        pairs.join(lists.toDF("i", "_si"), "i", "left")
-        .join(lists.toDF("j", "_sj"), "j", "left")
-        .withColumn("_s", F.concat(F.coalesce("_si", none), F.coalesce("_sj", none)))
-        .filter(F.size("_s") > 0)
-        .drop("_si", "_sj")
-    )
-
-    def run(batches: Batches) -> Iterator[pa.RecordBatch]:
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
-        slots, was, now = delta.value
-        schema = arrow_schema(PAIR_SCHEMA)
-        if len(slots) == 0:
-            return
-        for batch in batches:
-            if batch.num_rows == 0:
-                continue
-            lists = batch.column("_s")
-            held = np.asarray(pc.list_flatten(lists).to_numpy(), dtype=np.int64)
-            row = np.asarray(pc.list_parent_indices(lists).to_numpy(), dtype=np.int64)
-            j = np.asarray(batch.column("j").to_numpy(), dtype=np.int64)[row]
-            at = np.minimum(np.searchsorted(slots, held), len(slots) - 1)
-            flips = (slots[at] == held) & ((was[at] < j) != (now[at] < j))
-            keep = np.unique(row[flips])
-            if len(keep):
-                out = batch.select(["i", "j", "ni", "nj"]).take(pa.array(keep))
-                yield pa.RecordBatch.from_arrays(list(out.columns), schema=schema)
-
-    return joined.mapInArrow(run, PAIR_SCHEMA).localCheckpoint()
+    >>> iv = risk_intervals(np.array([3, 6]), np.array([4, 2]), np.array([9, 8]), 20)
+    >>> at_risk(np.array([3, 3, 1, 3]), np.array([5, 4, 6, 12]), iv, 20).tolist()
+    [True, False, True, False]
+    """
+    starts, ends = intervals
+    hit = np.zeros(len(j), dtype=np.bool_)
+    if len(starts) == 0:
+        return hit
+    span = positions + 1
+    for doc in (i, j):
+        q = doc * span + j
+        k = np.searchsorted(starts, q, side="left") - 1
+        hit |= (k >= 0) & (q <= ends[np.maximum(k, 0)])
+    return hit

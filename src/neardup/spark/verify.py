@@ -105,8 +105,14 @@ def to_verify_batches(cfg: DedupConfig) -> BatchFn:
         j, i, ni, nj, agree = cols
         keep = to_verify(j.astype(np.int64), i.astype(np.int64), agree.astype(np.float64), cfg)
         yield pa.RecordBatch.from_arrays(
-            [pa.array(i[keep]), pa.array(j[keep]), pa.array(ni[keep]), pa.array(nj[keep])],
-            schema=arrow_schema(PAIR_SCHEMA),
+            [
+                pa.array(i[keep]),
+                pa.array(j[keep]),
+                pa.array(ni[keep]),
+                pa.array(nj[keep]),
+                pa.array(agree[keep]),
+            ],
+            schema=arrow_schema(ALIKE_SCHEMA),
         )
 
     return run
