@@ -282,10 +282,12 @@ def test_pairs_at_risk_are_those_a_moved_slot_crosses() -> None:
 
 @pytest.mark.parametrize("n_parts", [1, 3, 8])
 def test_common_candidates_are_the_slots_counted_naively(spark: Any, n_parts: int) -> None:
-    """The slots in ``common_after`` or more documents, however many ranges the count is cut
-    into: the same as counting each document's distinct slots one by one."""
+    """The slots in ``common_after`` or more documents, counted in four partitions and
+    however many ranges the counts are cut into: the same as counting each document's
+    distinct slots one by one."""
     from collections import Counter
 
+    from neardup.spark.columns import SlotCounts, partition_keys
     from neardup.spark.templates import common_candidates, slots_of
 
     rng = np.random.default_rng(7)
@@ -293,11 +295,31 @@ def test_common_candidates_are_the_slots_counted_naively(spark: Any, n_parts: in
     pool = rng.integers(0, 1 << 32, 300, dtype=np.uint64).astype("<u4")
     blobs = [rng.choice(pool, int(rng.integers(0, 60))).tobytes() for _ in range(200)]
     cfg = DedupConfig(common_after=4)
-    frame = spark.createDataFrame([(b,) for b in blobs], "_sh binary").repartition(4)
+    side = []
+    for part in range(4):  # what four partitions of the sketch stage send
+        counts = SlotCounts(cfg.common_after)
+        for blob in blobs[part::4]:
+            counts.add(np.frombuffer(blob, dtype="<u4"))
+        side += [(partition_keys(n_parts)[r], b) for r, b in counts.ranges(n_parts)]
+    frame = spark.createDataFrame(side, "_side int, _b binary")
     seen = Counter(int(s) for b in blobs for s in slots_of(b))
     want = sorted(s for s, n in seen.items() if n >= cfg.common_after)
     got = common_candidates(frame, cfg, n_parts)
     assert got.tolist() == want and len(want) > 10
+
+
+def test_partition_keys_put_each_range_in_its_partition(spark: Any) -> None:
+    """Spark's hash partitioning sends the key of range r to partition r, so no two ranges
+    share a task while another partition idles."""
+    from pyspark.sql import functions as F
+
+    from neardup.spark.columns import partition_keys
+
+    for n in (1, 2, 3, 8):
+        keys = partition_keys(n)
+        frame = spark.createDataFrame([(k,) for k in keys], "_r int").repartition(n, "_r")
+        got = dict(frame.select("_r", F.spark_partition_id().alias("p")).collect())
+        assert [got[k] for k in keys] == list(range(n))
 
 
 # -- connected components ------------------------------------------------------------------------
@@ -357,6 +379,32 @@ def test_bad_rows_are_reported_not_dropped(spark: Any) -> None:
     got = spark_decisions(result)
     assert sorted(got) == ["a", "b", "e", "g"]
     assert got["e"][1] == "a"
+
+
+def test_texts_of_nothing_are_found_as_the_local_readers_find_them(spark: Any) -> None:
+    """Markup, references and invisible characters alone are nothing, whichever of Python's
+    whitespace they hold; text among them, escaped markup or a broken tag are text: Spark's
+    answer (Java's regex first, Python for the few it lets through) is ``no_text``'s."""
+    from neardup.records.document import no_text
+    from neardup.spark.columns import holds_no_text
+
+    texts = [
+        "<p></p>&nbsp;\u200b",
+        "\x1c\x1d\u3000\u2029\u202f<br/>&#160;&#x200b;\ufeff",
+        "<div>\u00ad</div>\u2060\u2066\u206f",
+        "&lt;p&gt;",
+        "<p>一</p>",
+        "<a<b>",
+        "&amp;",
+        "&" + "x" * 40 + ";",
+        "\u200b" * 3 + "a",
+        "！",
+        "<p>\n\t \u3000</p>",
+    ]
+    frame = spark.createDataFrame([(t,) for t in texts], "t string")
+    got = [r[0] for r in frame.select(holds_no_text(frame["t"])).collect()]
+    assert got == [no_text(t) for t in texts]
+    assert got.count(True) >= 4
 
 
 def test_a_text_column_that_is_not_strings(spark: Any) -> None:

@@ -25,7 +25,6 @@ kept stories).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -40,17 +39,22 @@ from ..index.lsh import bucket_pairs
 from ..records.document import NO_TEXT
 from ..timing import Stages
 from .columns import (
+    SIDE_BUCKETS,
     SKETCH_SCHEMA,
     Batches,
     BatchFn,
+    binary,
     blank,
     column,
     columns,
     frame_of,
+    groups,
     holds_no_text,
+    partition_keys,
     sketch_batches,
     sorted_rows,
     to_arrow,
+    unbinary,
 )
 from .graph import connected_components
 from .links import Verdicts, components
@@ -59,9 +63,13 @@ from .templates import Guard, Table, at_risk, build_guard, risk_intervals, same_
 from .verify import (
     ALIKE_SCHEMA,
     PAIR_SCHEMA,
+    Light,
     best_matches,
+    light_of,
+    passed_pairs,
     prefilter_batches,
     to_verify_batches,
+    verify_grouped,
     verify_pairs,
 )
 
@@ -287,7 +295,7 @@ def run_pipeline(
             first_guess = max(cores, prepared.rdd.getNumPartitions())
         spark.conf.set(_PARTITIONS, str(first_guess))
         run = _Run(spark, cfg, first_guess)
-        with run.stages.time("check"):
+        with run.stage("check"):
             usable, errors = _check(run, prepared, where)
         docs_n, chars = run.stats["documents"], run.stats["characters"]
         run.resize(
@@ -295,12 +303,12 @@ def run_pipeline(
                 cores, docs_n, chars, partitions, partitions_set=partitions_set, batch_set=batch_set
             )
         )
-        with run.stages.time("sketch"):
-            sketches, docs = _sketch(run, usable)
-        with run.stages.time("candidates"):
-            pairs = _candidates(run, sketches)
-        links = _verify(run, pairs, sketches, docs, max_rounds)
-        with run.stages.time("clusters"):
+        with run.stage("sketch"):
+            sketches, docs, side, light = _sketch(run, usable)
+        with run.stage("candidates"):
+            found = _candidates(run, side, light)
+        links = _verify(run, found, sketches, docs, side, light, max_rounds)
+        with run.stage("clusters"):
             clusters = _clusters(run, docs, links, sketches, keep)
         links.frame.unpersist()
     run.stats["timings"] = run.stages.seconds
@@ -398,6 +406,19 @@ class _Run:
 
         return StorageLevel.MEMORY_AND_DISK
 
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        """Time the ``with`` block as stage ``name``, and name its Spark jobs after it (the
+        Spark UI shows "neardup: sketch" beside each job)."""
+        sc = self.spark.sparkContext
+        before = sc.getLocalProperty("spark.job.description")
+        sc.setJobDescription(f"neardup: {name}")
+        try:
+            with self.stages.time(name):
+                yield
+        finally:
+            sc.setJobDescription(before)  # type: ignore[arg-type]
+
     def resize(self, sizes: Plan) -> None:
         """Take the partitions and batch size of :func:`plan` for the rest of the run."""
         if sizes.partitions is not None:
@@ -466,10 +487,13 @@ def _check(run: _Run, prepared: DataFrame, where: str) -> tuple[DataFrame, DataF
     return checked.filter(~bad), errors
 
 
-def _sketch(run: _Run, usable: DataFrame) -> tuple[DataFrame, DataFrame]:
-    """The engine's sketches of the first copy of each text, and each document with its
-    first copy (``_first``: the first position holding the same exact text,
-    :func:`~neardup.engine.text_key`) and its length.
+def _sketch(run: _Run, usable: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame, Light | None]:
+    """The engine's sketches of the first copy of each text; each document with its id,
+    title and time, its first copy (``_first``: the first position holding the same exact
+    text, :func:`~neardup.engine.text_key`) and its length; the side rows of
+    :func:`~neardup.spark.columns.sketch_batches` (slot counts and LSH buckets); and, when
+    the originals are few enough that verifying ``max_verify`` pairs each stays on the
+    driver (:data:`BROADCAST_PAIRS`), their light signatures (:data:`Light`).
 
     The rows are hash-partitioned by their text, so every copy of a text is in one
     partition, and sorted by position there: the first copy is the first row of its text,
@@ -477,63 +501,171 @@ def _sketch(run: _Run, usable: DataFrame) -> tuple[DataFrame, DataFrame]:
     from pyspark.sql import functions as F
 
     sketched = (
-        usable.select("_pos", "_text")
+        usable.select("_pos", "_id", "_text", "_title", "_ts")
         .repartition(run.n_parts, "_text")
         .sortWithinPartitions("_pos")
-        .mapInArrow(sketch_batches(run.cfg), SKETCH_SCHEMA)
+        .mapInArrow(sketch_batches(run.cfg, run.n_parts), SKETCH_SCHEMA)
         .localCheckpoint()
     )
-    sketches = sketched.filter(F.col("_first") == F.col("_pos"))
-    docs = (
-        usable.select("_pos", "_id", "_title", "_ts")
-        .join(sketched.select("_pos", "_first", "_n", "_chars"), "_pos")
-        .localCheckpoint()
-    )
-    run.stats["originals"] = sketches.count()
-    return sketches, docs
+    rows = sketched.filter(F.col("_side").isNull())
+    sketches = rows.filter(F.col("_first") == F.col("_pos"))
+    docs = rows.select("_pos", "_id", "_title", "_ts", "_first", "_n", "_chars")
+    side = sketched.filter(F.col("_side").isNotNull()).select("_side", "_kind", "_b", "_b2")
+    light: Light | None = None
+    if run.stats["documents"] * run.cfg.max_verify <= BROADCAST_PAIRS:
+        light = light_of(to_arrow(sketches.selectExpr(*_LIGHT)))
+        run.stats["originals"] = len(light[0])
+    else:
+        run.stats["originals"] = sketches.count()
+        if run.stats["originals"] * run.cfg.max_verify <= BROADCAST_PAIRS:
+            light = light_of(to_arrow(sketches.selectExpr(*_LIGHT)))
+    return sketches, docs, side, light
 
 
-def _candidates(run: _Run, sketches: DataFrame) -> DataFrame:
+#: What the driver keeps of each original when they are few (:data:`Light`).
+_LIGHT = ("_pos", "_n", "_nv", "_light", "coalesce(size(_nums), 0) AS _nn")
+
+#: Pairs to verify on the driver: ``i, j, ni, nj, alike``.
+Found = tuple[I64, I64, I64, I64, npt.NDArray[np.float64]]
+
+
+def _candidates(run: _Run, side: DataFrame, light: Light | None) -> Found | DataFrame:
     """The candidate pairs ``i, j`` (earlier, later) among the first copies: the members of
-    each LSH bucket (:func:`~neardup.index.lsh.bucket_ids`), paired as the engine pairs
-    them, bucket cap included (:func:`~neardup.index.lsh.bucket_pairs`)."""
+    each LSH bucket, paired as the engine pairs them, bucket cap included
+    (:func:`~neardup.index.lsh.bucket_pairs`), each pair once.
+
+    The buckets come as rows of bytes per range of bucket ids (the sketch stage's side
+    rows); each range's pairs go, as bytes, to the partition of their later document. With
+    the ``light`` signatures, that partition also applies the prefilter and picks the pairs
+    to verify (:func:`~neardup.spark.verify.passed_pairs`), which come back to the driver;
+    without, the distinct pairs stay a Spark frame (persisted) for the joins of
+    :func:`_verify`."""
     from pyspark.sql import functions as F
 
-    buckets = (
-        sketches.filter(F.col("_n") > 0)
-        .select("_pos", F.explode("_bids").alias("_bid"))
-        .groupBy("_bid")
-        .agg(F.array_sort(F.collect_list("_pos")).alias("_m"))
-        .filter(F.size("_m") > 1)
+    n_parts, cfg, positions = run.n_parts, run.cfg, run.positions
+    by_later = (
+        side.filter(F.col("_kind") == SIDE_BUCKETS)
+        .repartition(n_parts, F.col("_side"))
+        .mapInArrow(_bucket_pair_blobs(cfg.bucket_cap, n_parts, positions), _PAIR_BLOBS)
+        .repartition(n_parts, F.col("_t"))
     )
-    pairs = (
-        buckets.select("_m")
-        .mapInArrow(_bucket_pair_batches(run.cfg.bucket_cap), "i long, j long")
-        .distinct()
-        .persist(run.disk)
+    if light is None:
+        pairs = by_later.mapInArrow(_distinct_pairs(positions), "i long, j long").persist(run.disk)
+        run.stats["candidate_pairs"] = pairs.count()
+        return pairs
+    shared = run.spark.sparkContext.broadcast(light)
+    table = to_arrow(by_later.mapInArrow(_passed_blobs(shared, cfg, positions), _PASSED_BLOBS))
+    shared.destroy()
+    run.stats["candidate_pairs"] = int(sum(table.column("_n").to_pylist()))
+    cols = {name: table.column(name).to_pylist() for name in ("i", "j", "ni", "nj", "alike")}
+    i, j, ni, nj = (
+        np.concatenate([unbinary(b, "<i8") for b in cols[c]] or [np.zeros(0, dtype=np.int64)])
+        for c in ("i", "j", "ni", "nj")
     )
-    run.stats["candidate_pairs"] = pairs.count()
-    return pairs
+    agree = np.concatenate([unbinary(b, "<f8", np.float64) for b in cols["alike"]] or [np.zeros(0)])
+    return i, j, ni, nj, agree
 
 
-def _bucket_pair_batches(cap: int) -> BatchFn:
-    """The ``mapInArrow`` function that pairs the members of each bucket (``_m``, sorted)."""
+_PAIR_BLOBS = "_t int, _i binary, _j binary"
+_PASSED_BLOBS = "_n long, i binary, j binary, ni binary, nj binary, alike binary"
+
+
+def _bucket_pair_blobs(cap: int, n_parts: int, positions: int) -> BatchFn:
+    """The ``mapInArrow`` function that pairs the members of each bucket (side rows of
+    bucket ids and positions, whole ranges to a partition) and sends the pairs, as bytes,
+    towards the partition of their later document."""
+    keys = partition_keys(n_parts)
+    span = positions + 1
 
     def run(batches: Batches) -> Iterator[pa.RecordBatch]:
         import pyarrow as pa
-        import pyarrow.compute as pc
 
+        bids: list[npt.NDArray[np.uint64]] = []
+        members: list[I64] = []
         for batch in batches:
-            if batch.num_rows == 0:
-                continue
-            lists = batch.column("_m")
-            members = np.asarray(pc.list_flatten(lists).to_numpy(), dtype=np.int64)
-            sizes = np.asarray(pc.list_value_length(lists).to_numpy(), dtype=np.int64)
-            starts = np.cumsum(sizes) - sizes
-            for found in bucket_pairs(members, starts, sizes, cap):
-                yield pa.RecordBatch.from_arrays(
-                    [pa.array(found[:, 0]), pa.array(found[:, 1])], names=["i", "j"]
-                )
+            for b, m in zip(
+                batch.column("_b").to_pylist(), batch.column("_b2").to_pylist(), strict=True
+            ):
+                bids.append(np.frombuffer(b, dtype="<u8"))
+                members.append(unbinary(m, "<i8"))
+        if not bids:
+            return
+        bid, pos = np.concatenate(bids), np.concatenate(members)
+        order = np.lexsort((pos, bid))
+        bid, pos = bid[order], pos[order]
+        starts, sizes, _ = groups(bid.view(np.int64))  # equal ids stay equal
+        found = list(bucket_pairs(pos, starts.astype(np.int64), sizes.astype(np.int64), cap))
+        if not found:
+            return
+        code = np.unique(np.concatenate([f[:, 0] * span + f[:, 1] for f in found]))
+        i, j = code // span, code % span
+        target = j % n_parts
+        order = np.argsort(target, kind="stable")
+        cut = np.searchsorted(target[order], np.arange(n_parts + 1))
+        out: dict[str, list[Any]] = {"_t": [], "_i": [], "_j": []}
+        for t in range(n_parts):
+            take = order[cut[t] : cut[t + 1]]
+            if len(take):
+                out["_t"].append(keys[t])
+                out["_i"].append(binary(i[take], "<i8"))
+                out["_j"].append(binary(j[take], "<i8"))
+        yield pa.RecordBatch.from_pydict(
+            out, schema=pa.schema([("_t", pa.int32()), ("_i", pa.binary()), ("_j", pa.binary())])
+        )
+
+    return run
+
+
+def _partition_pairs(batches: Batches, positions: int) -> tuple[I64, I64]:
+    """The distinct pairs of a partition's pair blobs (sorted by ``j``, then ``i``)."""
+    span = positions + 1
+    codes: list[I64] = []
+    for batch in batches:
+        for a, b in zip(
+            batch.column("_i").to_pylist(), batch.column("_j").to_pylist(), strict=True
+        ):
+            codes.append(unbinary(b, "<i8") * span + unbinary(a, "<i8"))
+    if not codes:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    code = np.unique(np.concatenate(codes))
+    return code % span, code // span
+
+
+def _distinct_pairs(positions: int) -> BatchFn:
+    """The ``mapInArrow`` function that turns a partition's pair blobs into its distinct
+    pairs, one row each."""
+
+    def run(batches: Batches) -> Iterator[pa.RecordBatch]:
+        import pyarrow as pa
+
+        i, j = _partition_pairs(batches, positions)
+        step = 1 << 20
+        for lo in range(0, len(i), step):
+            yield pa.RecordBatch.from_arrays(
+                [pa.array(i[lo : lo + step]), pa.array(j[lo : lo + step])], names=["i", "j"]
+            )
+
+    return run
+
+
+def _passed_blobs(light: Any, cfg: DedupConfig, positions: int) -> BatchFn:
+    """The ``mapInArrow`` function that turns a partition's pair blobs (every pair of its
+    later documents) into the pairs to verify (:func:`~neardup.spark.verify.passed_pairs`,
+    with the broadcast ``light`` signatures): one row of bytes, and the number of distinct
+    candidate pairs it had."""
+
+    def run(batches: Batches) -> Iterator[pa.RecordBatch]:
+        import pyarrow as pa
+
+        i, j = _partition_pairs(batches, positions)
+        if len(i) == 0:
+            return
+        found = passed_pairs(i, j, light.value, cfg)
+        blobs = [binary(c, "<i8") for c in found[:4]] + [binary(found[4], "<f8")]
+        yield pa.RecordBatch.from_arrays(
+            [pa.array([len(i)], pa.int64()), *(pa.array([b], pa.binary()) for b in blobs)],
+            names=["_n", "i", "j", "ni", "nj", "alike"],
+        )
 
     return run
 
@@ -551,52 +683,64 @@ class _Links:
 
 
 def _verify(
-    run: _Run, pairs: DataFrame, sketches: DataFrame, docs: DataFrame, max_rounds: int
+    run: _Run,
+    found: Found | DataFrame,
+    sketches: DataFrame,
+    docs: DataFrame,
+    side: DataFrame,
+    light: Light | None,
+    max_rounds: int,
 ) -> _Links:
-    """The prefilter, then the engine's verify with the template guard iterated to its fixed
-    point (:func:`_fixed_point`), then each document's best match.
+    """The engine's verify with the template guard iterated to its fixed point
+    (:func:`_fixed_point`), then each document's best match.
 
     When the pairs to verify are few (:data:`BROADCAST_PAIRS`: ``max_verify`` a document
-    bounds them), their verdicts and the bookkeeping of each round — best matches, the
-    documents kept, the pairs at risk — live on the driver (:class:`_Here`); otherwise in
-    Spark frames (:class:`_Spread`). The verification is on the executors either way."""
+    bounds them), they come here ``found`` by :func:`_candidates`, and their verdicts and
+    the bookkeeping of each round — best matches, the documents kept, the pairs at risk —
+    live on the driver (:class:`_Here`); otherwise the candidate pairs (a frame) go through
+    the prefilter in Spark joins, and the rest in Spark frames (:class:`_Spread`) unless
+    few pairs pass. The verification is on the executors either way."""
     cfg, stats, n_parts = run.cfg, run.stats, run.n_parts
-    with run.stages.time("prefilter"):
-        light = sketches.select("_pos", "_n", "_nv", "_light")
-        passed = (
-            pairs.join(light.toDF("i", "ni", "nvi", "li"), "i")
-            .join(light.toDF("j", "nj", "nvj", "lj"), "j")
-            .mapInArrow(prefilter_batches(cfg), ALIKE_SCHEMA)
-            .repartition(n_parts, "j")
-            .mapInArrow(to_verify_batches(cfg), ALIKE_SCHEMA)
-            .persist(run.disk)
-        )
-        bounded = stats["originals"] * cfg.max_verify <= BROADCAST_PAIRS
-        book: _Here | _Spread
-        if bounded or passed.count() <= BROADCAST_PAIRS:
-            book = _Here(run, to_arrow(passed), sketches)
-            passed.unpersist()
-        else:
-            book = _Spread(run, passed, sketches)
-        stats["prefiltered_pairs"] = book.size
-        pairs.unpersist()
-    with run.stages.time("templates"):
+    book: _Here | _Spread
+    numbers = (light[0], light[4]) if light is not None else None
+    if isinstance(found, tuple):
+        book = _Here(run, found, sketches, numbers)
+    else:
+        with run.stage("prefilter"):
+            lights = sketches.select("_pos", "_n", "_nv", "_light")
+            passed = (
+                found.join(lights.toDF("i", "ni", "nvi", "li"), "i")
+                .join(lights.toDF("j", "nj", "nvj", "lj"), "j")
+                .mapInArrow(prefilter_batches(cfg), ALIKE_SCHEMA)
+                .repartition(n_parts, "j")
+                .mapInArrow(to_verify_batches(cfg), ALIKE_SCHEMA)
+                .persist(run.disk)
+            )
+            if passed.count() <= BROADCAST_PAIRS:
+                book = _Here(run, _found(to_arrow(passed)), sketches, numbers)
+                passed.unpersist()
+            else:
+                book = _Spread(run, passed, sketches)
+            found.unpersist()
+    stats["prefiltered_pairs"] = book.size
+    with run.stage("templates"):
         originals = sketches.select("_pos", "_sh")
         flags = book.flags()
         if isinstance(flags, tuple):
-            guard = build_guard(run.spark, originals, cfg, n_parts, run.positions, stats, flags)
+            guard = build_guard(
+                run.spark, originals, side, cfg, n_parts, run.positions, stats, flags
+            )
         else:
             originals = originals.join(flags, "_pos", "left")
-            guard = build_guard(run.spark, originals, cfg, n_parts, run.positions, stats)
+            guard = build_guard(run.spark, originals, side, cfg, n_parts, run.positions, stats)
         before = book.guess()
         table, _, _, _, stats["template_rows"] = guard.table(before)
-    t0 = time.perf_counter()
-    book.verify(table)
-    table = _fixed_point(run, guard, book, table, before, max_rounds)
-    guard.unpersist()
-    stats["template_slots"] = len(table[0])
-    links = book.links(docs)
-    run.stages.add("verify", time.perf_counter() - t0)
+    with run.stage("verify"):
+        book.verify(table)
+        table = _fixed_point(run, guard, book, table, before, max_rounds)
+        guard.unpersist()
+        stats["template_slots"] = len(table[0])
+        links = book.links(docs)
     return links
 
 
@@ -644,12 +788,11 @@ class _Here:
     """The pairs to verify (``i, j, ni, nj, alike``) and their verdicts on the driver: a
     round costs one pass over the guard and one verification of the pairs at risk."""
 
-    def __init__(self, run: _Run, passed: pa.Table, sketches: DataFrame) -> None:
-        self.run, self.sketches = run, sketches
-        self.i, self.j, self.ni, self.nj = (
-            np.asarray(passed.column(c).to_numpy(), dtype=np.int64) for c in ("i", "j", "ni", "nj")
-        )
-        self.alike = np.asarray(passed.column("alike").to_numpy(), dtype=np.float64)
+    def __init__(
+        self, run: _Run, found: Found, sketches: DataFrame, numbers: tuple[I64, I64] | None
+    ) -> None:
+        self.run, self.sketches, self.numbers = run, sketches, numbers
+        self.i, self.j, self.ni, self.nj, self.alike = found
         self.size = len(self.i)
         self.verdicts: Verdicts | None = None
 
@@ -662,16 +805,12 @@ class _Here:
         return np.unique(self.j[guessed_copies(self.alike, self.ni, self.nj)])
 
     def _verified(self, keep: npt.NDArray[np.bool_] | slice, table: Table) -> Verdicts:
-        import pyarrow as pa
-
         run = self.run
-        pairs = pa.table(
-            {"i": self.i[keep], "j": self.j[keep], "ni": self.ni[keep], "nj": self.nj[keep]}
+        pairs = (self.i[keep], self.j[keep], self.ni[keep], self.nj[keep])
+        found = verify_grouped(
+            run.spark, pairs, self.sketches, self.numbers, table, run.cfg, run.n_parts
         )
-        out = verify_pairs(
-            run.spark, frame_of(run.spark, pairs), self.sketches, table, run.cfg, few_pairs=True
-        )
-        return Verdicts.of(to_arrow(out))
+        return Verdicts.of(found)
 
     def verify(self, table: Table) -> None:
         self.verdicts = self._verified(slice(None), table)
@@ -781,6 +920,14 @@ class _Spread:
         run.stats["linked"] = links.count()
         self.passed.unpersist()
         return _Links(links, None)
+
+
+def _found(passed: pa.Table) -> Found:
+    """:data:`Found` of an Arrow table of ``i, j, ni, nj, alike``."""
+    i, j, ni, nj = (
+        np.asarray(passed.column(c).to_numpy(), dtype=np.int64) for c in ("i", "j", "ni", "nj")
+    )
+    return i, j, ni, nj, np.asarray(passed.column("alike").to_numpy(), dtype=np.float64)
 
 
 def _copies(docs: DataFrame) -> DataFrame:

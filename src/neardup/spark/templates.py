@@ -30,12 +30,16 @@ import numpy.typing as npt
 from ..engine import DedupConfig
 from ..engine.templates import SLOT_BITS, slots
 from .columns import (
+    SIDE_SLOTS,
     Batches,
     BatchFn,
+    SlotCounts,
     binary,
     column,
     groups,
     partition_keys,
+    slot_range,
+    slot_range_starts,
     to_arrow,
     unbinary,
 )
@@ -80,70 +84,34 @@ def slots_of(blob: bytes) -> I64:
     return np.unique(slots(codes).astype(np.int64))
 
 
-def _counter(limit: int) -> Any:
-    """The smallest unsigned type that holds a count up to ``limit``."""
-    return np.uint8 if limit < 255 else np.uint16 if limit < 65535 else np.uint32
+def common_candidates(side: DataFrame, cfg: DedupConfig, n_parts: int = 1) -> I64:
+    """Slots found in ``common_after`` or more original documents (sorted): a superset of
+    the slots the guard can ever count as common, whichever of them are kept (a
+    byte-identical copy is never kept).
 
-
-def common_candidates(docs: DataFrame, cfg: DedupConfig, n_parts: int = 1) -> I64:
-    """Slots found in ``common_after`` or more of ``docs`` (``_sh``; sorted): given the
-    original documents, a superset of the slots the guard can ever count as common,
-    whichever of them are kept (a byte-identical copy is never kept).
-
-    Each input partition counts its documents' slots in a table of the whole slot space
-    (what :class:`~neardup.engine.CommonShingles` does: a slot repeated in a document counts
-    once), cut into ``n_parts`` ranges; a range travels as one row (its slots and counts as
-    bytes) to the partition that adds them up."""
+    ``side``: the sketch stage's slot counts (``_side``, ``_b``, of kind ``SIDE_SLOTS``: each input partition's
+    counts of one range of :func:`~neardup.spark.columns.slot_range_starts`, as bytes,
+    :class:`~neardup.spark.columns.SlotCounts`); the partition that gets a range adds its
+    counts up in a table of the range."""
     from pyspark.sql import functions as F
 
     limit = cfg.common_after
     if limit <= 0:
         return np.zeros(0, dtype=np.int64)
     ranges = max(1, n_parts)
-    keys = partition_keys(ranges)
-    kind = _counter(limit)
-
-    def count(batches: Batches) -> Iterator[pa.RecordBatch]:
-        import pyarrow as pa
-
-        table: npt.NDArray[Any] | None = None
-        for batch in batches:
-            for blob in batch.column("_sh").to_pylist():
-                if not blob:
-                    continue
-                if table is None:
-                    table = np.zeros(1 << SLOT_BITS, dtype=kind)
-                at = slots(np.frombuffer(blob, dtype="<u4"))
-                seen = table[at]
-                # a fancy-index assignment counts a repeated slot once; a count past the
-                # limit says no more (the sum only meets the limit or not)
-                table[at] = np.minimum(seen + 1, limit).astype(kind)
-        if table is None:
-            return
-        found = np.flatnonzero(table)
-        counts = table[found]
-        cut = np.searchsorted(found, _range_starts(ranges))
-        ids, blobs = [], []
-        for r in range(ranges):
-            lo, hi = cut[r], cut[r + 1]
-            if hi > lo:
-                ids.append(keys[r])
-                blobs.append(binary(found[lo:hi], "<u4") + binary(counts[lo:hi], "<u4"))
-        yield pa.RecordBatch.from_arrays(
-            [pa.array(ids, pa.int32()), pa.array(blobs, pa.binary())], names=["_r", "_b"]
-        )
+    kind = SlotCounts(limit).kind
 
     def add(batches: Batches) -> Iterator[pa.RecordBatch]:
         import pyarrow as pa
 
-        starts = _range_starts(ranges)
-        totals: dict[int, npt.NDArray[Any]] = {}  # range -> its counts, saturated at limit
+        starts = slot_range_starts(ranges)
+        totals: dict[int, npt.NDArray[Any]] = {}  # range -> its counts, up to the limit
         for batch in batches:
             for blob in batch.column("_b").to_pylist():
                 both = np.frombuffer(blob, dtype="<u4")
                 half = len(both) // 2
                 found = both[:half].astype(np.int64)
-                r = int(_range_of(found[:1], ranges)[0])
+                r = int(slot_range(found[:1], ranges)[0])
                 if r not in totals:
                     totals[r] = np.zeros(int(starts[r + 1] - starts[r]), dtype=kind)
                 at = found - starts[r]
@@ -154,24 +122,12 @@ def common_candidates(docs: DataFrame, cfg: DedupConfig, n_parts: int = 1) -> I6
             common = (np.flatnonzero(total >= limit) + starts[r]).astype(np.int32)
             yield pa.RecordBatch.from_arrays([pa.array(common)], names=["slot"])
 
+    if "_kind" in side.columns:
+        side = side.filter(F.col("_kind") == SIDE_SLOTS)
     found = (
-        docs.select("_sh")
-        .mapInArrow(count, "_r int, _b binary")
-        .repartition(ranges, F.col("_r"))
-        .mapInArrow(add, "slot int")
+        side.select("_side", "_b").repartition(ranges, F.col("_side")).mapInArrow(add, "slot int")
     )
     return np.sort(column(found, "slot"))
-
-
-def _range_starts(ranges: int) -> I64:
-    """The first slot of each of ``ranges`` equal ranges of the slot space, and its end
-    (rounded up: the slots :func:`_range_of` puts in each)."""
-    return -(-(np.arange(ranges + 1, dtype=np.int64) << SLOT_BITS) // ranges)
-
-
-def _range_of(slot: I64, ranges: int) -> I64:
-    """The range (of :func:`_range_starts`) each slot is in."""
-    return (slot * ranges) >> SLOT_BITS
 
 
 @dataclass
@@ -221,6 +177,7 @@ class Guard:
 def build_guard(
     spark: SparkSession,
     docs: DataFrame,
+    side: DataFrame,
     cfg: DedupConfig,
     n_parts: int,
     positions: int,
@@ -230,7 +187,8 @@ def build_guard(
     """The guard's memberships for the original documents ``docs`` (``_pos, _sh``), in
     ``n_parts`` ranges of the slot space (persisted, computed by the first :meth:`Guard.table`).
 
-    Only the candidate slots of :func:`common_candidates` are kept. Which documents are the
+    Only the candidate slots of :func:`common_candidates` (of the slot counts ``side``) are
+    kept. Which documents are the
     later one of a passed pair (not sure to be kept) and which are in a pair at all: the
     sorted positions ``flags`` (later, paired), or else the column ``_u`` of ``docs`` (true:
     a later one; false: an earlier one only; null: in no pair). A slot's table entry is never
@@ -248,7 +206,7 @@ def build_guard(
         stats["template_candidates"] = 0
         empty = spark.createDataFrame([], _BLOB_SCHEMA)
         return Guard(spark, empty, limit, positions)
-    candidates = common_candidates(docs, cfg, n_parts)
+    candidates = common_candidates(side, cfg, n_parts)
     stats["template_candidates"] = len(candidates)
     sc = spark.sparkContext
     common = sc.broadcast(candidates)
@@ -290,7 +248,7 @@ def build_guard(
         slot = np.concatenate(found)
         where = np.concatenate(held)
         flag = np.concatenate(flag_parts)
-        r = _range_of(slot, ranges)
+        r = slot_range(slot, ranges)
         order = np.argsort(r, kind="stable")
         slot, where, flag, r = slot[order], where[order], flag[order], r[order]
         cut = np.searchsorted(r, np.arange(ranges + 1))
