@@ -219,6 +219,45 @@ def test_short_posts_mostly_header_lines_and_signature_are_two_stories(tmp_path:
     assert [x.is_duplicate for x in d] == [False, False, False, True]
 
 
+def framed(rng: random.Random) -> tuple[str, str, str]:
+    """A series' blurb opening and closing every post, around a short announcement (a
+    fifth of its text its own) and around a long episode (two thirds its own)."""
+    opening, closing = zh(rng, 3), "\n---\n" + zh(rng, 3)
+    short = opening + "\n" + zh(rng, 2) + closing
+    long = opening + "\n" + zh(rng, 12) + closing
+    return opening, short, long
+
+
+def test_one_frame_around_a_short_post_and_a_long_one_makes_two_stories(tmp_path: Path) -> None:
+    """The same opening and ending lines (a series' blurb, an author's header lines and
+    signature) around a short post and around a long one: the shorter is mostly frame, so
+    by coverage alone the long one contains it, but the long one's own text is one block in
+    the middle and the short one has a middle of its own. Two stories; a copy of the long
+    one is still a copy of it."""
+    _, short, long = framed(random.Random(17))
+    a, b = make_sketch(short, CFG), make_sketch(long, CFG)
+    v = verify(b, a, CFG)
+    assert v.score >= CFG.threshold and v.edges and not v.is_duplicate
+    copy = "转载\n" + long.replace(long[9], "乙", 1)
+    d = by_id(decide(["short", "long", "copy"], [short, long, copy], tmp_path))
+    assert [d[i].cluster for i in ("short", "long", "copy")] == ["short", "long", "long"]
+    assert d["copy"].is_duplicate
+
+
+def test_an_excerpt_and_a_fuller_version_are_still_one_story() -> None:
+    """The frame rule needs a middle of the shorter's own: an excerpt that keeps an
+    article's opening and ending is the full article's story, and so is a version that
+    adds paragraphs in several places."""
+    rng = random.Random(18)
+    parts = [zh(rng, 3) for _ in range(6)]
+    full = "\n".join(parts)
+    excerpt = "\n".join([parts[0], parts[5]])
+    fuller = "\n".join([parts[0], zh(rng, 2), *parts[1:4], zh(rng, 2), *parts[4:]])
+    for later, earlier in ((full, excerpt), (fuller, full)):
+        v = verify(make_sketch(later, CFG), make_sketch(earlier, CFG), CFG)
+        assert v.is_duplicate and not v.edges
+
+
 # -- hubs: a post of chrome alone --------------------------------------------------------------
 
 

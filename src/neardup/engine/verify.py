@@ -377,6 +377,13 @@ EDGE_MIDDLE = 0.45  # the same opening and ending around a different middle
 #: with a body of its own (a reprint's edits leave no such middle on both sides)
 EDGE_MIDDLES = 0.2
 MIDDLE_UNITS = 100
+#: ... or around one middle of the longer that is at least this share of it and holds at
+#: least FRAMED_OWN of its own text, while the shorter has a middle of its own (EDGE_MIDDLES
+#: of it): the same header lines and signature, or a series' blurb, around a short post and
+#: a long one (a fuller version of an article adds its paragraphs in several places, and
+#: an excerpt has no middle of its own)
+FRAMED_MIDDLE = 0.45
+FRAMED_OWN = 0.8
 SIGN_OFF = 0.5  # the shorter, to its end, found only in the second half of the longer
 
 
@@ -407,7 +414,7 @@ def _may_be_edges(
     n = mine.total
     if mine.head >= max(edge, EDGE_ENDS * n) or mine.tail >= max(edge, EDGE_STARTS * n):
         return True
-    if mine.gap >= min(max(edge, EDGE_MIDDLE * n), max(MIDDLE_UNITS, EDGE_MIDDLES * n)):
+    if mine.gap >= max(edge, EDGE_MIDDLES * n):  # the smallest middle any rule takes
         return True
     if mine.tail >= edge:
         return False  # the sign-off rule needs the shorter to be shared up to its end
@@ -435,6 +442,11 @@ def _edges(mine: Placement, theirs: Placement, cfg: DedupConfig) -> bool:
         or (own(st, sn, EDGE_STARTS) and own(ot, on, EDGE_STARTS) and sh < edge and oh < edge)
         or own(sg, sn, EDGE_MIDDLE)
         or (min(sg, og) >= MIDDLE_UNITS and own(sg, sn, EDGE_MIDDLES) and own(og, on, EDGE_MIDDLES))
+        or (
+            own(sg, sn, EDGE_MIDDLES)
+            and own(og, on, FRAMED_MIDDLE)
+            and og >= FRAMED_OWN * (on - theirs.shared)
+        )
         or (st < edge and own(oh, on, SIGN_OFF))
     )
 
