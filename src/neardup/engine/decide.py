@@ -37,7 +37,7 @@ from ..shingling import unit_offsets
 from .config import DedupConfig, KeepPolicy, check_keep
 from .sketches import Sketch
 from .templates import TemplateGuard
-from .verify import Verdict, has_quotes, quoted_units, units_in, verify
+from .verify import Verdict, units_in, unquoted_codes, verify
 
 __all__ = [
     "IDENTICAL",
@@ -224,17 +224,12 @@ def story_codes(sketch: Sketch) -> npt.NDArray[np.uint32]:
     own: a passage two replies quote is not chrome).
 
     >>> from neardup.engine import make_sketch
-    >>> sk = make_sketch("new words of mine here\n> and some quoted words", DedupConfig())
+    >>> sk = make_sketch("new words of mine here\\n> and some quoted words", DedupConfig())
     >>> len(story_codes(sk)) < len(sk.vocab)
     True
     """
-    text = sketch.text
-    if not has_quotes(text):
-        return sketch.vocab
-    codes = sketch.shingles
-    quoted = quoted_units(text, sketch.n_units)
-    own: npt.NDArray[np.uint32] = np.unique(codes[~quoted[: len(codes)]])
-    return own
+    own = unquoted_codes(sketch.shingles, sketch.text, sketch.n_units)
+    return sketch.vocab if own is None else own
 
 
 def counts_as_story(match: Match | None) -> bool:

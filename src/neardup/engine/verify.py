@@ -48,6 +48,7 @@ __all__ = [
     "quoted_chars",
     "required",
     "units_in",
+    "unquoted_codes",
     "verify",
 ]
 
@@ -351,6 +352,16 @@ def quoted_units(text: str, n_units: int) -> npt.NDArray[np.bool_]:
     k = np.searchsorted(spans[:, 0], where, side="right") - 1
     mask[: len(where)] = (k >= 0) & (where < spans[np.maximum(k, 0), 1])
     return mask
+
+
+def unquoted_codes(codes: U32, text: str, n_units: int) -> U32 | None:
+    """The distinct shingle ``codes`` (a text's, in text order) that do not start on a
+    quoted line of its prepared ``text``; None when it has no quoted line (all of them)."""
+    if not has_quotes(text):
+        return None
+    quoted = quoted_units(text, n_units)
+    own: U32 = np.unique(codes[~quoted[: len(codes)]])
+    return own
 
 
 def _unquoted(
