@@ -67,8 +67,9 @@ def slots(codes: U32) -> npt.NDArray[np.intp]:
     return (codes >> _SHIFT).astype(np.intp)
 
 
-#: A text's passages are chrome only when at least this share of it lies outside them: a text that is all passage is a story seen again (after its
-#: window, or missed once), not chrome around a story of its own.
+#: A text's passages are chrome only when at least this share of it lies outside them: a
+#: text that is all passage is a story seen again (after its window, or missed once), not
+#: chrome around a story of its own.
 PASSAGE_REST = 0.25
 
 

@@ -451,17 +451,18 @@ def _may_be_edges(
         return True
     if mine.tail >= edge:
         return False  # the sign-off rule needs the shorter to be shared up to its end
-    # the longer's units before its first shared one, at least, and as many after them as a
-    # passage of chrome holds (which tells whether one of them is chrome)
-    codes = other.shingles[: edge + (guard.passage if guard is not None else 0)]
+    # the longer's units before its first shared one, at least (whether one is chrome may
+    # depend on the whole text: a passage of chrome, and how much of the text lies outside)
+    codes = other.shingles if guard is not None and guard.passage > 0 else other.shingles[:edge]
     vocab = short.vocab
     if fast:
         found = kernels.load("_pairs").any_shared(codes, edge, vocab, *guard_arrays(guard, codes))
         return not found
-    hit = vocab[np.minimum(np.searchsorted(vocab, codes), len(vocab) - 1)] == codes
+    head = codes[:edge]
+    hit = vocab[np.minimum(np.searchsorted(vocab, head), len(vocab) - 1)] == head
     if guard is not None:
-        hit &= ~guard.is_common(codes)
-    return not hit[:edge].any()
+        hit &= ~guard.is_common(codes)[:edge]
+    return not hit.any()
 
 
 def _edges(mine: Placement, theirs: Placement, cfg: DedupConfig) -> bool:
