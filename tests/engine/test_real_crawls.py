@@ -327,6 +327,58 @@ def test_a_block_recurring_in_different_stories_is_learned_as_chrome(tmp_path: P
     assert all(x.cluster == x.id and not x.is_duplicate for x in late)
 
 
+def test_a_bio_two_columns_carry_is_chrome_at_once(tmp_path: Path) -> None:
+    """A bio that two different columns end with is chrome from then on (a passage seen in
+    two stories), before it has been seen in ``common_after`` of them: a photo post that is
+    a caption and the bio and a short post that ends with it are two stories, not one."""
+    rng = random.Random(19)
+    bio = "\n---\n博客 | 某作者\n" + zh(rng, 5)
+    ids = ["col-1", "col-2", "photo", "post"]
+    texts = [zh(rng, 12) + bio, zh(rng, 12) + bio, "某人（1963－2016）" + bio, zh(rng, 4) + bio]
+    d = by_id(decide(ids, texts, tmp_path))
+    assert [d[i].cluster for i in ids] == ids
+    assert not any(x.is_duplicate for x in d.values())
+    (tmp_path / "off").mkdir()
+    without = by_id(decide(ids, texts, tmp_path / "off", DedupConfig(chrome_passage=0)))
+    assert without["post"].cluster == "photo"  # what learning the bio at five stories gave
+
+
+def test_a_story_seen_again_is_not_chrome_of_its_own(tmp_path: Path) -> None:
+    """A story counted twice (seen again after its window) is still a story: a text that is
+    all passage keeps it, so a reprint of it still matches."""
+    rng = random.Random(20)
+    story = zh(rng, 10)
+    day = 86_400.0
+    with Deduper(store=f"sqlite:///{tmp_path / 'w.db'}", window="30d", explain=False) as dd:
+        dd.check_and_add("first", story, timestamp=0.0)
+        again = dd.check_and_add("again", "来源：某网\n" + story, timestamp=100 * day)
+        assert not again.is_duplicate  # outside the window: a story again
+        reprint = dd.check_and_add("reprint", story + "。", timestamp=101 * day)
+        assert reprint.is_duplicate and reprint.cluster == "again"
+
+
+def test_passages_that_replies_quote_are_not_chrome() -> None:
+    """Quoted lines are not a story's own text, so two replies that quote the same passage
+    of a post do not make it chrome; their own lines count."""
+    from neardup.engine import story_codes
+
+    rng = random.Random(21)
+    passage = en(rng, 4)
+    parent = f"{passage}\n{en(rng, 6)}"
+    quoted = "\n".join("> " + line for line in passage.split(". "))
+    replies = [f"Ann writes:\n{quoted}\n{en(rng, 12)}" for _ in range(2)]
+    dd = Deduper()
+    for k, text in enumerate([parent, *replies]):
+        dd.check_and_add(f"d{k}", text)
+    sk = make_sketch(parent, CFG)
+    assert not dd.chrome().is_common(sk.shingles).any()
+    reply = make_sketch(replies[0], CFG)
+    assert len(story_codes(reply)) < len(reply.vocab)
+    assert set(story_codes(reply).tolist()) >= set(
+        make_sketch(replies[0].split("\n")[-1], CFG).vocab.tolist()
+    )
+
+
 def test_chrome_passages_are_shown_beside_the_ones_that_counted() -> None:
     """A decision's evidence is what counted; what was set aside as chrome is listed apart."""
     rng = random.Random(9)

@@ -48,6 +48,7 @@ __all__ = [
     "quoted_chars",
     "required",
     "units_in",
+    "unquoted_codes",
     "verify",
 ]
 
@@ -223,26 +224,48 @@ _NO_INDEX = np.zeros(0, dtype=np.uint16)
 _NO_COUNTS = np.zeros(1, dtype=np.uint8)
 _NO_SLOTS = np.zeros(1, dtype=np.int64)
 _NO_MASK = np.zeros(1, dtype=np.bool_)
+_NO_GUARD = (0, _NO_COUNTS, 0, _NO_SLOTS, _NO_SLOTS, _NO_SLOTS, 0, 0, _NO_MASK)
 
 
 def guard_arrays(guard: TemplateGuard | None, codes: U32) -> tuple[Any, ...]:
     """A template guard as the compiled kernels take it (see :mod:`neardup.kernels._pairs`):
-    (kind, counts, limit, slot_ids, firsts, at, mask); ``codes`` are the shingles a guard of
-    another type is asked about beforehand."""
+    (kind, counts, limit, slot_ids, firsts, seconds, at, passage, mask); ``codes`` are the
+    shingles (in text order) a guard of another type is asked about beforehand."""
     if guard is None:
-        return 0, _NO_COUNTS, 0, _NO_SLOTS, _NO_SLOTS, 0, _NO_MASK
+        return _NO_GUARD
     if type(guard) is CommonShingles:
         if guard.limit <= 0:
-            return 0, _NO_COUNTS, 0, _NO_SLOTS, _NO_SLOTS, 0, _NO_MASK
-        return 1, guard.counts, guard.limit, _NO_SLOTS, _NO_SLOTS, 0, _NO_MASK
+            return _NO_GUARD
+        return (
+            1,
+            guard.counts,
+            guard.limit,
+            _NO_SLOTS,
+            _NO_SLOTS,
+            _NO_SLOTS,
+            0,
+            guard.passage,
+            _NO_MASK,
+        )
     if type(guard) is TemplateTable:
         if guard.limit <= 0 or len(guard.slot_ids) == 0:
-            return 0, _NO_COUNTS, 0, _NO_SLOTS, _NO_SLOTS, 0, _NO_MASK
+            return _NO_GUARD
         slot_ids = np.ascontiguousarray(guard.slot_ids, dtype=np.int64)
         firsts = np.ascontiguousarray(guard.firsts, dtype=np.int64)
-        return 2, _NO_COUNTS, guard.limit, slot_ids, firsts, guard.at, _NO_MASK
+        seconds = np.ascontiguousarray(guard.seconds, dtype=np.int64)
+        return (
+            2,
+            _NO_COUNTS,
+            guard.limit,
+            slot_ids,
+            firsts,
+            seconds,
+            guard.at,
+            guard.passage,
+            _NO_MASK,
+        )
     mask = np.ascontiguousarray(guard.is_common(codes), dtype=np.bool_)
-    return 3, _NO_COUNTS, 0, _NO_SLOTS, _NO_SLOTS, 0, mask
+    return 3, _NO_COUNTS, 0, _NO_SLOTS, _NO_SLOTS, _NO_SLOTS, 0, 0, mask
 
 
 def _numpy_placement(
@@ -329,6 +352,16 @@ def quoted_units(text: str, n_units: int) -> npt.NDArray[np.bool_]:
     k = np.searchsorted(spans[:, 0], where, side="right") - 1
     mask[: len(where)] = (k >= 0) & (where < spans[np.maximum(k, 0), 1])
     return mask
+
+
+def unquoted_codes(codes: U32, text: str, n_units: int) -> U32 | None:
+    """The distinct shingle ``codes`` (a text's, in text order) that do not start on a
+    quoted line of its prepared ``text``; None when it has no quoted line (all of them)."""
+    if not has_quotes(text):
+        return None
+    quoted = quoted_units(text, n_units)
+    own: U32 = np.unique(codes[~quoted[: len(codes)]])
+    return own
 
 
 def _unquoted(
@@ -418,14 +451,17 @@ def _may_be_edges(
         return True
     if mine.tail >= edge:
         return False  # the sign-off rule needs the shorter to be shared up to its end
-    codes = other.shingles[:edge]  # the longer's units before its first shared one, at least
+    # the longer's units before its first shared one, at least (whether one is chrome may
+    # depend on the whole text: a passage of chrome, and how much of the text lies outside)
+    codes = other.shingles if guard is not None and guard.passage > 0 else other.shingles[:edge]
     vocab = short.vocab
     if fast:
-        found = kernels.load("_pairs").any_shared(codes, vocab, *guard_arrays(guard, codes))
+        found = kernels.load("_pairs").any_shared(codes, edge, vocab, *guard_arrays(guard, codes))
         return not found
-    hit = vocab[np.minimum(np.searchsorted(vocab, codes), len(vocab) - 1)] == codes
+    head = codes[:edge]
+    hit = vocab[np.minimum(np.searchsorted(vocab, head), len(vocab) - 1)] == head
     if guard is not None:
-        hit &= ~guard.is_common(codes)
+        hit &= ~guard.is_common(codes)[:edge]
     return not hit.any()
 
 
