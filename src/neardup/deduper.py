@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Union, cast
 
 import numpy as np
+import numpy.typing as npt
 
 from .batch import BatchResult, dedup_batch
 from .engine import (
@@ -45,6 +46,7 @@ from .engine import (
     may_verify_counts,
     shared_text,
     store_fingerprint,
+    story_codes,
     text_key,
     to_verify,
 )
@@ -56,6 +58,8 @@ if TYPE_CHECKING:
     from .records import Document
 
 __all__ = ["BatchResult", "Decision", "Deduper", "KeepPolicy", "dedup_batch"]
+
+U32 = npt.NDArray[np.uint32]
 
 
 _SNAPSHOT_EVERY = 20_000  # kept documents between saved common-shingle tables
@@ -147,7 +151,7 @@ class Deduper:
         self.store = open_store(store, namespace=namespace) if isinstance(store, str) else store
         self.store.check_config(store_fingerprint(self.config))
         self.store.expire_after(self.window)
-        self._common = CommonShingles(limit=self.config.common_after)
+        self._common = CommonShingles.of(self.config)
         self._log_pos = 0
         self._saved_pos = 0
         self._loaded = False
@@ -336,7 +340,7 @@ class Deduper:
                 found = self.store.sketches(others)
                 for doc_id in others:  # in log order (deleted documents are skipped)
                     if doc_id in found:
-                        self._common.add(found[doc_id].vocab)
+                        self._common.add(story_codes(found[doc_id]))
             self._log_pos = pos
             if done:
                 break
@@ -370,7 +374,7 @@ class Deduper:
         start = attempt = 0
         while True:
             self.store.begin(write=add)
-            counted: list[tuple[int, Sketch]] = []  # (entry number, sketch) of kept documents
+            counted: list[tuple[int, U32]] = []  # (entry number, codes) of stories counted
             try:
                 self._sync()
                 decisions, news, origin = self._decide(items, times, sketches, add, counted, start)
@@ -385,12 +389,12 @@ class Deduper:
                 # that failed in commit() has left it already, and may fail again here)
                 with contextlib.suppress(Exception):
                     self.store.rollback()
-                for _, sk in counted:
-                    self._common.remove(sk.vocab)
+                for _, codes in counted:
+                    self._common.remove(codes)
                 raise
             if not add:
-                for _, sk in counted:  # a check counts nothing
-                    self._common.remove(sk.vocab)
+                for _, codes in counted:  # a check counts nothing
+                    self._common.remove(codes)
                 return decisions
             self._own.update(
                 n.entry.id for n in news[:applied] if n.entry.kept and n.sketch is not None
@@ -399,9 +403,9 @@ class Deduper:
                 return done + decisions
             # another writer changed what entry `applied` read: keep what was added before it
             # and decide the rest again
-            for number, sk in counted:
+            for number, codes in counted:
                 if number >= applied:
-                    self._common.remove(sk.vocab)
+                    self._common.remove(codes)
             stop = origin[applied]
             done += decisions[: stop - start]
             start = stop
@@ -452,7 +456,7 @@ class Deduper:
         times: list[float],
         sketches: dict[int, Sketch],
         add: bool,
-        counted: list[tuple[int, Sketch]],
+        counted: list[tuple[int, U32]],
         start: int = 0,
     ) -> tuple[list[Decision], list[NewEntry], list[int]]:
         """Decide ``items[start:]`` in order inside the atomic section: their decisions, the
@@ -548,8 +552,9 @@ class Deduper:
                     ev, extends, chrome,
                 )  # fmt: skip
             if add and story:
-                self._common.add(sk.vocab)
-                counted.append((len(news), sk))
+                codes = story_codes(sk)
+                self._common.add(codes)
+                counted.append((len(news), codes))
             decisions.append(d)
             if not add:
                 continue

@@ -13,7 +13,7 @@ import numpy.typing as npt
 from ..engine import LIGHT_BITS as ENGINE_LIGHT_BITS
 from ..engine import DedupConfig, light, make_sketches, text_key
 from ..engine.codec import COLUMNS, to_columns
-from ..engine.templates import SLOT_BITS, slots
+from ..engine.templates import PASSAGE_STORIES, SLOT_BITS, slots
 from ..index.lsh import bucket_ids
 
 if TYPE_CHECKING:
@@ -35,6 +35,7 @@ __all__ = [
     "bucket_range",
     "column",
     "columns",
+    "fewest",
     "frame_of",
     "groups",
     "partition_keys",
@@ -80,10 +81,10 @@ def sketch_batches(cfg: DedupConfig, ranges: int) -> BatchFn:
     only one sketched; the others get its position in ``_first`` and no sketch. After the
     documents, the partition's side rows, one of each kind per range of ``ranges``: the
     count of each template slot over its first copies (a slot repeated in a document
-    counts once, up to ``common_after``, as :class:`~neardup.engine.CommonShingles`
-    counts) and the LSH buckets of the non-empty ones (:func:`~neardup.index.lsh.bucket_ids`),
-    so that the next stages read neither the shingle codes nor a Spark row per bucket."""
-    limit = cfg.common_after
+    counts once, as :class:`~neardup.engine.CommonShingles` counts, up to :func:`fewest`)
+    and the LSH buckets of the non-empty ones (:func:`~neardup.index.lsh.bucket_ids`), so
+    that the next stages read neither the shingle codes nor a Spark row per bucket."""
+    limit = fewest(cfg)
     keys = partition_keys(max(1, ranges))
 
     def run(batches: Batches) -> Iterator[pa.RecordBatch]:
@@ -145,6 +146,14 @@ def sketch_batches(cfg: DedupConfig, ranges: int) -> BatchFn:
             yield pa.RecordBatch.from_pydict(cols, schema=schema)
 
     return run
+
+
+def fewest(cfg: DedupConfig) -> int:
+    """The fewest kept stories a slot must be in for the template guard to read it: two
+    with chrome passages (a passage's shingles are seen in two), else ``common_after``."""
+    if cfg.common_after <= 0:
+        return 0
+    return min(PASSAGE_STORIES, cfg.common_after) if cfg.chrome_passage > 0 else cfg.common_after
 
 
 def bucket_range(bids: npt.NDArray[np.uint64], ranges: int) -> I64:

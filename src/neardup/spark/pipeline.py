@@ -724,7 +724,7 @@ def _verify(
             found.unpersist()
     stats["prefiltered_pairs"] = book.size
     with run.stage("templates"):
-        originals = sketches.select("_pos", "_sh")
+        originals = sketches.select("_pos", "_sh", "_n", "_ptext")
         flags = book.flags()
         if isinstance(flags, tuple):
             guard = build_guard(

@@ -1,17 +1,19 @@
 """The template guard on Spark: the input position from which each shingle slot is common.
 
 The local engine counts a shingle once it has been seen in ``common_after`` *kept* stories
-earlier in the input (:class:`~neardup.engine.CommonShingles`), so a verdict depends on which
-earlier documents were kept. Spark computes, for every slot, the input position of the
-``common_after``-th kept document containing it (:meth:`Guard.table`), verifies with those
-positions (:class:`~neardup.engine.TemplateTable`), recomputes the kept set, and repeats on
+earlier in the input (:class:`~neardup.engine.CommonShingles`), and as part of a chrome
+passage once seen in two, so a verdict depends on which earlier documents were kept. Spark
+computes, for every slot, the input position of the ``common_after``-th kept document
+containing it and of the second (:meth:`Guard.table`), verifies with those positions
+(:class:`~neardup.engine.TemplateTable`), recomputes the kept set, and repeats on
 the pairs whose guard changed (:func:`at_risk`) until nothing changes. Position ``p``'s
 decision depends only on earlier positions, so the fixed point is unique and is the local
 engine's answer.
 
 The rounds are cheap: only original documents count (a byte-identical copy is never kept),
-and a document that is the later one of no passed pair is kept in every round, so each slot
-keeps its memberships up to its ``common_after``-th such document, once (:func:`build_guard`).
+a story counts the lines it does not quote, and a document that is the later one of no
+passed pair is kept in every round, so each slot keeps its memberships up to its
+``common_after``-th such document, once (:func:`build_guard`).
 The memberships are cut into ranges of the slot space, and a range travels and is kept as a
 few rows of bytes (slots, positions, flags), never as a Spark row per membership: a round is
 one pass over them, without a shuffle, that returns the table and, for the slots whose
@@ -28,7 +30,8 @@ import numpy as np
 import numpy.typing as npt
 
 from ..engine import DedupConfig
-from ..engine.templates import SLOT_BITS, slots
+from ..engine.templates import PASSAGE_STORIES, SLOT_BITS, slots
+from ..engine.verify import QUOTE_START, unquoted_codes
 from .columns import (
     SIDE_SLOTS,
     Batches,
@@ -36,6 +39,7 @@ from .columns import (
     SlotCounts,
     binary,
     column,
+    fewest,
     groups,
     partition_keys,
     slot_range,
@@ -43,6 +47,7 @@ from .columns import (
     to_arrow,
     unbinary,
 )
+from .verify import Table
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -54,28 +59,29 @@ __all__ = [
     "at_risk",
     "build_guard",
     "common_candidates",
+    "fewest",
     "risk_intervals",
     "same_table",
     "slots_of",
+    "story_slots",
 ]
 
 I64 = npt.NDArray[np.int64]
 NO_POSITION = np.iinfo(np.int64).max
 
-#: The template guard of a whole run: (sorted slots, input position of the
-#: ``common_after``-th kept story holding each) — see :class:`~neardup.engine.TemplateTable`.
-Table = tuple[I64, I64]
-
 #: The flags of a membership (a byte each): its document is kept whatever the verdicts (the
 #: later one of no passed pair), the row counts towards the slot's position, the slot's
-#: position may move between rounds, the document is in a passed pair.
-SURE, KEEP, VOLATILE, PAIRED = 1, 2, 4, 8
+#: position may move between rounds, the document is in a passed pair, the document holds
+#: the slot as a story counts it (not only on quoted lines, :func:`story_slots`).
+SURE, KEEP, VOLATILE, PAIRED, OWN = 1, 2, 4, 8, 16
 
 #: Memberships in one row of bytes at most (13 bytes each).
 ROW_MEMBERSHIPS = 1 << 22
 
 _BLOB_SCHEMA = "_r int, slot binary, pos binary, flags binary"
-_PASS_SCHEMA = "slots binary, firsts binary, tpos binary, tlo binary, thi binary, rows long"
+_PASS_SCHEMA = (
+    "slots binary, firsts binary, seconds binary, tpos binary, tlo binary, thi binary, rows long"
+)
 
 
 def slots_of(blob: bytes) -> I64:
@@ -84,18 +90,28 @@ def slots_of(blob: bytes) -> I64:
     return np.unique(slots(codes).astype(np.int64))
 
 
-def common_candidates(side: DataFrame, cfg: DedupConfig, n_parts: int = 1) -> I64:
-    """Slots found in ``common_after`` or more original documents (sorted): a superset of
-    the slots the guard can ever count as common, whichever of them are kept (a
-    byte-identical copy is never kept).
+def story_slots(blob: bytes, text: str | None, n_units: int) -> I64:
+    """The distinct slots a story counts (:func:`~neardup.engine.story_codes`): those of its
+    shingle codes that do not start on a quoted line of its prepared ``text`` (None: a text
+    with no quoted line)."""
+    codes = np.frombuffer(blob, dtype="<u4")
+    own = None if text is None else unquoted_codes(codes, text, n_units)
+    return np.unique(slots(codes if own is None else own).astype(np.int64))
 
-    ``side``: the sketch stage's slot counts (``_side``, ``_b``, of kind ``SIDE_SLOTS``: each input partition's
-    counts of one range of :func:`~neardup.spark.columns.slot_range_starts`, as bytes,
+
+def common_candidates(side: DataFrame, cfg: DedupConfig, n_parts: int = 1) -> I64:
+    """Slots found in :func:`fewest` or more original documents (sorted): a superset of the
+    slots the guard can ever read (count as common, or as seen for a passage), whichever of
+    them are kept (a byte-identical copy is never kept, and quoted lines only add slots).
+
+    ``side``: the sketch stage's slot counts (``_side``, ``_b``, of kind ``SIDE_SLOTS``:
+    each input partition's counts of one range of
+    :func:`~neardup.spark.columns.slot_range_starts`, as bytes,
     :class:`~neardup.spark.columns.SlotCounts`); the partition that gets a range adds its
     counts up in a table of the range."""
     from pyspark.sql import functions as F
 
-    limit = cfg.common_after
+    limit = fewest(cfg)
     if limit <= 0:
         return np.zeros(0, dtype=np.int64)
     ranges = max(1, n_parts)
@@ -139,7 +155,7 @@ class Guard:
 
     spark: SparkSession
     frame: DataFrame
-    limit: int
+    cfg: DedupConfig
     positions: int
 
     def table(
@@ -154,7 +170,7 @@ class Guard:
         sc = self.spark.sparkContext
         bits = (_bits(removed, self.positions), _bits(before, self.positions), before is not None)
         shared = sc.broadcast(bits)
-        rows = to_arrow(self.frame.mapInArrow(_table_pass(shared, self.limit), _PASS_SCHEMA))
+        rows = to_arrow(self.frame.mapInArrow(_table_pass(shared, self.cfg), _PASS_SCHEMA))
         shared.destroy()
         cols: dict[str, list[I64]] = {}
         for name in rows.column_names:
@@ -163,12 +179,13 @@ class Guard:
                 cols[name] = [np.asarray(values, dtype=np.int64)]
             else:
                 cols[name] = [unbinary(v, "<i8") for v in values]
-        slot_ids, firsts, tpos, tlo, thi, count = (
+        slot_ids, firsts, seconds, tpos, tlo, thi, count = (
             np.concatenate(cols[name]) if cols.get(name) else np.zeros(0, dtype=np.int64)
-            for name in ("slots", "firsts", "tpos", "tlo", "thi", "rows")
+            for name in ("slots", "firsts", "seconds", "tpos", "tlo", "thi", "rows")
         )
         order = np.argsort(slot_ids, kind="stable")
-        return (slot_ids[order], firsts[order]), tpos, tlo, thi, int(count.sum())
+        table = (slot_ids[order], firsts[order], seconds[order])
+        return table, tpos, tlo, thi, int(count.sum())
 
     def unpersist(self) -> None:
         self.frame.unpersist()
@@ -184,18 +201,20 @@ def build_guard(
     stats: dict[str, Any],
     flags: tuple[I64, I64] | None = None,
 ) -> Guard:
-    """The guard's memberships for the original documents ``docs`` (``_pos, _sh``), in
-    ``n_parts`` ranges of the slot space (persisted, computed by the first :meth:`Guard.table`).
+    """The guard's memberships for the original documents ``docs`` (``_pos, _sh, _n,
+    _ptext``), in ``n_parts`` ranges of the slot space (persisted, computed by the first
+    :meth:`Guard.table`).
 
     Only the candidate slots of :func:`common_candidates` (of the slot counts ``side``) are
-    kept. Which documents are the
-    later one of a passed pair (not sure to be kept) and which are in a pair at all: the
-    sorted positions ``flags`` (later, paired), or else the column ``_u`` of ``docs`` (true:
-    a later one; false: an earlier one only; null: in no pair). A slot's table entry is never
-    after ``t``, the position of its ``common_after``-th sure document: the rows after ``t``
-    never matter and are dropped. A slot is volatile (its entry may change between rounds)
-    when an unsure document comes before ``t``; all its rows are kept, to find the pairs a
-    change puts at risk. ``positions``: one more than the largest input position.
+    kept, each flagged ``OWN`` where the document holds it as a story counts it
+    (:func:`story_slots`). Which documents are the later one of a passed pair (not sure to
+    be kept) and which are in a pair at all: the sorted positions ``flags`` (later, paired),
+    or else the column ``_u`` of ``docs`` (true: a later one; false: an earlier one only;
+    null: in no pair). A slot's table entry is never after ``t``, the position of its
+    ``common_after``-th sure document: the rows after ``t`` never matter and are dropped. A
+    slot is volatile (its entry may change between rounds) when an unsure document comes
+    before ``t``; all its rows are kept, to find the pairs a change puts at risk.
+    ``positions``: one more than the largest input position.
     """
     from pyspark.sql import functions as F
     from pyspark.storagelevel import StorageLevel
@@ -205,7 +224,7 @@ def build_guard(
     if limit <= 0:
         stats["template_candidates"] = 0
         empty = spark.createDataFrame([], _BLOB_SCHEMA)
-        return Guard(spark, empty, limit, positions)
+        return Guard(spark, empty, cfg, positions)
     candidates = common_candidates(side, cfg, n_parts)
     stats["template_candidates"] = len(candidates)
     sc = spark.sparkContext
@@ -235,14 +254,20 @@ def build_guard(
                 in_pair = np.asarray(u.is_valid().to_numpy(zero_copy_only=False))
                 unsure = np.asarray(u.fill_null(False).to_numpy(zero_copy_only=False))
             flag = np.where(unsure, 0, SURE) | np.where(in_pair, PAIRED, 0)
+            texts = batch.column("_qt").to_pylist()
+            units = batch.column("_n").to_pylist()
             for k, blob in enumerate(batch.column("_sh").to_pylist()):
                 if not blob:
                     continue
                 s = slots(np.frombuffer(blob, dtype="<u4"))
                 s = np.unique(s[wanted[s]])
+                own = np.full(len(s), OWN, dtype=np.uint8)
+                if texts[k] is not None:
+                    mine = np.isin(s, story_slots(blob, texts[k], units[k]), assume_unique=True)
+                    own[~mine] = 0
                 found.append(s)
                 held.append(np.full(len(s), pos[k], dtype=np.int64))
-                flag_parts.append(np.full(len(s), flag[k], dtype=np.uint8))
+                flag_parts.append(own | np.uint8(flag[k]))
         if not found:
             return
         slot = np.concatenate(found)
@@ -257,15 +282,17 @@ def build_guard(
                 hi = min(lo + ROW_MEMBERSHIPS, int(cut[k + 1]))
                 yield _blob_batch(keys[k], slot[lo:hi], where[lo:hi], flag[lo:hi])
 
-    cols = ["_pos", "_sh"] if flags is not None else ["_pos", "_sh", "_u"]
+    cols = ["_pos", "_sh", "_n"] if flags is not None else ["_pos", "_sh", "_n", "_u"]
+    # a story counts the lines it does not quote: the prepared text of those that quote
+    quoting = F.when(F.col("_ptext").rlike("(?md)" + QUOTE_START), F.col("_ptext"))
     frame = (
-        docs.select(*cols)
+        docs.select(*cols, quoting.alias("_qt"))
         .mapInArrow(memberships, _BLOB_SCHEMA)
         .repartition(ranges, F.col("_r"))
-        .mapInArrow(_trimmed(limit), _BLOB_SCHEMA)
+        .mapInArrow(_trimmed(limit, fewest(cfg)), _BLOB_SCHEMA)
         .persist(StorageLevel.MEMORY_AND_DISK)
     )
-    return Guard(spark, frame, limit, positions)
+    return Guard(spark, frame, cfg, positions)
 
 
 def _member(pos: I64, sorted_positions: I64) -> npt.NDArray[np.bool_]:
@@ -311,28 +338,34 @@ def _ranges(batches: Batches) -> Iterator[tuple[int, I64, I64, npt.NDArray[np.ui
         yield key, slot[order], pos[order], flag[order]
 
 
-def _trimmed(limit: int) -> BatchFn:
+def _trimmed(limit: int, low: int) -> BatchFn:
     """The ``mapInArrow`` function of :func:`build_guard` on partitions of whole ranges:
-    each range's memberships with the rows that can matter, flagged ``KEEP``/``VOLATILE``."""
+    each range's memberships with the rows that can matter, flagged ``KEEP``/``VOLATILE``:
+    the slots a story counts in ``low`` documents or more (:func:`fewest`), each up to its
+    ``limit``-th sure such document; the rows of a document that holds a slot only on its
+    quoted lines (no ``OWN``) never count, but stay with a volatile slot's rows, as the
+    slot is read when that document is verified."""
 
     def run(batches: Batches) -> Iterator[pa.RecordBatch]:
         for key, slot, pos, flag in _ranges(batches):
-            sure = (flag & SURE) != 0
+            sure, own = (flag & SURE) != 0, (flag & OWN) != 0
+            counted = sure & own
             starts, sizes, group = groups(slot)
-            done = np.cumsum(sure)  # sure rows up to and including each row
-            rank = done - (done[starts] - sure[starts])[group]
+            done = np.cumsum(counted, dtype=np.int64)  # counted rows up to each row
+            rank = done - (done[starts] - counted[starts])[group]
             ends = np.full(len(starts), NO_POSITION, dtype=np.int64)
-            at = np.flatnonzero(sure & (rank == limit))
+            at = np.flatnonzero(counted & (rank == limit))
             ends[group[at]] = pos[at]
             end = ends[group]
-            reach = (sizes >= limit)[group]
-            keep = reach & (pos <= end)
+            owners = np.add.reduceat(own.astype(np.int64), starts) if len(starts) else sizes
+            reach = (owners >= low)[group]
+            keep = reach & own & (pos <= end)
             vol_group = np.zeros(len(starts), dtype=np.bool_)
-            vol_group[group[~sure & (pos < end)]] = True
+            vol_group[group[~sure & own & (pos < end)]] = True
             vol = reach & vol_group[group]
             out = np.flatnonzero(keep | vol)
             flags = (
-                (flag[out] & (SURE | PAIRED))
+                (flag[out] & (SURE | PAIRED | OWN))
                 | np.where(keep[out], KEEP, 0)
                 | np.where(vol[out], VOLATILE, 0)
             ).astype(np.uint8)
@@ -357,9 +390,14 @@ def _in_bits(bits: npt.NDArray[np.uint8], pos: I64) -> npt.NDArray[np.bool_]:
     return found
 
 
-def _firsts(slot: I64, pos: I64, flag: npt.NDArray[np.uint8], removed: Any, limit: int) -> Table:
-    """For each slot, the position of its ``limit``-th kept document (rows sorted by slot and
-    position; ``removed``: the bitmap of documents not kept, None for the unsure ones)."""
+def _firsts(
+    slot: I64, pos: I64, flag: npt.NDArray[np.uint8], removed: Any, cfg: DedupConfig
+) -> Table:
+    """For each slot held by :func:`fewest` kept documents, the position of its
+    ``common_after``-th (:data:`NO_POSITION` when fewer hold it) and of its second (with
+    chrome passages; else the first again): rows sorted by slot and position, ``removed``
+    the bitmap of documents not kept, None for the unsure ones."""
+    limit, low = cfg.common_after, fewest(cfg)
     kept = (flag & KEEP) != 0
     if removed is None:
         kept &= (flag & SURE) != 0
@@ -367,13 +405,21 @@ def _firsts(slot: I64, pos: I64, flag: npt.NDArray[np.uint8], removed: Any, limi
         kept &= ~_in_bits(removed, pos)
     s, p = slot[kept], pos[kept]
     if len(s) == 0:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        none = np.zeros(0, dtype=np.int64)
+        return none, none, none
     starts, sizes, _ = groups(s)
-    ok = starts[sizes >= limit]
-    return s[ok].astype(np.int64), p[ok + limit - 1].astype(np.int64)
+    ok = sizes >= low
+    first = np.full(len(starts), NO_POSITION, dtype=np.int64)
+    full = sizes >= limit
+    first[full] = p[starts[full] + limit - 1]
+    if cfg.chrome_passage > 0:
+        second = p[starts[ok] + min(PASSAGE_STORIES, low) - 1].astype(np.int64)
+    else:
+        second = first[ok]
+    return s[starts[ok]].astype(np.int64), first[ok], second
 
 
-def _table_pass(shared: Any, limit: int) -> BatchFn:
+def _table_pass(shared: Any, cfg: DedupConfig) -> BatchFn:
     """The ``mapInArrow`` function of :meth:`Guard.table`: one row per range."""
 
     def run(batches: Batches) -> Iterator[pa.RecordBatch]:
@@ -381,42 +427,53 @@ def _table_pass(shared: Any, limit: int) -> BatchFn:
 
         removed, before, compare = shared.value
         for _, slot, pos, flag in _ranges(batches):
-            new = _firsts(slot, pos, flag, removed, limit)
+            new = _firsts(slot, pos, flag, removed, cfg)
             moved = [np.zeros(0, dtype=np.int64)] * 3
             if compare:
-                old = _firsts(slot, pos, flag, before, limit)
-                every = np.union1d(old[0], new[0])
-                was, now = _spread(old, every), _spread(new, every)
-                differ = was != now
-                changed = every[differ]
-                if len(changed):
-                    at = np.minimum(np.searchsorted(changed, slot), len(changed) - 1)
-                    rows = np.flatnonzero((changed[at] == slot) & ((flag & PAIRED) != 0))
-                    lo = np.minimum(was, now)[differ][at[rows]]
-                    hi = np.maximum(was, now)[differ][at[rows]]
-                    moved = [pos[rows], lo, hi]
+                old = _firsts(slot, pos, flag, before, cfg)
+                moved = _moved(slot, pos, flag, old, new)
             yield pa.RecordBatch.from_arrays(
                 [
-                    pa.array([binary(new[0], "<i8")], pa.binary()),
-                    pa.array([binary(new[1], "<i8")], pa.binary()),
+                    *(pa.array([binary(t, "<i8")], pa.binary()) for t in new),
                     *(pa.array([binary(m, "<i8")], pa.binary()) for m in moved),
                     pa.array([len(slot)], pa.int64()),
                 ],
-                names=["slots", "firsts", "tpos", "tlo", "thi", "rows"],
+                names=["slots", "firsts", "seconds", "tpos", "tlo", "thi", "rows"],
             )
 
     return run
 
 
-def _spread(table: Table, every: I64) -> I64:
-    """The table's position of each of the sorted slots ``every`` (NO_POSITION if absent)."""
+def _moved(slot: I64, pos: I64, flag: npt.NDArray[np.uint8], old: Table, new: Table) -> list[I64]:
+    """The paired documents holding a slot whose first or second position differs between
+    the tables ``old`` and ``new``, each with the interval (lo, hi] the position moved over:
+    ``[tpos, tlo, thi]`` (a row for each position that moved)."""
+    every = np.union1d(old[0], new[0])
+    out: list[list[I64]] = [[], [], []]
+    for k in (1, 2):
+        was, now = _spread(old, every, k), _spread(new, every, k)
+        differ = was != now
+        changed = every[differ]
+        if len(changed) == 0:
+            continue
+        at = np.minimum(np.searchsorted(changed, slot), len(changed) - 1)
+        rows = np.flatnonzero((changed[at] == slot) & ((flag & PAIRED) != 0))
+        out[0].append(pos[rows])
+        out[1].append(np.minimum(was, now)[differ][at[rows]])
+        out[2].append(np.maximum(was, now)[differ][at[rows]])
+    return [np.concatenate(o) if o else np.zeros(0, dtype=np.int64) for o in out]
+
+
+def _spread(table: Table, every: I64, k: int = 1) -> I64:
+    """The table's ``k``-th column (1: firsts, 2: seconds) for each of the sorted slots
+    ``every`` (NO_POSITION if absent)."""
     out = np.full(len(every), NO_POSITION, dtype=np.int64)
-    out[np.searchsorted(every, table[0])] = table[1]
+    out[np.searchsorted(every, table[0])] = table[k]
     return out
 
 
 def same_table(a: Table, b: Table) -> bool:
-    return bool(np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1]))
+    return all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
 
 
 def risk_intervals(tpos: I64, tlo: I64, thi: I64, positions: int) -> tuple[I64, I64]:

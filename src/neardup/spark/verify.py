@@ -62,8 +62,9 @@ VERDICT_SCHEMA = (
 )
 
 #: The template guard of a whole run: (sorted slots, input position of the
-#: ``common_after``-th kept story holding each) — see :class:`~neardup.engine.TemplateTable`.
-Table = tuple[I64, I64]
+#: ``common_after``-th kept story holding each, and of the second) — see
+#: :class:`~neardup.engine.TemplateTable`.
+Table = tuple[I64, I64, I64]
 
 
 #: The light signatures of every original document, for a run whose documents are few:
@@ -201,7 +202,7 @@ def verify_pairs(
         "j_ptext", F.when(titles | quoted, F.col("j_ptext"))
     )
     shared = spark.sparkContext.broadcast(table) if table is not None else None
-    limit = cfg.common_after
+    limit, passage = cfg.common_after, cfg.chrome_passage
 
     def run(batches: Batches) -> Iterator[pa.RecordBatch]:
         import pyarrow as pa
@@ -222,8 +223,10 @@ def verify_pairs(
                 cache[ka], cache[kb] = a, b
                 guard = None
                 if shared is not None:
-                    slot_ids, firsts = shared.value
-                    guard = TemplateTable(slot_ids, firsts, at=j, limit=limit)
+                    slot_ids, firsts, seconds = shared.value
+                    guard = TemplateTable(
+                        slot_ids, firsts, at=j, limit=limit, seconds=seconds, passage=passage
+                    )
                 v = verify(a, b, cfg, guard)
                 if v.is_duplicate or keep_all:
                     out["i"].append(i)
@@ -299,7 +302,7 @@ def verify_grouped(
         for g in range(n_groups)
     ]
     shared = spark.sparkContext.broadcast((work, table))
-    limit = cfg.common_after
+    limit, passage = cfg.common_after, cfg.chrome_passage
     group_of = {int(key): g for g, key in enumerate(keys)}
 
     def check(batches: Batches) -> Iterator[pa.RecordBatch]:
@@ -316,7 +319,10 @@ def verify_grouped(
             for a_pos, b_pos in zip(todo[g][1].tolist(), todo[g][0].tolist(), strict=True):
                 guard = None
                 if guard_table is not None:
-                    guard = TemplateTable(*guard_table, at=a_pos, limit=limit)
+                    slot_ids, firsts, seconds = guard_table
+                    guard = TemplateTable(
+                        slot_ids, firsts, at=a_pos, limit=limit, seconds=seconds, passage=passage
+                    )
                 v = verify(sketch_of[a_pos], sketch_of[b_pos], cfg, guard)
                 if v.is_duplicate:
                     out["i"].append(b_pos)
