@@ -269,15 +269,18 @@ def test_any_first_guess_and_either_bookkeeping_same_decisions(
     spark: Any, monkeypatch: pytest.MonkeyPatch, where: str, case: str, guess: float
 ) -> None:
     """However wrong the first template round's guess (every later document a copy, or
-    none), and with the rounds' verdicts on the driver or in Spark frames (more pairs than
-    the driver holds: the clusters in Spark joins too): several rounds, the local decisions."""
+    none), and with the rounds' verdicts and the guard's volatile memberships on the driver
+    or in Spark frames (more than the driver holds: the clusters in Spark joins too):
+    several rounds, the local decisions."""
     import neardup.spark.pipeline as pipeline
+    import neardup.spark.templates as templates
     from tests.test_deduper import reprinted
 
     monkeypatch.setattr(pipeline, "GUESS_CONTAINED", guess)
     if where == "frames":
         monkeypatch.setattr(pipeline, "BROADCAST_PAIRS", 0)
         monkeypatch.setattr(pipeline, "LOCAL_LINKS", 0)
+        monkeypatch.setattr(templates, "DRIVER_MEMBERSHIPS", 0)
     if case == "fixture":
         ids, texts = [r[0] for r in records()], [r[1] for r in records()]
     else:

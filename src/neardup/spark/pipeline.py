@@ -63,13 +63,13 @@ from .templates import Guard, Table, at_risk, build_guard, risk_intervals, same_
 from .verify import (
     ALIKE_SCHEMA,
     PAIR_SCHEMA,
+    Grouped,
     Light,
     best_matches,
     light_of,
     passed_pairs,
     prefilter_batches,
     to_verify_batches,
-    verify_grouped,
     verify_pairs,
 )
 
@@ -795,6 +795,7 @@ class _Here:
         self.i, self.j, self.ni, self.nj, self.alike = found
         self.size = len(self.i)
         self.verdicts: Verdicts | None = None
+        self.grouped: Grouped | None = None
 
     def flags(self) -> tuple[I64, I64]:
         """The later documents of the pairs, and all of theirs (sorted)."""
@@ -806,11 +807,12 @@ class _Here:
 
     def _verified(self, keep: npt.NDArray[np.bool_] | slice, table: Table) -> Verdicts:
         run = self.run
-        pairs = (self.i[keep], self.j[keep], self.ni[keep], self.nj[keep])
-        found = verify_grouped(
-            run.spark, pairs, self.sketches, self.numbers, table, run.cfg, run.n_parts
-        )
-        return Verdicts.of(found)
+        if self.grouped is None:  # made for all the pairs: later rounds verify some of them
+            pairs = (self.i, self.j, self.ni, self.nj)
+            self.grouped = Grouped(
+                run.spark, pairs, self.sketches, self.numbers, run.cfg, run.n_parts
+            )
+        return Verdicts.of(self.grouped.verify((self.i[keep], self.j[keep]), table))
 
     def verify(self, table: Table) -> None:
         self.verdicts = self._verified(slice(None), table)
@@ -834,6 +836,8 @@ class _Here:
         import pyarrow as pa
 
         assert self.verdicts is not None
+        if self.grouped is not None:
+            self.grouped.unpersist()
         run, stats = self.run, self.run.stats
         best = self.verdicts.best()
         hubs = best.hubs(self.verdicts)

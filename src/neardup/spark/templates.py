@@ -77,10 +77,14 @@ SURE, KEEP, VOLATILE, PAIRED, OWN = 1, 2, 4, 8, 16
 
 #: Memberships in one row of bytes at most (13 bytes each).
 ROW_MEMBERSHIPS = 1 << 22
+#: Up to this many memberships of volatile slots (13 bytes each), they come to the driver
+#: with the first table, and the rounds after it run there, without a Spark job.
+DRIVER_MEMBERSHIPS = 16_000_000
 
 _BLOB_SCHEMA = "_r int, slot binary, pos binary, flags binary"
 _PASS_SCHEMA = (
-    "slots binary, firsts binary, seconds binary, tpos binary, tlo binary, thi binary, rows long"
+    "slots binary, firsts binary, seconds binary, tpos binary, tlo binary, thi binary, "
+    "rows long, vol long, vslot binary, vpos binary, vflag binary"
 )
 
 
@@ -151,12 +155,21 @@ class Guard:
     """The (slot, document) memberships the template guard can ever need: ``frame`` holds
     them as rows of bytes, whole ranges of the slot space to a partition, persisted.
 
-    :meth:`table` is one round's table; :meth:`unpersist` lets the rows go."""
+    :meth:`table` is one round's table; :meth:`unpersist` lets the rows go. The first
+    table also brings the memberships of the volatile slots to the driver when they are few
+    (:data:`DRIVER_MEMBERSHIPS`): the other slots' entries never change, and the later
+    tables are computed here (:meth:`_here`)."""
 
     spark: SparkSession
     frame: DataFrame
     cfg: DedupConfig
     positions: int
+    ranges: int
+    #: the entries of the slots that are not volatile, and the volatile slots' memberships
+    #: (slot, position, flags; sorted), once on the driver
+    stable: Table | None = None
+    held: _Held | None = None
+    rows: int = 0
 
     def table(
         self, removed: I64 | None = None, before: I64 | None = None
@@ -167,28 +180,178 @@ class Guard:
         position differs between the two: ``(table, tpos, tlo, thi, memberships)``. A pair
         ``(i, j)`` with ``i`` or ``j`` in ``tpos`` and ``tlo < j <= thi`` may have another
         verdict with the new table (:func:`at_risk`); ``memberships`` counts the rows."""
+        if self.held is not None:
+            return self._here(removed, before)
         sc = self.spark.sparkContext
-        bits = (_bits(removed, self.positions), _bits(before, self.positions), before is not None)
+        first = self.stable is None
+        cap = DRIVER_MEMBERSHIPS // max(1, self.ranges) if first else 0
+        bits = (
+            _bits(removed, self.positions),
+            _bits(before, self.positions),
+            before is not None,
+            cap,
+        )
         shared = sc.broadcast(bits)
         rows = to_arrow(self.frame.mapInArrow(_table_pass(shared, self.cfg), _PASS_SCHEMA))
         shared.destroy()
         cols: dict[str, list[I64]] = {}
-        for name in rows.column_names:
-            values = rows.column(name).to_pylist()
-            if name == "rows":
-                cols[name] = [np.asarray(values, dtype=np.int64)]
-            else:
-                cols[name] = [unbinary(v, "<i8") for v in values]
-        slot_ids, firsts, seconds, tpos, tlo, thi, count = (
-            np.concatenate(cols[name]) if cols.get(name) else np.zeros(0, dtype=np.int64)
-            for name in ("slots", "firsts", "seconds", "tpos", "tlo", "thi", "rows")
+        for name in ("slots", "firsts", "seconds", "tpos", "tlo", "thi"):
+            cols[name] = [unbinary(v, "<i8") for v in rows.column(name).to_pylist()]
+        slot_ids, firsts, seconds, tpos, tlo, thi = (
+            np.concatenate(cols[name]) if cols[name] else np.zeros(0, dtype=np.int64)
+            for name in ("slots", "firsts", "seconds", "tpos", "tlo", "thi")
         )
         order = np.argsort(slot_ids, kind="stable")
         table = (slot_ids[order], firsts[order], seconds[order])
-        return table, tpos, tlo, thi, int(count.sum())
+        self.rows = int(sum(rows.column("rows").to_pylist()))
+        if first:
+            self.stable = table
+            vol = rows.column("vol").to_pylist()
+            vslot = rows.column("vslot").to_pylist()
+            if all(b is not None or n == 0 for b, n in zip(vslot, vol, strict=True)):
+                self._hold(vslot, rows.column("vpos").to_pylist(), rows.column("vflag").to_pylist())
+        return table, tpos, tlo, thi, self.rows
+
+    def _hold(self, slot: list[Any], pos: list[Any], flag: list[Any]) -> None:
+        """Keep the volatile slots' memberships here (:class:`_Held`), and the other slots'
+        entries of the first table (which never change) as :attr:`stable`."""
+        # each range's rows come sorted by slot and position, and the ranges are disjoint
+        order = sorted(
+            (k for k, b in enumerate(slot) if b), key=lambda k: int(unbinary(slot[k][:4], "<i4")[0])
+        )
+        s = np.concatenate([unbinary(slot[k], "<i4") for k in order] or [np.zeros(0, np.int64)])
+        p = np.concatenate([unbinary(pos[k], "<i8") for k in order] or [np.zeros(0, np.int64)])
+        f = np.concatenate(
+            [np.frombuffer(flag[k], dtype=np.uint8) for k in order] or [np.zeros(0, np.uint8)]
+        )
+        if len(s) > 1 and not bool(
+            np.all((s[1:] > s[:-1]) | ((s[1:] == s[:-1]) & (p[1:] > p[:-1])))
+        ):
+            by = np.lexsort((p, s))
+            s, p, f = s[by], p[by], f[by]
+        assert self.stable is not None
+        held = _Held(s, p, f, self.cfg, self.positions)
+        ids = self.stable[0]
+        at = np.minimum(np.searchsorted(held.slot_ids, ids), max(0, len(held.slot_ids) - 1))
+        steady = ~(held.slot_ids[at] == ids) if len(held.slot_ids) else np.ones(len(ids), bool)
+        self.stable = (ids[steady], self.stable[1][steady], self.stable[2][steady])
+        self.held = held
+
+    def _here(self, removed: I64 | None, before: I64 | None) -> tuple[Table, I64, I64, I64, int]:
+        """:meth:`table` from the memberships held here."""
+        assert self.held is not None and self.stable is not None
+        held = self.held
+        moved = [np.zeros(0, dtype=np.int64)] * 3
+        if before is not None:
+            held.settle(before)
+            moved = held.settle(removed)
+        else:
+            held.settle(removed)
+        ids, firsts, seconds = (
+            np.concatenate([a, b]) for a, b in zip(self.stable, held.table(), strict=True)
+        )
+        order = np.argsort(ids, kind="stable")
+        tpos, tlo, thi = moved
+        return (ids[order], firsts[order], seconds[order]), tpos, tlo, thi, self.rows
 
     def unpersist(self) -> None:
         self.frame.unpersist()
+
+
+class _Held:
+    """The volatile slots' memberships on the driver (sorted by slot and position) and each
+    slot's entries for the documents last removed: a round recomputes only the slots held by
+    a document whose removal changed (:meth:`settle`)."""
+
+    def __init__(
+        self, slot: I64, pos: I64, flag: npt.NDArray[np.uint8], cfg: DedupConfig, positions: int
+    ) -> None:
+        self.pos, self.flag, self.cfg, self.positions = pos, flag, cfg, positions
+        self.starts, self.sizes, self.group = groups(slot)
+        self.slot_ids = slot[self.starts].astype(np.int64)
+        self.by_pos = np.argsort(pos, kind="stable")
+        self.sorted_pos = pos[self.by_pos]
+        n = len(self.starts)
+        self.first = np.full(n, NO_POSITION, dtype=np.int64)
+        self.second = np.full(n, NO_POSITION, dtype=np.int64)
+        self.removed: I64 | None = None
+        self.unsure = True  # the entries are for the unsure documents removed
+
+    def table(self) -> Table:
+        """The entries of the slots held by :func:`fewest` kept documents."""
+        ok = self.second != NO_POSITION  # the second is set whenever fewest() hold it
+        return self.slot_ids[ok], self.first[ok], self.second[ok]
+
+    def settle(self, removed: I64 | None) -> list[I64]:
+        """Take the entries for ``removed`` (sorted; None: the unsure documents) and return
+        the paired documents holding a slot whose entry moved, with the interval it moved
+        over: ``[tpos, tlo, thi]`` (see :meth:`Guard.table`)."""
+        if removed is None or self.unsure or self.removed is None:
+            every = np.arange(len(self.starts))
+        else:
+            changed = np.setxor1d(self.removed, removed)
+            lo = np.searchsorted(self.sorted_pos, changed, side="left")
+            hi = np.searchsorted(self.sorted_pos, changed, side="right")
+            rows = self.by_pos[_spans(lo, hi)]
+            every = np.unique(self.group[rows])
+        was1, was2 = self.first[every], self.second[every]
+        now1, now2 = self._entries(every, removed)
+        self.first[every], self.second[every] = now1, now2
+        self.removed, self.unsure = removed, removed is None
+        out: list[list[I64]] = [[], [], []]
+        for was, now in ((was1, now1), (was2, now2)):
+            differ = np.flatnonzero(was != now)
+            if len(differ) == 0:
+                continue
+            g = every[differ]
+            rows = _spans(self.starts[g], self.starts[g] + self.sizes[g])
+            which = np.repeat(differ, self.sizes[g])
+            paired = (self.flag[rows] & PAIRED) != 0
+            out[0].append(self.pos[rows][paired])
+            out[1].append(np.minimum(was, now)[which][paired])
+            out[2].append(np.maximum(was, now)[which][paired])
+        return [np.concatenate(o) if o else np.zeros(0, dtype=np.int64) for o in out]
+
+    def _entries(self, every: I64, removed: I64 | None) -> tuple[I64, I64]:
+        """The first and second entries of the slots ``every`` (group numbers, sorted) when
+        ``removed`` are not kept (:func:`_firsts`; NO_POSITION for both when fewer than
+        :func:`fewest` hold a slot)."""
+        cfg = self.cfg
+        limit, low = cfg.common_after, fewest(cfg)
+        sizes = self.sizes[every]
+        rows = _spans(self.starts[every], self.starts[every] + sizes)
+        local = np.repeat(np.arange(len(every)), sizes)
+        kept = (self.flag[rows] & KEEP) != 0
+        if removed is None:
+            kept &= (self.flag[rows] & SURE) != 0
+        elif len(removed):
+            at = np.minimum(np.searchsorted(removed, self.pos[rows]), len(removed) - 1)
+            kept &= removed[at] != self.pos[rows]
+        kp, kg = self.pos[rows][kept], local[kept]
+        count = np.bincount(kg, minlength=len(every))
+        begin = np.cumsum(count) - count
+        first = np.full(len(every), NO_POSITION, dtype=np.int64)
+        full = count >= limit
+        first[full] = kp[begin[full] + limit - 1]
+        ok = count >= low
+        first[~ok] = NO_POSITION
+        if cfg.chrome_passage > 0:
+            second = np.full(len(every), NO_POSITION, dtype=np.int64)
+            second[ok] = kp[begin[ok] + min(PASSAGE_STORIES, low) - 1]
+        else:
+            second = first.copy()
+        return first, second
+
+
+def _spans(lo: npt.NDArray[Any], hi: npt.NDArray[Any]) -> I64:
+    """The indices ``lo[k] .. hi[k] - 1`` of every k, in order."""
+    sizes = (hi - lo).astype(np.int64)
+    total = int(sizes.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    shift = np.repeat(lo.astype(np.int64) - (np.cumsum(sizes) - sizes), sizes)
+    out: I64 = shift + np.arange(total, dtype=np.int64)
+    return out
 
 
 def build_guard(
@@ -224,7 +387,7 @@ def build_guard(
     if limit <= 0:
         stats["template_candidates"] = 0
         empty = spark.createDataFrame([], _BLOB_SCHEMA)
-        return Guard(spark, empty, cfg, positions)
+        return Guard(spark, empty, cfg, positions, ranges)
     candidates = common_candidates(side, cfg, n_parts)
     stats["template_candidates"] = len(candidates)
     sc = spark.sparkContext
@@ -292,7 +455,7 @@ def build_guard(
         .mapInArrow(_trimmed(limit, fewest(cfg)), _BLOB_SCHEMA)
         .persist(StorageLevel.MEMORY_AND_DISK)
     )
-    return Guard(spark, frame, cfg, positions)
+    return Guard(spark, frame, cfg, positions, ranges)
 
 
 def _member(pos: I64, sorted_positions: I64) -> npt.NDArray[np.bool_]:
@@ -425,21 +588,31 @@ def _table_pass(shared: Any, cfg: DedupConfig) -> BatchFn:
     def run(batches: Batches) -> Iterator[pa.RecordBatch]:
         import pyarrow as pa
 
-        removed, before, compare = shared.value
+        removed, before, compare, cap = shared.value
         for _, slot, pos, flag in _ranges(batches):
             new = _firsts(slot, pos, flag, removed, cfg)
             moved = [np.zeros(0, dtype=np.int64)] * 3
             if compare:
                 old = _firsts(slot, pos, flag, before, cfg)
                 moved = _moved(slot, pos, flag, old, new)
+            vol = np.flatnonzero((flag & VOLATILE) != 0)
+            # the volatile memberships, for the driver, when the range's share fits
+            held: list[bytes | None] = [None, None, None]
+            if 0 < len(vol) <= cap:
+                held = [binary(slot[vol], "<i4"), binary(pos[vol], "<i8"), flag[vol].tobytes()]
             yield pa.RecordBatch.from_arrays(
                 [
                     *(pa.array([binary(t, "<i8")], pa.binary()) for t in new),
                     *(pa.array([binary(m, "<i8")], pa.binary()) for m in moved),
                     pa.array([len(slot)], pa.int64()),
+                    pa.array([len(vol)], pa.int64()),
+                    *(pa.array([b], pa.binary()) for b in held),
                 ],
-                names=["slots", "firsts", "seconds", "tpos", "tlo", "thi", "rows"],
-            )
+                names=[
+                    "slots", "firsts", "seconds", "tpos", "tlo", "thi",
+                    "rows", "vol", "vslot", "vpos", "vflag",
+                ],
+            )  # fmt: skip
 
     return run
 
