@@ -419,18 +419,22 @@ def build_guard(
             flag = np.where(unsure, 0, SURE) | np.where(in_pair, PAIRED, 0)
             texts = batch.column("_qt").to_pylist()
             units = batch.column("_n").to_pylist()
-            for k, blob in enumerate(batch.column("_sh").to_pylist()):
-                if not blob:
-                    continue
-                s = slots(np.frombuffer(blob, dtype="<u4"))
-                s = np.unique(s[wanted[s]])
-                own = np.full(len(s), OWN, dtype=np.uint8)
-                if texts[k] is not None:
-                    mine = np.isin(s, story_slots(blob, texts[k], units[k]), assume_unique=True)
-                    own[~mine] = 0
-                found.append(s)
-                held.append(np.full(len(s), pos[k], dtype=np.int64))
-                flag_parts.append(own | np.uint8(flag[k]))
+            blobs = [b or b"" for b in batch.column("_sh").to_pylist()]
+            # every document's distinct wanted slots at once: (row << SLOT_BITS) | slot, unique
+            codes = np.frombuffer(b"".join(blobs), dtype="<u4")
+            row = np.repeat(np.arange(len(blobs), dtype=np.int64), [len(b) // 4 for b in blobs])
+            at = slots(codes).astype(np.int64)
+            take = wanted[at]
+            key = np.unique((row[take] << SLOT_BITS) | at[take])
+            k_of, s = key >> SLOT_BITS, key & ((1 << SLOT_BITS) - 1)
+            own = np.full(len(s), OWN, dtype=np.uint8)
+            for k in (k for k, text in enumerate(texts) if text is not None and blobs[k]):
+                lo, hi = np.searchsorted(k_of, [k, k + 1])
+                mine = np.isin(s[lo:hi], story_slots(blobs[k], texts[k], units[k]))
+                own[lo:hi][~mine] = 0
+            found.append(s)
+            held.append(pos[k_of])
+            flag_parts.append(own | flag[k_of].astype(np.uint8))
         if not found:
             return
         slot = np.concatenate(found)
