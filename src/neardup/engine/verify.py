@@ -31,7 +31,7 @@ import numpy.typing as npt
 
 from .. import kernels
 from ..measures import lcsubstr, levenshtein
-from ..shingling import unit_offsets
+from ..shingling import distinct, unit_offsets
 from .config import DedupConfig
 from .prefilter import estimated_containment
 from .sketches import Sketch, figures_at
@@ -378,7 +378,7 @@ def unquoted_codes(codes: U32, text: str, n_units: int) -> U32 | None:
     if not has_quotes(text):
         return None
     quoted = quoted_units(text, n_units)
-    own: U32 = np.unique(codes[~quoted[: len(codes)]])
+    own: U32 = distinct(codes[~quoted[: len(codes)]])
     return own
 
 
