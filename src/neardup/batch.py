@@ -348,8 +348,13 @@ class BatchRun:
             if isinstance(shipped, Shared):  # freed now (a stop inside take frees it again)
                 self._blocks.discard(shipped.name)
         # the band keys are joined once, here: the sketches kept need not hold them; nor
-        # their shingle codes, which their vocabulary and its index give back when read
-        part: list[Sketch] = item if packed is None else unpack(packed, bands=False, shingles=False)
+        # their shingle codes, which their vocabulary and its index give back when read;
+        # nor the signatures of texts too short to be verified other than as titles
+        part: list[Sketch] = (
+            item
+            if packed is None
+            else unpack(packed, bands=False, shingles=False, signatures_from=self.cfg.short_units)
+        )
         t1 = time.perf_counter()
         self.timings.add("sketch", t1 - t0)
         frontier = self._frontier()
@@ -359,12 +364,15 @@ class BatchRun:
         rows = [r for r, sk in enumerate(part) if not sk.is_empty]
         live = [block[r] for r in rows]
         if packed is not None:
-            keys = packed.bands[rows]
+            keys, signatures = packed.bands[rows], packed.signatures[rows]
         elif rows:
             keys = np.stack([part[r].bands for r in rows])
+            signatures = np.stack([part[r].signature for r in rows])
         else:
             keys = np.zeros((0, self.cfg.bands_rows[0]), np.uint64)
-        self._remember(live)
+            signatures = np.zeros((0, self.cfg.num_perm), np.uint64)
+        self._remember(live, signatures)
+        del packed  # the chunk's arrays are let go: the sketches kept hold what they need
         self._waiting.append((keys, live))
         self._waiting_keys += keys.size
         if self._sent and self._waiting_keys * self.JOIN_SHARE < self._joined_keys:
@@ -404,9 +412,10 @@ class BatchRun:
         if filler is not None and len(self.sketches) < frontier:
             self.sketches.extend([filler] * (frontier - len(self.sketches)))
 
-    def _remember(self, live: list[int]) -> None:
-        """Keep the light signatures, vocabulary sizes and units of new documents in arrays,
-        for the prefilter and the verification bound over all of a chunk's pairs at once."""
+    def _remember(self, live: list[int], signatures: npt.NDArray[np.uint64]) -> None:
+        """Keep the light signatures (of ``signatures``, one a row), vocabulary sizes and
+        units of new documents in arrays, for the prefilter and the verification bound over
+        all of a chunk's pairs at once."""
         n, more = self._known, len(live)
         if n + more > len(self._units):
             size = max(2 * len(self._units), n + more, 1024)
@@ -418,7 +427,7 @@ class BatchRun:
             self._row = np.resize(self._row, max(2 * len(self._row), live[-1] + 1, 1024))
         self._row[live] = np.arange(n, n + more, dtype=np.int32)
         if more:
-            self._light[n : n + more] = light(np.stack([sk.signature for sk in sks]))
+            self._light[n : n + more] = light(signatures)
         self._vocab_sizes[n : n + more] = [len(sk.vocab) for sk in sks]
         self._units[n : n + more] = [sk.n_units for sk in sks]
         self._known = n + more
