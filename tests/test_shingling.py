@@ -271,3 +271,15 @@ def test_power_tables_serve_every_length(monkeypatch: pytest.MonkeyPatch) -> Non
             f = shingle_hashes(text)
             assert f.hashes.tolist() == [h for _, _, h in want]
             assert f.widths.tolist() == [w for _, w, _ in want]
+
+
+@given(
+    st.lists(st.integers(0, 2**32 - 1), max_size=300),
+    st.sampled_from([np.uint32, np.int64, np.uint64]),
+)
+def test_distinct_is_np_unique(values: list[int], dtype: type) -> None:
+    from neardup.shingling import distinct
+
+    a = np.array(values, dtype=dtype)
+    got = distinct(a)
+    assert got.dtype == a.dtype and np.array_equal(got, np.unique(a))

@@ -32,7 +32,7 @@ from .engine import (
     DedupConfig,
     KeepPolicy,
     Sketch,
-    alike,
+    alike_rows,
     best_match,
     check_keep,
     choose_kept,
@@ -161,7 +161,7 @@ class BatchRun:
         self._pairs = 0
         # the live documents sketched so far (positions increasing), for the prefilter
         self._known = 0
-        self._positions = np.zeros(0, dtype=np.int64)
+        self._row = np.zeros(0, dtype=np.int32)  # each live document's row, by its position
         self._light = np.zeros((0, cfg.num_perm), dtype=np.uint16)
         self._vocab_sizes = np.zeros(0, dtype=np.int64)
         self._units = np.zeros(0, dtype=np.int64)
@@ -348,8 +348,13 @@ class BatchRun:
             if isinstance(shipped, Shared):  # freed now (a stop inside take frees it again)
                 self._blocks.discard(shipped.name)
         # the band keys are joined once, here: the sketches kept need not hold them; nor
-        # their shingle codes, which their vocabulary and its index give back when read
-        part: list[Sketch] = item if packed is None else unpack(packed, bands=False, shingles=False)
+        # their shingle codes, which their vocabulary and its index give back when read;
+        # nor the signatures of texts too short to be verified other than as titles
+        part: list[Sketch] = (
+            item
+            if packed is None
+            else unpack(packed, bands=False, shingles=False, signatures_from=self.cfg.short_units)
+        )
         t1 = time.perf_counter()
         self.timings.add("sketch", t1 - t0)
         frontier = self._frontier()
@@ -359,12 +364,15 @@ class BatchRun:
         rows = [r for r, sk in enumerate(part) if not sk.is_empty]
         live = [block[r] for r in rows]
         if packed is not None:
-            keys = packed.bands[rows]
+            keys, signatures = packed.bands[rows], packed.signatures[rows]
         elif rows:
             keys = np.stack([part[r].bands for r in rows])
+            signatures = np.stack([part[r].signature for r in rows])
         else:
             keys = np.zeros((0, self.cfg.bands_rows[0]), np.uint64)
-        self._remember(live)
+            signatures = np.zeros((0, self.cfg.num_perm), np.uint64)
+        self._remember(live, signatures)
+        del packed  # the chunk's arrays are let go: the sketches kept hold what they need
         self._waiting.append((keys, live))
         self._waiting_keys += keys.size
         if self._sent and self._waiting_keys * self.JOIN_SHARE < self._joined_keys:
@@ -383,9 +391,16 @@ class BatchRun:
         if len(pairs):
             # the MinHash prefilter on the light signatures of every pair at once (verify
             # repeats it on the full ones), then each document's most alike candidates
-            later, earlier = self._figures(pairs[:, 1]), self._figures(pairs[:, 0])
-            likeness = alike(later[0], earlier[0])
-            passed = may_verify_counts(likeness, *later[1:], *earlier[1:], self.cfg)
+            later, earlier = self._row[pairs[:, 1]], self._row[pairs[:, 0]]
+            likeness = alike_rows(self._light, later, earlier)
+            passed = may_verify_counts(
+                likeness,
+                self._vocab_sizes[later],
+                self._units[later],
+                self._vocab_sizes[earlier],
+                self._units[earlier],
+                self.cfg,
+            )
             pairs, likeness = pairs[passed], likeness[passed]
             pairs = pairs[to_verify(pairs[:, 1], pairs[:, 0], likeness, self.cfg)]
         self.timings.add("verify", time.perf_counter() - t2)
@@ -397,28 +412,25 @@ class BatchRun:
         if filler is not None and len(self.sketches) < frontier:
             self.sketches.extend([filler] * (frontier - len(self.sketches)))
 
-    def _remember(self, live: list[int]) -> None:
-        """Keep the light signatures, vocabulary sizes and units of new documents in arrays,
-        for the prefilter and the verification bound over all of a chunk's pairs at once."""
+    def _remember(self, live: list[int], signatures: npt.NDArray[np.uint64]) -> None:
+        """Keep the light signatures (of ``signatures``, one a row), vocabulary sizes and
+        units of new documents in arrays, for the prefilter and the verification bound over
+        all of a chunk's pairs at once."""
         n, more = self._known, len(live)
-        if n + more > len(self._positions):
-            size = max(2 * len(self._positions), n + more, 1024)
-            self._positions = np.resize(self._positions, size)
+        if n + more > len(self._units):
+            size = max(2 * len(self._units), n + more, 1024)
             self._light = np.resize(self._light, (size, self.cfg.num_perm))
             self._vocab_sizes = np.resize(self._vocab_sizes, size)
             self._units = np.resize(self._units, size)
         sks = [self.sketches[i] for i in live]
-        self._positions[n : n + more] = live
+        if more and live[-1] >= len(self._row):
+            self._row = np.resize(self._row, max(2 * len(self._row), live[-1] + 1, 1024))
+        self._row[live] = np.arange(n, n + more, dtype=np.int32)
         if more:
-            self._light[n : n + more] = light(np.stack([sk.signature for sk in sks]))
+            self._light[n : n + more] = light(signatures)
         self._vocab_sizes[n : n + more] = [len(sk.vocab) for sk in sks]
         self._units[n : n + more] = [sk.n_units for sk in sks]
         self._known = n + more
-
-    def _figures(self, positions: I64) -> tuple[np.ndarray, I64, I64]:
-        """Light signatures, vocabulary sizes and units of documents already remembered."""
-        rows = np.searchsorted(self._positions[: self._known], positions)
-        return self._light[rows], self._vocab_sizes[rows], self._units[rows]
 
     def _frontier(self) -> int:
         """The first document that cannot be decided yet: the first original not sketched."""

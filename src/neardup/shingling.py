@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -31,6 +32,7 @@ __all__ = [
     "Shingles",
     "astral_words",
     "covered_units",
+    "distinct",
     "pack_codes",
     "shingle_hashes",
     "unit_classes",
@@ -39,6 +41,23 @@ __all__ = [
 ]
 
 U64 = npt.NDArray[np.uint64]
+A = TypeVar("A", bound=npt.NDArray[Any])
+
+
+def distinct(values: A) -> A:
+    """The distinct values of a 1-d array, sorted: ``np.unique(values)``, by a sort and a
+    comparison of neighbours (numpy 2.3 and later hash the values first, which makes
+    ``np.unique`` 20-40 times slower on the few thousand codes of one text).
+
+    >>> distinct(np.array([3, 1, 3, 2], dtype=np.uint32)).tolist()
+    [1, 2, 3]
+    """
+    out = np.sort(values)
+    if len(out) > 1:
+        out = out[np.concatenate(([True], out[1:] != out[:-1]))]
+    return out  # type: ignore[return-value]
+
+
 _SEP, _WORD, _CJK, _JOIN = 0, 1, 2, 3
 _CJK_RANGES = ((0x3040, 0x30FF), (0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF))
 _ASTRAL_CJK = (0x20000, 0x3134F)

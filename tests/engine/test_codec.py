@@ -50,6 +50,26 @@ def test_sketches_packed_without_shingles_give_them_back_and_verify_alike() -> N
         unpack(pack(sketches, shingles=False))
 
 
+def test_short_texts_unpacked_without_signatures_verify_alike() -> None:
+    """A batch run keeps no signature of a text shorter than ``short_units``: verification
+    compares such a text as a title and never reads one, so every verdict is the same."""
+    cfg = DedupConfig()
+    texts = [text for _, text, _ in corpus(4, 12, 3)]
+    texts += [t[: 3 + i % 14] for i, t in enumerate(texts)]  # titles, counters, snippets
+    texts += ["第 12 楼", "第 13 楼", "reply #12", "reply #12!", "good morning"]
+    sketches = make_sketches(texts, cfg)
+    kept = unpack(pack(sketches), signatures_from=cfg.short_units)
+    short = [sk.n_units < cfg.short_units for sk in sketches]
+    assert any(short) and not all(short)
+    for full, light, is_short in zip(sketches, kept, short, strict=True):
+        assert len(light.signature) == (0 if is_short else len(full.signature))
+        if not is_short:
+            assert np.array_equal(light.signature, full.signature)
+    for i in range(1, len(sketches)):
+        for j in range(i):
+            assert verify(kept[i], kept[j], cfg) == verify(sketches[i], sketches[j], cfg)
+
+
 def test_a_sketch_needs_its_shingles_or_their_index() -> None:
     sk = make_sketches(["北京地铁十九号线今天开通运营，全长二十二公里。"], DedupConfig())[0]
     with pytest.raises(ValueError, match="vocabulary index"):

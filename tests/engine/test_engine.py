@@ -826,3 +826,13 @@ def test_best_of_agrees_with_best_match(scripts: list[list[Script]]) -> None:
         np.array(copies, dtype=np.bool_),
     )
     assert {later[r]: earlier[r] for r in rows.tolist()} == want
+
+
+@given(st.booleans(), st.floats(0.0, 1.0) | st.sampled_from([0.0, 0.5, 1.0]))
+def test_counts_as_story_is_stories_for_one(is_copy: bool, repeated: float) -> None:
+    """The one-document rule and the rule for many documents at once agree."""
+    from neardup.engine.decide import Match, counts_as_story, stories
+    from neardup.engine.verify import Verdict
+
+    match = Match("a", Verdict(0.9, "coverage", True, 0.9, is_copy, repeated=repeated))
+    assert counts_as_story(match) == bool(stories(np.array([is_copy]), np.array([repeated]))[0])

@@ -55,7 +55,17 @@ def pairs(draw: st.DrawFn) -> tuple[Sketch, Sketch, list[Sketch]]:
     texts = ["".join(words), "".join(other + copied + after)]
     texts += ["".join(draw(STORY)) + "".join(words[: len(words) // 2]) for _ in range(2)]
     sketches = _numpy_sketches([prepare(t, CFG) for t in texts], CFG)
+    if draw(st.booleans()):  # as a batch run keeps them: the vocabulary index, no codes
+        sketches = [_index_only(sk) for sk in sketches]
     return sketches[0], sketches[1], sketches
+
+
+def _index_only(sk: Sketch) -> Sketch:
+    """The same sketch holding its vocabulary index instead of its shingle codes."""
+    index = np.searchsorted(sk.vocab, sk.shingles).astype(np.uint16)
+    kept = Sketch(sk.text, None, sk.n_units, sk.signature, sk.bands, sk.vocab, sk.numbers, index)
+    assert not kept.keeps_shingles and np.array_equal(kept.shingles, sk.shingles)
+    return kept
 
 
 def guard_of(kind: int, docs: list[Sketch], data: st.DataObject) -> Any:
@@ -122,3 +132,76 @@ def test_verdicts_match_numpy(
         ref = [v.verify(a, b, CFG, guard), v.verify(b, a, CFG, guard)]
     event(f"duplicate: {ref[0].is_duplicate}, coverage: {ref[0].score > 0}")
     assert fast == ref
+
+
+@settings(max_examples=300)
+@given(
+    st.lists(st.integers(0, 40), min_size=0, max_size=60),
+    st.lists(st.integers(0, 40), min_size=0, max_size=20),
+    st.lists(st.integers(0, 4), min_size=41, max_size=41),
+    st.integers(0, 60),
+    st.integers(1, 4),
+    st.sampled_from([0, 1, 2, 3, 5, 8]),
+    st.booleans(),
+)
+def test_any_shared_looks_up_chrome_lazily_as_the_reference(
+    text: list[int],
+    other: list[int],
+    per_code: list[int],
+    upto: int,
+    limit: int,
+    passage: int,
+    by_index: bool,
+) -> None:
+    """any_shared looks a shingle's chrome up only when it is shared, and the whole text's
+    passages only when it lies in a run of seen shingles: the answer of working out every
+    shingle's chrome first, given the codes or their vocabulary and index."""
+    from neardup.engine.templates import passages
+
+    pairs_kernels = importlib.import_module("neardup.kernels._pairs")
+    codes = (np.asarray(text, dtype=np.uint32) << np.uint32(6)) | np.uint32(1)
+    vocab = np.unique((np.asarray(other, dtype=np.uint32) << np.uint32(6)) | np.uint32(1))
+    counts = np.asarray(per_code, dtype=np.uint8)
+    seen = counts[codes >> np.uint32(6)]
+    chrome = (seen >= limit) | passages(seen >= 2, passage)
+    hit = np.isin(codes[:upto], vocab) & ~chrome[:upto]
+    own = np.unique(codes)
+    index = np.searchsorted(own, codes).astype(np.uint16)
+    given = v._NO_CODES if by_index and len(codes) else codes
+    found = pairs_kernels.any_shared(
+        given,
+        index if by_index else v._NO_INDEX,
+        own,
+        upto,
+        vocab,
+        1,
+        counts,
+        limit,
+        v._NO_SLOTS,
+        v._NO_SLOTS,
+        v._NO_SLOTS,
+        0,
+        passage,
+        v._NO_MASK,
+    )
+    assert found == bool(hit.any())
+
+
+@settings(max_examples=100)
+@given(st.integers(1, 30), st.integers(0, 50), st.sampled_from([1, 8, 128]), st.integers(0, 9))
+def test_alike_rows_is_alike_of_the_rows(docs: int, pairs: int, width: int, seed: int) -> None:
+    """The compiled likeness of pairs of rows equals numpy's on the gathered rows, bit for
+    bit."""
+    from neardup.engine.decide import alike, alike_rows
+
+    rng = np.random.default_rng(seed)
+    light = rng.integers(0, 4, size=(docs, width), dtype=np.uint16)  # many equal values
+    a = rng.integers(0, docs, size=pairs, dtype=np.int64)
+    b = rng.integers(0, docs, size=pairs, dtype=np.int64)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("NEARDUP_KERNELS", "on")
+        fast = alike_rows(light, a, b)
+        mp.setenv("NEARDUP_KERNELS", "off")
+        ref = alike_rows(light, a, b)
+    assert np.array_equal(ref, alike(light[a], light[b]) if pairs else np.zeros(0))
+    assert fast.dtype == ref.dtype and np.array_equal(fast, ref)

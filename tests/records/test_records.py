@@ -1040,3 +1040,22 @@ def test_writer_unwritable_path(tmp_path: Path) -> None:
     """A path that cannot be written is an OutputError (an OSError) naming it."""
     with pytest.raises(OutputError, match="cannot write"):
         UniqueWriter(str(tmp_path / "no" / "such" / "dir.jsonl"), "jsonl")
+
+
+def test_without_text_keeps_every_other_field() -> None:
+    doc = Document("a", "text", "title", 1.5, 7, '{"id": "a"}', 17, "f.jsonl", origin=("o", 1))
+    assert doc.without_text() == dataclasses.replace(doc, text="")
+    assert doc.without_text().origin == doc.origin
+    assert doc.without_text(raw=True) == dataclasses.replace(doc, text="", raw=None)
+    # a field added to Document must be carried by without_text too
+    assert [f.name for f in dataclasses.fields(Document)] == [
+        "id",
+        "text",
+        "title",
+        "timestamp",
+        "line",
+        "raw",
+        "id_value",
+        "source",
+        "origin",
+    ]

@@ -257,13 +257,28 @@ def take(shared: Shared | Packed) -> Packed:
     return Packed(texts=shared.texts, n_units=shared.n_units, numbers=shared.numbers, **arrays)
 
 
-def unpack(p: Packed, *, bands: bool = True, shingles: bool = True) -> list[Sketch]:
+def unpack(
+    p: Packed, *, bands: bool = True, shingles: bool = True, signatures_from: int = 0
+) -> list[Sketch]:
     """The sketches of :func:`pack` (their arrays are views into the packed ones); with
     ``bands=False`` they share one empty array of band keys (a caller that joins
     ``p.bands`` once, and then keeps the sketches, does not keep the keys with them); with
     ``shingles=False`` they leave their shingle codes out (rebuilt from the vocabulary
-    and its index when read: 4 bytes a shingle less for a caller that keeps them all)."""
+    and its index when read: 4 bytes a shingle less for a caller that keeps them all).
+
+    ``signatures_from`` (``DedupConfig.short_units``): documents of fewer units share one
+    empty signature — verification compares a pair with such a text as titles and never
+    reads a signature, so a caller that keeps every sketch keeps 1 KB a short document
+    less — and the others' are copied out of the packed array, which is then let go."""
     no_bands = np.zeros(0, dtype=np.uint64)
+    signatures = list(p.signatures)
+    if signatures_from > 0:
+        longer = np.flatnonzero(np.asarray(p.n_units) >= signatures_from)
+        kept = p.signatures[longer].copy() if len(longer) < len(p.texts) else p.signatures
+        no_signature = np.zeros(0, dtype=p.signatures.dtype)
+        signatures = [no_signature] * len(p.texts)
+        for row, i in enumerate(longer.tolist()):
+            signatures[i] = kept[row]
     cuts = np.cumsum(p.shingle_counts)[:-1]
     if shingles and len(p.shingles) != len(p.vocab_indexes):
         raise ValueError("these sketches were packed without their shingles")
@@ -275,7 +290,7 @@ def unpack(p: Packed, *, bands: bool = True, shingles: bool = True) -> list[Sket
             text=p.texts[i],
             shingles=None if codes is None else codes[i],
             n_units=p.n_units[i],
-            signature=p.signatures[i],
+            signature=signatures[i],
             bands=p.bands[i] if bands else no_bands,
             vocab=vocabs[i],
             numbers=p.numbers[i],

@@ -32,12 +32,13 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from .. import kernels
 from ..passages import Passage, shared_passages
 from ..shingling import unit_offsets
 from .config import DedupConfig, KeepPolicy, check_keep
 from .sketches import Sketch
 from .templates import TemplateGuard
-from .verify import Verdict, units_in, unquoted_codes, verify
+from .verify import Verdict, has_quotes, units_in, unquoted_codes, verify
 
 __all__ = [
     "IDENTICAL",
@@ -46,6 +47,7 @@ __all__ = [
     "Decision",
     "Match",
     "alike",
+    "alike_rows",
     "best_match",
     "best_of",
     "choose_kept",
@@ -159,6 +161,16 @@ def alike(a: npt.NDArray[np.uint16], b: npt.NDArray[np.uint16]) -> F64:
     return out
 
 
+def alike_rows(
+    light_rows: npt.NDArray[np.uint16], a: npt.NDArray[np.integer], b: npt.NDArray[np.integer]
+) -> F64:
+    """:func:`alike` of rows ``a`` and ``b`` of a table of light signatures, pair by pair
+    (compiled, without gathering the rows, when the kernels are loaded or on)."""
+    if len(a) and kernels.wanted(0):  # when loaded (or on): the batch run's case
+        return kernels.load("_pairs").alike_rows(light_rows, a, b)  # type: ignore[no-any-return]
+    return alike(light_rows[a], light_rows[b])
+
+
 def to_verify(later: I64, earlier: I64, likeness: F64, cfg: DedupConfig) -> npt.NDArray[np.bool_]:
     """Which candidate pairs (``later``, ``earlier``: input positions; the pairs the
     prefilter passes on ``likeness``, :func:`alike`) are verified: for each later document,
@@ -228,6 +240,8 @@ def story_codes(sketch: Sketch) -> npt.NDArray[np.uint32]:
     >>> len(story_codes(sk)) < len(sk.vocab)
     True
     """
+    if not has_quotes(sketch.text):  # the codes in text order are rebuilt only if needed
+        return sketch.vocab
     own = unquoted_codes(sketch.shingles, sketch.text, sketch.n_units)
     return sketch.vocab if own is None else own
 
@@ -242,7 +256,7 @@ def counts_as_story(match: Match | None) -> bool:
     counted once per document, and soon becomes chrome."""
     if match is None:
         return True
-    return bool(stories(np.array([match.is_copy]), np.array([match.verdict.repeated]))[0])
+    return not match.is_copy and match.verdict.repeated < MOSTLY_NEW  # as stories() says
 
 
 def hub(match: Match | None, extended: bool, extends_it: Callable[[str], bool]) -> bool:

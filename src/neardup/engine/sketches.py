@@ -110,6 +110,12 @@ class Sketch:
         return codes
 
     @property
+    def keeps_shingles(self) -> bool:
+        """Whether the sketch holds its shingle codes (else :attr:`shingles` rebuilds them
+        from the vocabulary and its index)."""
+        return self._shingles is not None
+
+    @property
     def is_empty(self) -> bool:
         """A document with no letters, digits or CJK characters has nothing to compare."""
         return self.n_units == 0

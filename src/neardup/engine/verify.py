@@ -31,7 +31,7 @@ import numpy.typing as npt
 
 from .. import kernels
 from ..measures import lcsubstr, levenshtein
-from ..shingling import unit_offsets
+from ..shingling import distinct, unit_offsets
 from .config import DedupConfig
 from .prefilter import estimated_containment
 from .sketches import Sketch, figures_at
@@ -212,7 +212,7 @@ def _placed(
     :func:`_shared_span` (None from numpy, which works it out only when it is needed)."""
     if not fast:
         return _numpy_placement(doc, other, cfg, guard), None
-    index, codes = doc.vocab_index, doc.shingles  # read once: a kept sketch rebuilds them
+    index, codes = doc.vocab_index, _kernel_codes(doc, guard)
     head, tail, gap, total, shared, first, last = kernels.load("_pairs").placement(
         codes, doc.n_units, _NO_INDEX if index is None else index, doc.vocab,
         other.vocab, cfg.cjk_width, cfg.word_width, *guard_arrays(guard, codes),
@@ -221,6 +221,24 @@ def _placed(
 
 
 _NO_INDEX = np.zeros(0, dtype=np.uint16)
+_NO_CODES = np.zeros(0, dtype=np.uint32)
+
+
+def _kernel_codes(doc: Sketch, guard: TemplateGuard | None) -> U32:
+    """A document's shingle codes as the kernels take them: none (the kernel reads them as
+    ``vocab[vocab_index]``) when the sketch keeps its index instead of its codes and the
+    guard is one the kernels read themselves; else the codes."""
+    if doc.vocab_index is not None and not doc.keeps_shingles and _kernel_guard(guard):
+        return _NO_CODES
+    return doc.shingles
+
+
+def _kernel_guard(guard: TemplateGuard | None) -> bool:
+    """Whether the kernels read the guard's own arrays (else :func:`guard_arrays` asks it
+    about the codes beforehand)."""
+    return guard is None or type(guard) is CommonShingles or type(guard) is TemplateTable
+
+
 _NO_COUNTS = np.zeros(1, dtype=np.uint8)
 _NO_SLOTS = np.zeros(1, dtype=np.int64)
 _NO_MASK = np.zeros(1, dtype=np.bool_)
@@ -360,7 +378,7 @@ def unquoted_codes(codes: U32, text: str, n_units: int) -> U32 | None:
     if not has_quotes(text):
         return None
     quoted = quoted_units(text, n_units)
-    own: U32 = np.unique(codes[~quoted[: len(codes)]])
+    own: U32 = distinct(codes[~quoted[: len(codes)]])
     return own
 
 
@@ -453,11 +471,15 @@ def _may_be_edges(
         return False  # the sign-off rule needs the shorter to be shared up to its end
     # the longer's units before its first shared one, at least (whether one is chrome may
     # depend on the whole text: a passage of chrome, and how much of the text lies outside)
-    codes = other.shingles if guard is not None and guard.passage > 0 else other.shingles[:edge]
     vocab = short.vocab
     if fast:
-        found = kernels.load("_pairs").any_shared(codes, edge, vocab, *guard_arrays(guard, codes))
+        codes = _kernel_codes(other, guard)
+        index = _NO_INDEX if len(codes) or other.vocab_index is None else other.vocab_index
+        found = kernels.load("_pairs").any_shared(
+            codes, index, other.vocab, edge, vocab, *guard_arrays(guard, codes)
+        )
         return not found
+    codes = other.shingles if guard is not None and guard.passage > 0 else other.shingles[:edge]
     head = codes[:edge]
     hit = vocab[np.minimum(np.searchsorted(vocab, head), len(vocab) - 1)] == head
     if guard is not None:

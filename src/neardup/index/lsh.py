@@ -29,6 +29,7 @@ import numpy.typing as npt
 from .. import kernels
 from ..errors import ConfigError
 from ..hashing import mix
+from ..shingling import distinct
 
 __all__ = [
     "LSHJoin",
@@ -219,7 +220,7 @@ def lsh_join(signatures: U64, *, bands: int, rows: int, bucket_cap: int = 100) -
     if not found:
         return np.zeros((0, 2), dtype=np.int64)
     pairs = np.concatenate(found)
-    code = np.unique(pairs[:, 0] * n + pairs[:, 1])
+    code = distinct(pairs[:, 0] * n + pairs[:, 1])
     return np.stack((code // n, code % n), axis=1)
 
 

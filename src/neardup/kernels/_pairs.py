@@ -20,7 +20,7 @@ import numpy as np
 
 from ._jit import jit
 
-__all__ = ["any_shared", "placement"]
+__all__ = ["alike_rows", "any_shared", "placement"]
 
 _SHIFT = np.uint32(6)  # templates.SLOT_BITS = 26 of the 32 bits of a code
 _PASSAGE_STORIES = 2  # templates.PASSAGE_STORIES
@@ -114,7 +114,9 @@ def placement(
 ):
     """(head, tail, gap, total, shared, first, last): the document's
     :class:`~neardup.engine.verify.Placement` and the first and last of its units inside a
-    shingle ``other`` has too that is not chrome ((1, 0) when none is)."""
+    shingle ``other`` has too that is not chrome ((1, 0) when none is). ``codes`` may be
+    empty when ``index`` is given: they are ``vocab[index]``."""
+    codes = _in_order(codes, index, vocab)
     size = len(codes)
     if size == 0 or len(other) == 0:
         return n, 0, 0, n, 0, 1, 0
@@ -183,15 +185,114 @@ def placement(
 
 
 @jit
+def _in_order(codes, index, vocab):
+    """A text's shingle codes in text order: ``codes``, or when that is empty and ``index``
+    is not, ``vocab[index]`` (a kept sketch holds only its vocabulary and index)."""
+    if len(codes) > 0 or len(index) == 0:
+        return codes
+    out = np.empty(len(index), dtype=vocab.dtype)
+    for i in range(len(index)):
+        out[i] = vocab[index[i]]
+    return out
+
+
+@jit
+def _seen_at(code, kind, counts, limit, slot_ids, firsts, seconds, at):
+    """(common, seen) for one shingle code and a guard of kind 1 or 2 (see :func:`_chrome`)."""
+    if kind == 1:
+        c = counts[code >> _SHIFT]
+        return c >= limit, c >= _PASSAGE_STORIES
+    s = np.int64(code >> _SHIFT)
+    j = np.searchsorted(slot_ids, s)
+    if j < len(slot_ids) and slot_ids[j] == s:
+        return firsts[j] < at, seconds[j] < at
+    return False, False
+
+
+@jit
 def any_shared(
-    codes, upto, vocab, kind, counts, limit, slot_ids, firsts, seconds, at, passage, mask
+    codes,
+    index,
+    own,
+    upto,
+    vocab,
+    kind,
+    counts,
+    limit,
+    slot_ids,
+    firsts,
+    seconds,
+    at,
+    passage,
+    mask,
 ):
-    """Whether any of the first ``upto`` of a text's ``codes`` is in the sorted ``vocab``
-    and not chrome (the codes after them only tell how far a passage of chrome runs)."""
-    chrome = _chrome(codes, kind, counts, limit, slot_ids, firsts, seconds, at, passage, mask)
-    for i in range(min(upto, len(codes))):
-        c = codes[i]
+    """Whether any of the first ``upto`` of a text's shingle codes (``codes``, or when that
+    is empty ``own[index]``) is in the sorted ``vocab`` and not chrome. Whether a shingle
+    is chrome is looked up for the shingles found only, and the whole text's chrome worked
+    out only when one of them lies in a run of ``passage`` seen shingles (whether the run
+    is a passage of chrome depends on the rest of the text)."""
+    given = len(codes) > 0
+    size = len(codes) if given else len(index)
+    chrome = np.zeros(0, dtype=np.bool_)
+    whole = False
+    for i in range(min(upto, size)):
+        c = codes[i] if given else own[index[i]]
         j = np.searchsorted(vocab, c)
-        if j < len(vocab) and vocab[j] == c and not chrome[i]:
+        if not (j < len(vocab) and vocab[j] == c):
+            continue
+        if kind == 0:
+            return True
+        if kind == 3:
+            if not mask[i]:
+                return True
+            continue
+        if whole:
+            if not chrome[i]:
+                return True
+            continue
+        common, seen = _seen_at(c, kind, counts, limit, slot_ids, firsts, seconds, at)
+        if common:
+            continue
+        if passage <= 0 or not seen:
+            return True
+        # is it in a run of ``passage`` seen shingles?
+        lo = i
+        while lo > 0:
+            p = codes[lo - 1] if given else own[index[lo - 1]]
+            if not _seen_at(p, kind, counts, limit, slot_ids, firsts, seconds, at)[1]:
+                break
+            lo -= 1
+        hi = i + 1
+        while hi < size and hi - lo < passage:
+            p = codes[hi] if given else own[index[hi]]
+            if not _seen_at(p, kind, counts, limit, slot_ids, firsts, seconds, at)[1]:
+                break
+            hi += 1
+        if hi - lo < passage:
+            return True
+        chrome = _chrome(
+            _in_order(codes, index, own), kind, counts, limit, slot_ids, firsts, seconds,
+            at, passage, mask,
+        )  # fmt: skip
+        whole = True
+        if not chrome[i]:
             return True
     return False
+
+
+@jit
+def alike_rows(light, a, b):
+    """For each pair of rows (``a[k]``, ``b[k]``) of ``light`` (one light signature a row),
+    the share of their values that are equal (what ``decide.alike`` gives for
+    ``light[a]``, ``light[b]``), without gathering the rows."""
+    width = light.shape[1]
+    out = np.empty(len(a), dtype=np.float64)
+    for k in range(len(a)):
+        x = light[a[k]]
+        y = light[b[k]]
+        same = 0
+        for t in range(width):
+            if x[t] == y[t]:
+                same += 1
+        out[k] = same / width
+    return out

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from ..shingling import shingle_hashes
+from ..shingling import distinct, shingle_hashes
 
 
 def pair(
@@ -13,8 +13,8 @@ def pair(
 ) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64]]:
     """The distinct shingle hashes of both texts, sorted."""
     return (
-        np.unique(shingle_hashes(a, cjk_width=cjk_width, word_width=word_width).hashes),
-        np.unique(shingle_hashes(b, cjk_width=cjk_width, word_width=word_width).hashes),
+        distinct(shingle_hashes(a, cjk_width=cjk_width, word_width=word_width).hashes),
+        distinct(shingle_hashes(b, cjk_width=cjk_width, word_width=word_width).hashes),
     )
 
 

@@ -8,7 +8,6 @@ describes the run as a :class:`~neardup.run.summary.RunSummary`.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import os
 import signal
@@ -363,7 +362,7 @@ def _batch(
                 out.seen(record)
                 run.add(record.id, record.text)
                 if not tally.collect and not out.needs_text(record):
-                    record = dataclasses.replace(record, text="")  # the run holds what it needs
+                    record = record.without_text()  # the run holds what it needs
                 docs.append(record)
                 if not tally.collect:
                     released = _release_copies(docs, run, released)
@@ -397,7 +396,7 @@ def _release_copies(docs: list[Document], run: BatchRun, start: int) -> int:
     for i in range(start, end):
         doc = docs[i]
         if run.copy[i] and (doc.raw is not None or doc.text):
-            docs[i] = dataclasses.replace(doc, text="", raw=None)
+            docs[i] = doc.without_text(raw=True)
     return end
 
 
