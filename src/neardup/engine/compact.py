@@ -401,33 +401,43 @@ def alike(later: Sketch, c: Compact, sampled: dict[int, U32] | None = None) -> f
 
 # -- the learned chrome: one story's slots, and the whole count table ------------------------
 
-_TABLE_MAGIC = b"NDT1"
+_TABLE_MAGIC = b"NDT2"
 
 
 def encode_slots(vocab: U32, shift: int = 6) -> bytes:
     """The distinct template-guard slots of a story's codes (``vocab >> shift``), sorted and
-    delta-coded as varints: what a compact store logs for every story, so other processes
-    count it without its sketch (about 3 bytes a distinct shingle)."""
-    slots = np.unique((vocab >> np.uint32(shift)).astype(np.int64))
-    return _varint_array(np.diff(slots, prepend=0))
+    delta-coded, 3 bytes a slot (4 when a gap needs it): what a compact store logs for every
+    story, so other processes count it without its sketch."""
+    slots = distinct((vocab >> np.uint32(shift)).astype(np.uint32))
+    gaps = np.diff(slots, prepend=np.uint32(0)).astype("<u4")
+    width = 3 if len(gaps) == 0 or int(gaps.max()) < 1 << 24 else 4
+    raw = gaps.view(np.uint8).reshape(-1, 4)[:, :width]
+    return bytes((width,)) + raw.tobytes()
 
 
 def decode_slots(blob: bytes, shift: int = 6) -> U32:
     """Codes with the slots :func:`encode_slots` logged (each slot's code with the other
     bits zero: what :meth:`~neardup.engine.templates.CommonShingles.add` counts)."""
-    slots = np.cumsum(_read_varint_array(blob))
-    return (slots.astype(np.uint64) << np.uint64(shift)).astype(np.uint32)
+    width = blob[0]
+    raw = np.frombuffer(blob, dtype=np.uint8, offset=1).reshape(-1, width)
+    wide = np.zeros((len(raw), 4), dtype=np.uint8)
+    wide[:, :width] = raw
+    slots = np.cumsum(wide.view("<u4").ravel(), dtype=np.uint64)
+    return (slots << np.uint64(shift)).astype(np.uint32)
 
 
 def encode_counts(counts: npt.NDArray[np.uint8]) -> bytes:
     """A count table (:class:`~neardup.engine.templates.CommonShingles`) for a store: the
-    gaps between its non-zero slots as varints and their counts, compressed (4.5 MB for
-    the 5.7 million slots 5,453 hkcnews stories fill, where the whole table compresses to
-    9.7 MB)."""
+    gaps between its non-zero slots (their low, middle and high bytes, each as one run) and
+    their counts, compressed (4.2 MB for the 5.7 million slots 5,453 hkcnews stories fill,
+    in about 0.2 s, where the whole table compresses to 9.7 MB)."""
     nz = np.flatnonzero(counts)
-    gaps = _varint_array(np.diff(nz, prepend=-1) - 1)
-    body = struct.pack("<QQ", len(counts), len(nz)) + gaps + counts[nz].tobytes()
-    return _TABLE_MAGIC + zlib.compress(body, 1)
+    gaps = (np.diff(nz, prepend=-1) - 1).astype("<u4")
+    width = 3 if len(gaps) == 0 or int(gaps.max()) < 1 << 24 else 4
+    planes = gaps.view(np.uint8).reshape(-1, 4)[:, :width].T.tobytes()
+    head = struct.pack("<QQB", len(counts), len(nz), width)
+    packer = zlib.compressobj(1, zlib.DEFLATED, 15, 9, zlib.Z_RLE)  # runs of small bytes
+    return _TABLE_MAGIC + packer.compress(head + planes + counts[nz].tobytes()) + packer.flush()
 
 
 def decode_counts(blob: bytes) -> npt.NDArray[np.uint8] | None:
@@ -435,39 +445,15 @@ def decode_counts(blob: bytes) -> npt.NDArray[np.uint8] | None:
     if not blob.startswith(_TABLE_MAGIC):
         return None
     body = zlib.decompress(blob[len(_TABLE_MAGIC) :])
-    size, n = struct.unpack_from("<QQ", body)
-    counts = np.frombuffer(body, dtype=np.uint8, count=n, offset=len(body) - n)
-    gaps = _read_varint_array(body[16 : len(body) - n])
+    size, n, width = struct.unpack_from("<QQB", body)
+    at = struct.calcsize("<QQB")
+    planes = np.frombuffer(body, dtype=np.uint8, count=n * width, offset=at).reshape(width, n)
+    wide = np.zeros((n, 4), dtype=np.uint8)
+    wide[:, :width] = planes.T
+    gaps = wide.view("<u4").ravel().astype(np.int64)
+    counts = np.frombuffer(body, dtype=np.uint8, count=n, offset=at + n * width)
     out = np.zeros(size, dtype=np.uint8)
     out[np.cumsum(gaps + 1) - 1] = counts
-    return out
-
-
-def _varint_array(values: npt.NDArray[np.integer]) -> bytes:
-    """Unsigned LEB128 of each value (numpy, for long arrays)."""
-    v = np.asarray(values, dtype=np.uint64)
-    size = np.ones(len(v), dtype=np.int64)
-    for k in range(7, 64, 7):
-        size += v >= np.uint64(1 << k)
-    out = np.zeros(int(size.sum()), dtype=np.uint8)
-    at = np.concatenate(([0], np.cumsum(size)[:-1]))
-    for k in range(int(size.max()) if len(v) else 0):
-        m = size > k
-        byte = ((v[m] >> np.uint64(7 * k)) & np.uint64(0x7F)).astype(np.uint8)
-        out[at[m] + k] = byte | np.where(size[m] > k + 1, 0x80, 0).astype(np.uint8)
-    return out.tobytes()
-
-
-def _read_varint_array(blob: bytes) -> npt.NDArray[np.int64]:
-    """The values of :func:`_varint_array`."""
-    b = np.frombuffer(blob, dtype=np.uint8)
-    if len(b) == 0:
-        return np.zeros(0, dtype=np.int64)
-    ends = np.flatnonzero(b < 0x80)
-    starts = np.concatenate(([0], ends[:-1] + 1))
-    k = np.arange(len(b)) - np.repeat(starts, ends - starts + 1)
-    parts = (b & 0x7F).astype(np.uint64) << (np.uint64(7) * k.astype(np.uint64))
-    out: npt.NDArray[np.int64] = np.add.reduceat(parts, starts).astype(np.int64)
     return out
 
 

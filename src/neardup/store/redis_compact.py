@@ -58,7 +58,7 @@ _HEAD = 4 * (BLOCK + 1)
 #: records a shard holds on average before the table grows (a key costs about 70 bytes)
 CAP = 128
 #: the log is folded into the saved table once it holds this many bytes, or as many as it
-_LOG_BYTES = 1 << 20
+_LOG_BYTES = 2 << 20
 
 _KINDS = {"id": 1, "exact": 2, "cluster": 3, "extends": 4}
 
@@ -71,7 +71,14 @@ def _key(kind: str, value: str | int) -> bytes:
 
 
 def _band(keys: Sequence[int]) -> list[bytes]:
-    return [int(k).to_bytes(5, "little") for k in keys40(list(keys)).tolist()]
+    raw = _band_bytes(keys)
+    return [raw[i : i + 5] for i in range(0, len(raw), 5)]
+
+
+def _band_bytes(keys: Sequence[int]) -> bytes:
+    """The 5-byte lookup keys of LSH buckets, one after another."""
+    wide = keys40(list(keys)).astype("<u8").view(np.uint8).reshape(-1, 8)
+    return wide[:, :5].tobytes()
 
 
 # -- a document's record -----------------------------------------------------------------------
@@ -321,11 +328,13 @@ local function add(k, q)
   list[#list + 1] = k .. struct.pack('<I4', q)
 end
 -- stale records a reader found (their documents are gone)
-local gone = {}
+local gone, stale_in = {}, {}
 for i = 1, #stale, REC do
   local k = string.sub(stale, i, i + 4)
+  local s = shard_of(k, level, split)
   gone[string.sub(stale, i, i + REC - 1)] = true
-  dirty[shard_of(k, level, split)] = true
+  stale_in[s] = true
+  dirty[s] = true
 end
 local first_seq = 0
 local blocks, texts = {}, {}
@@ -382,38 +391,59 @@ local function write_blocks(prefix, all)
 end
 write_blocks(':b:', blocks)
 write_blocks(':t:', texts)
--- the lookup table: the new records, the stale and expired ones out
+-- the lookup table: the new records, the stale and expired ones out. A shard's records
+-- are in the order of their sequence numbers (each batch's are above all before), so
+-- those below the floor are a prefix.
+local function below(blob)
+  local lo, hi = 0, #blob / REC
+  while lo < hi do
+    local mid = math.floor((lo + hi) / 2)
+    if struct.unpack('<I4', blob, mid * REC + 6) < floor then lo = mid + 1 else hi = mid end
+  end
+  return lo
+end
 for s, _ in pairs(adds) do dirty[s] = true end
 for s, _ in pairs(dirty) do
   local blob = shard_blob(s)
-  local keep = {}
-  for i = 1, #blob, REC do
-    local r = string.sub(blob, i, i + REC - 1)
-    if not gone[r] and struct.unpack('<I4', r, 6) >= floor then keep[#keep + 1] = r end
+  local size = #blob / REC
+  if floor > 0 and size > 0 then
+    local cut = below(blob)
+    if cut > 0 then blob = string.sub(blob, cut * REC + 1) end
   end
-  count = count - (#blob / REC - #keep)
-  for _, r in ipairs(adds[s] or {}) do keep[#keep + 1] = r end
-  count = count + #(adds[s] or {})
-  blobs[s] = table.concat(keep)
-  if #blobs[s] == 0 then
+  if stale_in[s] then
+    local keep = {}
+    for i = 1, #blob, REC do
+      local r = string.sub(blob, i, i + REC - 1)
+      if not gone[r] then keep[#keep + 1] = r end
+    end
+    blob = table.concat(keep)
+  end
+  local add = adds[s]
+  if add then blob = blob .. table.concat(add) end
+  count = count - size + #blob / REC
+  blobs[s] = blob
+  if #blob == 0 then
     redis.call('DEL', ns .. ':s:' .. s)
   else
-    redis.call('SET', ns .. ':s:' .. s, blobs[s])
+    redis.call('SET', ns .. ':s:' .. s, blob)
   end
 end
 -- grow the table while its records outgrow the shards
 local cap = tonumber(redis.call('HGET', ns .. ':h', 'cap') or '128')
 while count > cap * (2 ^ level + split) do
   local blob = shard_blob(split)
+  if floor > 0 and #blob > 0 then
+    local cut = below(blob)
+    if cut > 0 then
+      blob = string.sub(blob, cut * REC + 1)
+      count = count - cut
+    end
+  end
   local stay, move = {}, {}
   local bit = 2 ^ level
   for i = 1, #blob, REC do
     local r = string.sub(blob, i, i + REC - 1)
-    if struct.unpack('<I4', r, 6) >= floor then
-      if math.floor(num40(r) / bit) % 2 == 1 then move[#move + 1] = r else stay[#stay + 1] = r end
-    else
-      count = count - 1
-    end
+    if math.floor(num40(r) / bit) % 2 == 1 then move[#move + 1] = r else stay[#stay + 1] = r end
   end
   blobs[split] = table.concat(stay)
   blobs[split + bit] = table.concat(move)
@@ -584,6 +614,7 @@ class CompactRedisStore(RedisStore):
         self.keep_text = keep_text or bool(self._call(self._r.exists, self._k("keep_text")))
         # what a section read: records by sequence number, and what must be unchanged
         self._records: dict[int, tuple[Entry, int, bool, bytes | None]] = {}
+        self._by_id: dict[str, int] = {}
         self._bucket_seen: dict[bytes, int] = {}
         self._exact_seen: dict[int, int] = {}
         self._stale_records: set[bytes] = set()
@@ -604,10 +635,12 @@ class CompactRedisStore(RedisStore):
     def begin(self, *, write: bool = True) -> None:
         super().begin(write=write)
         self._records, self._bucket_seen, self._exact_seen = {}, {}, {}
+        self._by_id = {}
         self._stale_records = set()
 
     def _end(self) -> None:
         self._records, self._bucket_seen, self._exact_seen = {}, {}, {}
+        self._by_id = {}
         self._stale_records = set()
         super()._end()
 
@@ -636,12 +669,17 @@ class CompactRedisStore(RedisStore):
             adds.append(_key("exact", new.text_key))
         if e.extends is not None and e.kept:
             adds.append(_key("extends", e.extends))
-        if indexed:
-            adds += _band(new.buckets)
-        checks = []
+        if indexed and new.buckets:
+            adds.append(_band_bytes(new.buckets))
+        checks = b""
+        n_checks = 0
         if sketch is not None:
-            for raw in _band(_bucket_ids(sketch)):
-                checks.append(raw + struct.pack("<I", self._bucket_seen.get(raw, 0)))
+            mine = _band(_bucket_ids(sketch))
+            last = np.array([self._bucket_seen.get(raw, 0) for raw in mine], dtype="<u4")
+            rows = np.empty((len(mine), 9), dtype=np.uint8)
+            rows[:, :5] = np.frombuffer(b"".join(mine), dtype=np.uint8).reshape(-1, 5)
+            rows[:, 5:] = last.view(np.uint8).reshape(-1, 4)
+            checks, n_checks = rows.tobytes(), len(mine)
         seen = self._exact_seen.get(new.text_key, -1)
         extends = e.extends if e.extends in self._seen_unextended else None
         story = new.counts and sketch is not None
@@ -653,8 +691,8 @@ class CompactRedisStore(RedisStore):
         label = e.cluster.encode("utf-8", "surrogatepass") if e.cluster != e.id else b""
         raw_id = e.id.encode("utf-8", "surrogatepass")
         return b"".join((
-            struct.pack("<BdHH", int(e.kept), e.timestamp, len(adds), len(checks)),
-            *adds, *checks,
+            struct.pack("<BdHH", int(e.kept), e.timestamp, sum(len(a) for a in adds) // 5, n_checks),
+            *adds, checks,
             _key("exact", new.text_key), struct.pack("<q", seen),
             _key("extends", extends) if extends is not None else b"\0" * 5,
             b"\1" if extends is not None else b"\0",
@@ -677,7 +715,7 @@ class CompactRedisStore(RedisStore):
         if not keys:
             return {}
         if not self._in_section:  # what a section read is kept for it alone
-            self._records = {}
+            self._records, self._by_id = {}, {}
         flat = self._call(self._find, [], [self.ns, *keys])
         found: dict[bytes, list[int]] = {}
         n = int(flat[0])
@@ -688,16 +726,22 @@ class CompactRedisStore(RedisStore):
             at += 2 + m
         while at < len(flat):
             q = int(flat[at])
-            self._records[q] = _parse(q, bytes(flat[at + 1]))
+            rec = _parse(q, bytes(flat[at + 1]))
+            self._records[q] = rec
+            self._by_id[rec[0].id] = q
             at += 2
         return found
 
     def _docs(self, kind: str, values: Iterable[str]) -> dict[str, int]:
-        """The sequence number of each of ``values`` (ids) the store has."""
+        """The sequence number of each of ``values`` (ids) the store has (an id whose record
+        this section read already is not looked up again)."""
+        out: dict[str, int] = {}
         wanted = list(dict.fromkeys(values))
+        if kind == "id" and self._in_section:
+            out = {v: self._by_id[v] for v in wanted if v in self._by_id}
+            wanted = [v for v in wanted if v not in out]
         keys = [_key(kind, v) for v in wanted]
         found = self._lookup(keys)
-        out: dict[str, int] = {}
         for v, k in zip(wanted, keys, strict=True):
             for q in found.get(k, ()):
                 rec = self._records.get(q)
@@ -828,7 +872,7 @@ class CompactRedisStore(RedisStore):
         pipe.strlen(self._k("common"))
         pipe.get(self._k("logbytes"))
         size, logged = self._call(pipe.execute)
-        return int(logged or 0) >= max(_LOG_BYTES, int(size or 0))
+        return int(logged or 0) >= max(_LOG_BYTES, int(size or 0) // 2)
 
     def load_common(self) -> tuple[int, bytes] | None:
         blob = self._call(self._r.get, self._k("common"))

@@ -87,7 +87,7 @@ _ENTRY = "id, seq, ts, duplicate_of, coalesce(cluster, id), score, measure, titl
 _CAP = 32
 #: the log is folded into a saved count table once it holds this many bytes, or as many
 #: as the last saved table, whichever is more
-_LOG_BYTES = 1 << 20
+_LOG_BYTES = 2 << 20
 
 
 def _measure(value: Any) -> str | None:
@@ -343,7 +343,7 @@ class CompactSQLiteStore(SQLiteStore):
             table = self._db.execute(
                 "SELECT length(value) FROM meta WHERE key = 'common'"
             ).fetchone()
-        return float(size) >= max(_LOG_BYTES, int(table[0]) if table else 0)
+        return float(size) >= max(_LOG_BYTES, (int(table[0]) if table else 0) // 2)
 
     @_guarded
     def save_common(self, position: int, table: bytes) -> None:
