@@ -626,17 +626,16 @@ class Deduper:
             decisions.append(d)
             if not add:
                 continue
-            # a compact store does not index a copy: later documents find its story's kept ones
-            indexed = store.indexes_copies or not d.is_duplicate
-            joined = [
-                bk
-                for bk in (buckets_of[i] if indexed else ())
-                if len(stored.get(bk, ())) + len(local.get(bk, ())) < cap
-            ]
             entry = Entry(
                 it.id, 0, t, d.duplicate_of, d.cluster, d.score, d.measure, it.title,
                 extends=d.extends,
             )  # fmt: skip
+            # a compact store indexes no near-verbatim copy: later ones find its story's kept
+            joined = [
+                bk
+                for bk in (buckets_of[i] if store.indexes(entry) else ())
+                if len(stored.get(bk, ())) + len(local.get(bk, ())) < cap
+            ]
             seq = (1 << 62) + i  # after everything stored
             for bk in joined:
                 local.setdefault(bk, []).append((seq, it.id, t))

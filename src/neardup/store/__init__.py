@@ -39,6 +39,7 @@ from ..times import parse_window
 
 __all__ = [
     "RUN_AGAIN",
+    "VERBATIM",
     "BandKey",
     "Compact",
     "Entry",
@@ -107,6 +108,9 @@ class NewEntry:
         return self.entry.kept and self.sketch is not None
 
 
+#: A copy of at least this share of its own text (its score) is not indexed by a compact store.
+VERBATIM = 0.98
+
 #: What a store gives back of a document for verification: its whole sketch, or its compact
 #: form (:mod:`neardup.engine.compact`), which the Deduper reads through a stand-in.
 Stored = Sketch | Compact
@@ -134,9 +138,17 @@ class Store(ABC):
     #: True when the sketches live in this process's memory already (so a Deduper does not
     #: cache them again)
     in_process: bool = False
-    #: False for a compact store: a document dropped as a copy joins no LSH bucket (later
-    #: documents find the documents of its story that were kept), and keeps no sketch
+    #: False for a compact store: a document dropped as a copy of nearly all of its text
+    #: (:data:`VERBATIM`) joins no LSH bucket (later documents find the documents of its
+    #: story that were kept), and keeps no sketch
     indexes_copies: bool = True
+
+    def indexes(self, entry: Entry) -> bool:
+        """Whether a document with this decision joins its LSH buckets (and keeps a sketch
+        for later documents to be verified against): every one, or (a compact store) every
+        one but a copy of at least :data:`VERBATIM` of its text — what is left of a story
+        a heavily edited copy is may be what a later, heavier edit has in common with it."""
+        return self.indexes_copies or entry.duplicate_of is None or entry.score < VERBATIM
 
     # -- configuration ---------------------------------------------------------------------
 

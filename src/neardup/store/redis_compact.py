@@ -662,7 +662,7 @@ class CompactRedisStore(RedisStore):
     def _bundle(self, new: NewEntry) -> bytes:
         """What the write script needs to add one document (see _WRITE)."""
         e, sketch = new.entry, new.sketch
-        indexed = sketch is not None and e.duplicate_of is None
+        indexed = sketch is not None and self.indexes(e)
         blob = encode(compact(sketch)) if indexed and sketch is not None else None
         adds = [_key("id", e.id), _key("cluster", e.cluster)]
         if e.copy_of is None:

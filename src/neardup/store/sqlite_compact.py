@@ -170,7 +170,7 @@ class CompactSQLiteStore(SQLiteStore):
     def _insert(self, new: NewEntry) -> None:
         e = new.entry
         sketch = new.sketch
-        indexed = sketch is not None and e.duplicate_of is None
+        indexed = sketch is not None and self.indexes(e)
         blob = encode(compact(sketch)) if indexed and sketch is not None else None
         measure = _MEASURES.get(e.measure, e.measure) if e.measure is not None else None
         cur = self._db.execute(
