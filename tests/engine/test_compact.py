@@ -70,7 +70,7 @@ def test_a_short_text_keeps_every_code_and_its_text() -> None:
     assert (est.score, est.measure, est.is_copy) == (exact.score, exact.measure, exact.is_copy)
 
 
-def test_a_long_text_samples_about_one_code_in_eight() -> None:
+def test_a_long_text_samples_about_one_code_in_eleven() -> None:
     b = make_sketch(story(random.Random(6), 120), CFG)
     c = C.compact(b)
     assert c.short_text is None and c.level == C.RATE

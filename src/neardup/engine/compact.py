@@ -3,7 +3,7 @@
 A stored document is only ever the *earlier* side of a pair: the later document is always
 whole in memory. So a compact store keeps, instead of every shingle code of a document
 (4 bytes a shingle), a **sample** of them with their positions — the codes whose bits 1 to
-5 are below the document's *level* (4 in 32 of them; a text with fewer than
+5 are below the document's *level* (3 in 32 of them; a text with fewer than
 :data:`MIN_SAMPLES` of those samples as many more in 32 as it takes, up to every code), the
 same codes in every document —
 and, for each later document it is compared with, rebuilds a stand-in
@@ -30,8 +30,8 @@ The prefilter and the ranking of candidates (:func:`alike`) read the samples too
 Jaccard similarity of the two documents' sampled codes stands in for the share of equal
 MinHash values, so no signature is kept. A sampled code is stored in 4 bytes (its slot and
 width bit, with the distance from the sampled position before in bits 1 to 5, which a
-sampled code does not need), so a document of n shingles costs about n / 2 bytes (at least
-512 for a text of 128 shingles or more) against 4 n for the whole sketch, plus what the
+sampled code does not need), so a document of n shingles costs about 3 n / 8 bytes (at
+least 512 for a text of 128 shingles or more) against 4 n for the whole sketch, plus what the
 figure rule needs.
 
 >>> from neardup.engine import DedupConfig, make_sketch, verify
@@ -85,8 +85,8 @@ Bools = npt.NDArray[np.bool_]
 #: and the width bit (bit 0, a CJK shingle). Bits 1 to 5 carry the distance instead.
 MASK = np.uint32(0xFFFFFFC1)
 #: A document samples the codes whose bits 1 to 5, read as a number, are below its
-#: ``level``: RATE in 32 of them ...
-RATE = 4
+#: ``level``: RATE in 32 of them (about 1 in 11) ...
+RATE = 3
 #: ... or, when that gives fewer sampled positions than this, as many more in 32 as it
 #: takes (up to every code), so a short text is estimated from enough of its shingles.
 MIN_SAMPLES = 128

@@ -1,29 +1,32 @@
-"""The LSH buckets of a compact store, packed: records of (bucket key, sequence number), 9
+"""The LSH buckets of a compact store, packed: records of (bucket key, sequence number), 8
 bytes each, kept in **shards** by linear hashing.
 
 One Redis key or SQLite row per bucket costs about 70 bytes of overhead for each of a
 document's 64 entries (most buckets hold one document). Here a bucket is the records with
-its key: a record is the key's low 40 bits and the document's sequence number (5 + 4 bytes,
-little-endian), and a shard holds the records whose keys end in the same bits. The table
-grows by linear hashing (Litwin): it has ``2^level + split`` shards; a key's shard is its
-low ``level`` bits, or ``level + 1`` bits for the shards already split at this level; when
-the records outgrow ``cap`` a shard, shard ``split`` is split in two (its records with
-bit ``level`` set move to shard ``split + 2^level``), so shards stay at about CAP records
-however many documents the store holds, and growing touches one shard at a
-time. 40 bits of key put a false member in a bucket with odds of about 2^-40 a record: a
-candidate that verification then checks.
+its key (the key's low 40 bits), and a shard holds the records whose keys end in the same
+bits. The table grows by linear hashing (Litwin): it has ``2^level + split`` shards, never
+fewer than 2^8; a key's shard is its low ``level`` bits, or ``level + 1`` bits for the
+shards already split at this level; when the records outgrow ``cap`` a shard, shard
+``split`` is split in two (its records with bit ``level`` set move to shard
+``split + 2^level``), so shards stay at about ``cap`` records however many documents the
+store holds, and growing touches one shard at a time.
 
-Records are appended in the order documents are added; a shard being written drops the
-records of documents below the store's lowest live sequence number (expired or pruned),
-and a reader skips records whose document is gone.
+A record is bits 8 to 39 of its key (the shard says bits 0 to 7) and the document's
+sequence number, 4 bytes each, little-endian. 40 bits of key put a false member in a bucket
+with odds of about 2^-40 a record: a candidate that verification then checks.
 
->>> t = Layout(0, 0, 0, 128)
->>> blob = pack(np.array([5, 7], dtype=np.uint64), np.array([1, 2], dtype=np.int64))
->>> keys, seqs = unpack(blob)
->>> keys.tolist(), seqs.tolist(), len(blob)
-([5, 7], [1, 2], 18)
->>> t.shards(np.array([5, 6], dtype=np.uint64)).tolist()
-[0, 0]
+Records are appended in the order documents are added (so a shard's sequence numbers
+ascend); a shard being written drops the records of documents below the store's lowest live
+sequence number (expired or pruned), and a reader skips records whose document is gone.
+
+>>> t = Layout(8, 0, 0, 128)
+>>> keys = np.array([0x1234_5605, 0x9999_9905], dtype=np.uint64)
+>>> t.shards(keys).tolist()
+[5, 5]
+>>> blob = pack(keys, np.array([1, 2], dtype=np.int64))
+>>> back, seqs = unpack(blob, 5)
+>>> [hex(k) for k in back.tolist()], seqs.tolist(), len(blob)
+(['0x12345605', '0x99999905'], [1, 2], 16)
 """
 
 from __future__ import annotations
@@ -34,15 +37,18 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["KEY_MASK", "RECORD", "Layout", "keys40", "pack", "sized", "split", "unpack"]
+__all__ = ["KEY_MASK", "LEVEL", "RECORD", "Layout", "keys40", "pack", "sized", "split", "unpack"]
 
 U64 = npt.NDArray[np.uint64]
 I64 = npt.NDArray[np.int64]
 
-RECORD = 9
+RECORD = 8
 KEY_MASK = np.uint64((1 << 40) - 1)
+#: The lowest level: 2^8 shards at least, so that a shard's id says a key's low 8 bits.
+LEVEL = 8
+_LOW = np.uint64(0xFF)
 
-_DTYPE = np.dtype([("k0", "<u4"), ("k1", "u1"), ("seq", "<u4")])
+_DTYPE = np.dtype([("key", "<u4"), ("seq", "<u4")])
 
 
 def keys40(bucket_keys: list[int]) -> U64:
@@ -54,18 +60,19 @@ def keys40(bucket_keys: list[int]) -> U64:
 def pack(keys: U64, seqs: I64) -> bytes:
     """Records for ``keys`` (40-bit) and ``seqs``."""
     rec = np.empty(len(keys), dtype=_DTYPE)
-    rec["k0"] = (keys & np.uint64(0xFFFFFFFF)).astype(np.uint32)
-    rec["k1"] = (keys >> np.uint64(32)).astype(np.uint8)
+    rec["key"] = (keys >> np.uint64(8)).astype(np.uint32)
     rec["seq"] = seqs.astype(np.uint32)
     return rec.tobytes()
 
 
-def unpack(blob: bytes) -> tuple[U64, I64]:
-    """The keys and sequence numbers of a shard's records."""
+def unpack(blob: bytes, shard: int | npt.NDArray[np.int64]) -> tuple[U64, I64]:
+    """The keys and sequence numbers of the records of ``shard`` (or of the shards, one a
+    record)."""
     if len(blob) % RECORD:
         raise ValueError(f"a shard of {len(blob)} bytes is not whole records of {RECORD}")
     rec = np.frombuffer(blob, dtype=_DTYPE)
-    keys = rec["k0"].astype(np.uint64) | (rec["k1"].astype(np.uint64) << np.uint64(32))
+    low = np.asarray(shard).astype(np.uint64) & _LOW
+    keys: U64 = (rec["key"].astype(np.uint64) << np.uint64(8)) | low
     return keys, rec["seq"].astype(np.int64)
 
 
@@ -106,7 +113,7 @@ def split(
     ``write`` stores new ones. Records below ``floor`` are dropped on the way."""
     while layout.due():
         s = layout.split
-        keys, seqs = unpack(read([s]).get(s, b""))
+        keys, seqs = unpack(read([s]).get(s, b""), s)
         live = seqs >= floor
         keys, seqs = keys[live], seqs[live]
         moves = (keys >> np.uint64(layout.level)) & np.uint64(1) == np.uint64(1)
@@ -125,6 +132,6 @@ def split(
 
 def sized(count: int, cap: int) -> Layout:
     """The smallest layout for ``count`` records (a table rebuilt after many went)."""
-    want = max(1, -(-count // cap))
+    want = max(1 << LEVEL, -(-count // cap))
     level = want.bit_length() - 1
     return Layout(level, want - (1 << level), count, cap)

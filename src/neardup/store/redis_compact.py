@@ -11,7 +11,7 @@ document:
   its id, decision, title, the hash of its exact text and, unless it is dropped as a copy,
   its compact sketch (:mod:`neardup.engine.compact`). A block expires with the window, ``ttl``
   after its last write.
-- ``NS:s:N``: the **lookup table**, records of a 40-bit key and a sequence number (9 bytes)
+- ``NS:s:N``: the **lookup table**, records of a 40-bit key and a sequence number (8 bytes)
   in shards grown by linear hashing (:mod:`._packed`, state in ``NS:h``): the LSH buckets of
   the documents not dropped as copies, and one record a document for its id, the first
   document of each exact text, the members of each cluster and the documents a kept one
@@ -47,7 +47,7 @@ from ..engine.compact import compact, decode, decode_slots, encode, encode_slots
 from ..errors import ConfigError, NeardupError
 from ..hashing import SEED
 from . import BandKey, Entry, LogPage, NewEntry, Stored
-from ._packed import KEY_MASK, RECORD, keys40
+from ._packed import KEY_MASK, LEVEL, RECORD, keys40
 from .redis import RedisStore
 
 __all__ = ["CompactRedisStore"]
@@ -134,10 +134,10 @@ def _parse(seq: int, raw: bytes) -> tuple[Entry, int, bool, bytes | None]:
 
 _COMMON = """
 local ns = ARGV[1]
-local BLOCK, HEAD, REC = 32, 132, 9
+local BLOCK, HEAD, REC = 32, 132, 8
 local function state()
   local v = redis.call('HMGET', ns .. ':h', 'level', 'split', 'count')
-  return tonumber(v[1]) or 0, tonumber(v[2]) or 0, tonumber(v[3]) or 0
+  return tonumber(v[1]) or 8, tonumber(v[2]) or 0, tonumber(v[3]) or 0
 end
 local function num40(k)
   local a, b, c, d, e = string.byte(k, 1, 5)
@@ -149,13 +149,15 @@ local function shard_of(k, level, split)
   if low < split then return n % (2 ^ (level + 1)) end
   return low
 end
+-- a record: bits 8 to 39 of its key (the shard says bits 0 to 7), then its sequence number
 local function seqs_of(blob, k)
   local out, i = {}, 1
+  local needle = string.sub(k, 2, 5)
   while true do
-    local at = string.find(blob, k, i, true)
+    local at = string.find(blob, needle, i, true)
     if not at then return out end
     if (at - 1) % REC == 0 then
-      out[#out + 1] = struct.unpack('<I4', blob, at + 5)
+      out[#out + 1] = struct.unpack('<I4', blob, at + 4)
       i = at + REC
     else
       i = at + 1
@@ -325,14 +327,14 @@ local function add(k, q)
   local s = shard_of(k, level, split)
   local list = adds[s]
   if not list then list = {}; adds[s] = list end
-  list[#list + 1] = k .. struct.pack('<I4', q)
+  list[#list + 1] = string.sub(k, 2, 5) .. struct.pack('<I4', q)
 end
 -- stale records a reader found (their documents are gone)
 local gone, stale_in = {}, {}
-for i = 1, #stale, REC do
+for i = 1, #stale, 9 do
   local k = string.sub(stale, i, i + 4)
   local s = shard_of(k, level, split)
-  gone[string.sub(stale, i, i + REC - 1)] = true
+  gone[string.sub(k, 2, 5) .. string.sub(stale, i + 5, i + 8)] = true
   stale_in[s] = true
   dirty[s] = true
 end
@@ -398,7 +400,7 @@ local function below(blob)
   local lo, hi = 0, #blob / REC
   while lo < hi do
     local mid = math.floor((lo + hi) / 2)
-    if struct.unpack('<I4', blob, mid * REC + 6) < floor then lo = mid + 1 else hi = mid end
+    if struct.unpack('<I4', blob, mid * REC + 5) < floor then lo = mid + 1 else hi = mid end
   end
   return lo
 end
@@ -443,7 +445,12 @@ while count > cap * (2 ^ level + split) do
   local bit = 2 ^ level
   for i = 1, #blob, REC do
     local r = string.sub(blob, i, i + REC - 1)
-    if math.floor(num40(r) / bit) % 2 == 1 then move[#move + 1] = r else stay[#stay + 1] = r end
+    local stored = struct.unpack('<I4', r, 1)
+    if math.floor(stored / 2 ^ (level - 8)) % 2 == 1 then
+      move[#move + 1] = r
+    else
+      stay[#stay + 1] = r
+    end
   end
   blobs[split] = table.concat(stay)
   blobs[split + bit] = table.concat(move)
@@ -505,7 +512,7 @@ for i = 1, #keys, 5 do
   local blob = redis.call('GET', skey) or ''
   local at = 1
   while true do
-    local found = string.find(blob, k .. mine, at, true)
+    local found = string.find(blob, string.sub(k, 2, 5) .. mine, at, true)
     if not found then break end
     if (found - 1) % REC == 0 then
       blob = string.sub(blob, 1, found - 1) .. string.sub(blob, found + REC)
@@ -623,6 +630,7 @@ class CompactRedisStore(RedisStore):
         """Say the namespace is compact (a new one), or refuse one of another kind."""
         self._call(self._r.set, self._k("format"), "compact", None, None, True)
         self._call(self._r.hsetnx, self._k("h"), "cap", CAP)
+        self._call(self._r.hsetnx, self._k("h"), "level", LEVEL)
         if self.keep_text:
             self._call(self._r.set, self._k("keep_text"), "1")
 
@@ -952,7 +960,7 @@ class CompactRedisStore(RedisStore):
                     shard = key.rsplit(b":", 1)[1].decode()
                     blob = self._call(self._r.get, key) or b""
                     recs = np.frombuffer(blob, dtype=np.uint8).reshape(-1, RECORD)
-                    seqs = recs[:, 5:9].copy().view("<u4").ravel().astype(np.int64)
+                    seqs = recs[:, 4:8].copy().view("<u4").ravel().astype(np.int64)
                     keep = np.ones(len(seqs), dtype=np.bool_)
                     for i, q in enumerate(seqs.tolist()):
                         b = q // BLOCK

@@ -9,7 +9,7 @@ The file and its guarantees are the SQLite store's (:mod:`neardup.store.sqlite`:
   shingle). A document dropped as a copy keeps its row alone: it joins no bucket, so no
   later document is verified against it (they find the documents of its story that were
   kept).
-- ``lsh``: the LSH buckets packed in shards of 9-byte records (:mod:`._packed`).
+- ``lsh``: the LSH buckets packed in shards of 8-byte records (:mod:`._packed`).
 - ``log``: the template-guard slots of each story since the last saved count table, so that
   other processes count them without a sketch; saving the table (``meta``) empties it.
 - ``texts`` (``?keep_text=1``): the prepared texts, compressed, for people — the page's
@@ -42,7 +42,7 @@ from ..engine.templates import CommonShingles
 from ..errors import ConfigError
 from ..hashing import signed64
 from . import BandKey, Entry, LogPage, NewEntry, Stored
-from ._packed import RECORD, Layout, keys40, pack, sized, split, unpack
+from ._packed import LEVEL, RECORD, Layout, keys40, pack, sized, split, unpack
 from .sqlite import SQLiteStore, _db, _guarded, _ids, _py
 
 __all__ = ["CompactSQLiteStore"]
@@ -159,7 +159,7 @@ class CompactSQLiteStore(SQLiteStore):
 
     def _layout(self) -> Layout:
         raw = self._meta("lsh")
-        return Layout(*json.loads(raw)) if raw is not None else Layout(0, 0, 0, _CAP)
+        return Layout(*json.loads(raw)) if raw is not None else Layout(LEVEL, 0, 0, _CAP)
 
     # -- writing --------------------------------------------------------------------------
 
@@ -363,6 +363,10 @@ class CompactSQLiteStore(SQLiteStore):
         self._db.execute("INSERT OR REPLACE INTO meta VALUES ('common', ?)", (blob,))
         self._db.execute("DELETE FROM log WHERE pos <= ?", (position,))
         self._db.execute("INSERT OR REPLACE INTO meta VALUES ('log_floor', ?)", (position,))
+        if self._auto_vacuum() == 2:  # the log's pages back to the file system
+            (free,) = self._db.execute("PRAGMA freelist_count").fetchone()
+            for _ in range(int(free)):  # one page a step (sqlite3 steps a pragma once)
+                self._db.execute("PRAGMA incremental_vacuum(1)")
 
     # -- management -----------------------------------------------------------------------
 
@@ -386,8 +390,8 @@ class CompactSQLiteStore(SQLiteStore):
             )
             layout = self._layout()
             keys, seqs = [], []
-            for (blob,) in self._db.execute("SELECT records FROM lsh"):
-                k, q = unpack(bytes(blob))
+            for shard, blob in self._db.execute("SELECT shard, records FROM lsh"):
+                k, q = unpack(bytes(blob), int(shard))
                 keep = np.isin(q, live)
                 keys.append(k[keep])
                 seqs.append(q[keep])
@@ -494,7 +498,7 @@ class CompactSQLiteStore(SQLiteStore):
         records = broken = 0
         for shard, blob in db.execute("SELECT shard, records FROM lsh"):
             try:
-                records += len(unpack(bytes(blob))[0])
+                records += len(unpack(bytes(blob), int(shard))[0])
             except ValueError:
                 broken += 1
             if not 0 <= int(shard) < layout.size:
@@ -523,9 +527,10 @@ def _records_of(blobs: Mapping[int, bytes]) -> tuple[Any, Any, Any]:
         empty = np.zeros(0, dtype=np.int64)
         return empty.astype(np.uint64), empty, empty
     shards = list(blobs)
-    keys, seqs = unpack(b"".join(blobs[s] for s in shards))
     sizes = [len(blobs[s]) // RECORD for s in shards]
-    return keys, seqs, np.repeat(np.array(shards, dtype=np.int64), sizes)
+    each = np.repeat(np.array(shards, dtype=np.int64), sizes)
+    keys, seqs = unpack(b"".join(blobs[s] for s in shards), each)
+    return keys, seqs, each
 
 
 def _by_shard(shards: Any, keys: Any, seqs: Any) -> dict[int, bytes]:
