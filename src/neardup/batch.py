@@ -43,6 +43,7 @@ from .engine import (
     make_sketches,
     may_verify_counts,
     roots,
+    story_codes,
     text_key,
     to_verify,
     verify,
@@ -151,7 +152,7 @@ class BatchRun:
         self._auto_at = self.STREAM_POOL_AT if chars is None else (0 if chars >= 2_000_000 else -1)
         self._pool: Any = None
         self._blocks: set[str] = set()  # the shared-memory blocks of chunks not yet read
-        self._common = CommonShingles(limit=cfg.common_after)
+        self._common = CommonShingles.of(cfg)
         self._join = LSHJoin(bucket_cap=cfg.bucket_cap)
         self._waiting: list[tuple[npt.NDArray[np.uint64], list[int]]] = []  # not yet joined
         self._waiting_keys = 0
@@ -451,7 +452,7 @@ class BatchRun:
                 pool = ((str(j), sketches[j]) for j in earlier[lo:hi].tolist())
                 found = best_match(sketches[i], pool, cfg, common)
             if counts_as_story(found):
-                common.add(sketches[i].vocab)
+                common.add(story_codes(sketches[i]))
             if found is not None:
                 m = int(found.key)
                 self.parent[i], self.copy[i] = m, found.is_copy

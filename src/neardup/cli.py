@@ -761,7 +761,7 @@ def _dedup_matching(g: argparse._ArgumentGroup) -> None:
         action="append",
         metavar="NAME=VALUE",
         help="set any DedupConfig setting (threshold, fragment_ratio, prefilter, common_after, "
-        "title_threshold, short_units, lsh_threshold, num_perm, lsh_params, bucket_cap, "
+        "chrome_passage, title_threshold, short_units, lsh_threshold, num_perm, lsh_params, bucket_cap, "
         "max_verify, cjk_width, word_width, normalize, strip_boilerplate, normalizer.html|width|case|"
         "whitespace|script); again for more",
     )

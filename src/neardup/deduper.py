@@ -46,6 +46,7 @@ from .engine import (
     may_verify_counts,
     shared_text,
     store_fingerprint,
+    story_codes,
     text_key,
     to_verify,
 )
@@ -60,6 +61,8 @@ if TYPE_CHECKING:
     from .records import Document
 
 __all__ = ["BatchResult", "Decision", "Deduper", "KeepPolicy", "dedup_batch"]
+
+U32 = npt.NDArray[np.uint32]
 
 
 _SNAPSHOT_EVERY = 20_000  # kept documents between saved common-shingle tables
@@ -153,7 +156,7 @@ class Deduper:
         self.store.expire_after(self.window)
         if explain:  # the passages two documents share are read from their texts
             self.store.keep_texts()
-        self._common = CommonShingles(limit=self.config.common_after)
+        self._common = CommonShingles.of(self.config)
         self._log_pos = 0
         self._saved_pos = 0
         self._loaded = False
@@ -361,7 +364,7 @@ class Deduper:
         """Load the saved common-shingle table (if any) and read the log on from it."""
         saved = self.store.load_common()
         self._log_pos = self._saved_pos = 0
-        self._common = CommonShingles(limit=self.config.common_after)
+        self._common = CommonShingles.of(self.config)
         if saved is not None:
             self._log_pos = self._saved_pos = saved[0]
             counts = compact_sketch.decode_counts(saved[1])
@@ -389,7 +392,7 @@ class Deduper:
                 if slots is not None:
                     self._common.add(slots)
                 elif isinstance(sk := found.get(doc_id), Sketch):
-                    self._common.add(sk.vocab)
+                    self._common.add(story_codes(sk))
             self._log_pos = page.position
             if page.done:
                 break
@@ -431,7 +434,7 @@ class Deduper:
         start = attempt = 0
         while True:
             self.store.begin(write=add)
-            counted: list[tuple[int, Sketch]] = []  # (entry number, sketch) of kept documents
+            counted: list[tuple[int, U32]] = []  # (entry number, codes) of stories counted
             try:
                 self._sync()
                 decisions, news, origin = self._decide(items, times, sketches, add, counted, start)
@@ -446,12 +449,12 @@ class Deduper:
                 # that failed in commit() has left it already, and may fail again here)
                 with contextlib.suppress(Exception):
                     self.store.rollback()
-                for _, sk in counted:
-                    self._common.remove(sk.vocab)
+                for _, codes in counted:
+                    self._common.remove(codes)
                 raise
             if not add:
-                for _, sk in counted:  # a check counts nothing
-                    self._common.remove(sk.vocab)
+                for _, codes in counted:  # a check counts nothing
+                    self._common.remove(codes)
                 return decisions
             self._own.update(
                 n.entry.id for n in news[:applied] if n.entry.kept and n.sketch is not None
@@ -460,9 +463,9 @@ class Deduper:
                 return done + decisions
             # another writer changed what entry `applied` read: keep what was added before it
             # and decide the rest again
-            for number, sk in counted:
+            for number, codes in counted:
                 if number >= applied:
-                    self._common.remove(sk.vocab)
+                    self._common.remove(codes)
             stop = origin[applied]
             done += decisions[: stop - start]
             start = stop
@@ -525,7 +528,7 @@ class Deduper:
         times: list[float],
         sketches: dict[int, Sketch],
         add: bool,
-        counted: list[tuple[int, Sketch]],
+        counted: list[tuple[int, U32]],
         start: int = 0,
     ) -> tuple[list[Decision], list[NewEntry], list[int]]:
         """Decide ``items[start:]`` in order inside the atomic section: their decisions, the
@@ -621,8 +624,9 @@ class Deduper:
                     ev, extends, chrome,
                 )  # fmt: skip
             if add and story:
-                self._common.add(sk.vocab)
-                counted.append((len(news), sk))
+                codes = story_codes(sk)
+                self._common.add(codes)
+                counted.append((len(news), codes))
             decisions.append(d)
             if not add:
                 continue

@@ -32,6 +32,7 @@ from neardup.engine import (
     to_verify,
     verify,
 )
+from neardup.engine.templates import PASSAGE_REST, passages
 from neardup.errors import ConfigError
 
 CFG = DedupConfig()
@@ -507,6 +508,45 @@ def test_common_shingles_saturate() -> None:
     for _ in range(300):
         common.add(code)
     assert common.is_common(code).tolist() == [True]
+
+
+def _naive_passages(seen: list[bool], length: int) -> list[bool]:
+    """Runs of at least ``length`` seen ones, if a quarter of the text is left outside."""
+    out = [False] * len(seen)
+    if length <= 0:
+        return out
+    i = 0
+    while i < len(seen):
+        j = i
+        while j < len(seen) and seen[j]:
+            j += 1
+        if j - i >= length:
+            out[i:j] = [True] * (j - i)
+        i = j + 1
+    return out if len(seen) - sum(out) >= PASSAGE_REST * len(seen) else [False] * len(seen)
+
+
+@given(st.lists(st.booleans(), max_size=70), st.integers(0, 9))
+def test_passages_are_long_runs_of_seen_shingles(seen: list[bool], length: int) -> None:
+    """passages() marks the runs a naive walk finds (none when they are most of the text)."""
+    got = passages(np.array(seen, dtype=np.bool_), length).tolist()
+    assert got == _naive_passages(seen, length)
+
+
+def test_a_passage_seen_in_two_stories_is_chrome() -> None:
+    """Shingles seen in two stories (fewer than ``limit``) are chrome where they run for a
+    whole passage, in a text with as much again of its own; not alone, and not in a text
+    that is nothing but the passage."""
+    codes = np.arange(1, 41, dtype=np.uint32) << np.uint32(8)
+    common = CommonShingles(limit=5, passage=10)
+    common.add(codes[:12])  # two stories held the first twelve
+    common.add(codes[:12])
+    common.add(codes[20:25])  # and five of them (fewer than a passage)
+    common.add(codes[20:25])
+    got = common.is_common(codes)
+    assert got[:12].all() and not got[12:].any()
+    assert not common.is_common(codes[:14]).any()  # the passage is most of this text
+    assert not CommonShingles(limit=5).is_common(codes).any()  # no passages: not chrome
 
 
 @pytest.mark.parametrize("limit", [0, -1])

@@ -219,6 +219,45 @@ def test_short_posts_mostly_header_lines_and_signature_are_two_stories(tmp_path:
     assert [x.is_duplicate for x in d] == [False, False, False, True]
 
 
+def framed(rng: random.Random) -> tuple[str, str, str]:
+    """A series' blurb opening and closing every post, around a short announcement (a
+    fifth of its text its own) and around a long episode (two thirds its own)."""
+    opening, closing = zh(rng, 3), "\n---\n" + zh(rng, 3)
+    short = opening + "\n" + zh(rng, 2) + closing
+    long = opening + "\n" + zh(rng, 12) + closing
+    return opening, short, long
+
+
+def test_one_frame_around_a_short_post_and_a_long_one_makes_two_stories(tmp_path: Path) -> None:
+    """The same opening and ending lines (a series' blurb, an author's header lines and
+    signature) around a short post and around a long one: the shorter is mostly frame, so
+    by coverage alone the long one contains it, but the long one's own text is one block in
+    the middle and the short one has a middle of its own. Two stories; a copy of the long
+    one is still a copy of it."""
+    _, short, long = framed(random.Random(17))
+    a, b = make_sketch(short, CFG), make_sketch(long, CFG)
+    v = verify(b, a, CFG)
+    assert v.score >= CFG.threshold and v.edges and not v.is_duplicate
+    copy = "转载\n" + long.replace(long[9], "乙", 1)
+    d = by_id(decide(["short", "long", "copy"], [short, long, copy], tmp_path))
+    assert [d[i].cluster for i in ("short", "long", "copy")] == ["short", "long", "long"]
+    assert d["copy"].is_duplicate
+
+
+def test_an_excerpt_and_a_fuller_version_are_still_one_story() -> None:
+    """The frame rule needs a middle of the shorter's own: an excerpt that keeps an
+    article's opening and ending is the full article's story, and so is a version that
+    adds paragraphs in several places."""
+    rng = random.Random(18)
+    parts = [zh(rng, 3) for _ in range(6)]
+    full = "\n".join(parts)
+    excerpt = "\n".join([parts[0], parts[5]])
+    fuller = "\n".join([parts[0], zh(rng, 2), *parts[1:4], zh(rng, 2), *parts[4:]])
+    for later, earlier in ((full, excerpt), (fuller, full)):
+        v = verify(make_sketch(later, CFG), make_sketch(earlier, CFG), CFG)
+        assert v.is_duplicate and not v.edges
+
+
 # -- hubs: a post of chrome alone --------------------------------------------------------------
 
 
@@ -286,6 +325,58 @@ def test_a_block_recurring_in_different_stories_is_learned_as_chrome(tmp_path: P
     d = decide(ids, stories, tmp_path)
     late = d[CFG.common_after :]
     assert all(x.cluster == x.id and not x.is_duplicate for x in late)
+
+
+def test_a_bio_two_columns_carry_is_chrome_at_once(tmp_path: Path) -> None:
+    """A bio that two different columns end with is chrome from then on (a passage seen in
+    two stories), before it has been seen in ``common_after`` of them: a photo post that is
+    a caption and the bio and a short post that ends with it are two stories, not one."""
+    rng = random.Random(19)
+    bio = "\n---\n博客 | 某作者\n" + zh(rng, 5)
+    ids = ["col-1", "col-2", "photo", "post"]
+    texts = [zh(rng, 12) + bio, zh(rng, 12) + bio, "某人（1963－2016）" + bio, zh(rng, 4) + bio]
+    d = by_id(decide(ids, texts, tmp_path))
+    assert [d[i].cluster for i in ids] == ids
+    assert not any(x.is_duplicate for x in d.values())
+    (tmp_path / "off").mkdir()
+    without = by_id(decide(ids, texts, tmp_path / "off", DedupConfig(chrome_passage=0)))
+    assert without["post"].cluster == "photo"  # what learning the bio at five stories gave
+
+
+def test_a_story_seen_again_is_not_chrome_of_its_own(tmp_path: Path) -> None:
+    """A story counted twice (seen again after its window) is still a story: a text that is
+    all passage keeps it, so a reprint of it still matches."""
+    rng = random.Random(20)
+    story = zh(rng, 10)
+    day = 86_400.0
+    with Deduper(store=f"sqlite:///{tmp_path / 'w.db'}", window="30d", explain=False) as dd:
+        dd.check_and_add("first", story, timestamp=0.0)
+        again = dd.check_and_add("again", "来源：某网\n" + story, timestamp=100 * day)
+        assert not again.is_duplicate  # outside the window: a story again
+        reprint = dd.check_and_add("reprint", story + "。", timestamp=101 * day)
+        assert reprint.is_duplicate and reprint.cluster == "again"
+
+
+def test_passages_that_replies_quote_are_not_chrome() -> None:
+    """Quoted lines are not a story's own text, so two replies that quote the same passage
+    of a post do not make it chrome; their own lines count."""
+    from neardup.engine import story_codes
+
+    rng = random.Random(21)
+    passage = en(rng, 4)
+    parent = f"{passage}\n{en(rng, 6)}"
+    quoted = "\n".join("> " + line for line in passage.split(". "))
+    replies = [f"Ann writes:\n{quoted}\n{en(rng, 12)}" for _ in range(2)]
+    dd = Deduper()
+    for k, text in enumerate([parent, *replies]):
+        dd.check_and_add(f"d{k}", text)
+    sk = make_sketch(parent, CFG)
+    assert not dd.chrome().is_common(sk.shingles).any()
+    reply = make_sketch(replies[0], CFG)
+    assert len(story_codes(reply)) < len(reply.vocab)
+    assert set(story_codes(reply).tolist()) >= set(
+        make_sketch(replies[0].split("\n")[-1], CFG).vocab.tolist()
+    )
 
 
 def test_chrome_passages_are_shown_beside_the_ones_that_counted() -> None:

@@ -33,6 +33,8 @@ STORY = st.lists(
 class EveryThird:
     """A guard of no type the kernels know: asked beforehand, shingle by shingle."""
 
+    passage = 0
+
     def is_common(self, codes: npt.NDArray[np.uint32]) -> npt.NDArray[np.bool_]:
         return np.asarray(codes % 3 == 0)
 
@@ -60,18 +62,22 @@ def guard_of(kind: int, docs: list[Sketch], data: st.DataObject) -> Any:
     """A guard of each kind the kernels take: none, counts, a template table, other."""
     if kind == 0:
         return None
+    passage = data.draw(st.sampled_from([0, 1, 3, 8]))
     if kind == 1:
-        guard = CommonShingles(limit=data.draw(st.integers(0, 3)))
+        guard = CommonShingles(limit=data.draw(st.integers(0, 3)), passage=passage)
         for d in docs:
             guard.add(d.vocab)
         return guard
     if kind == 2:
         slot_ids = np.unique(np.concatenate([slots(d.vocab) for d in docs]).astype(np.int64))
-        firsts = np.asarray(
-            data.draw(st.lists(st.integers(0, 5), min_size=len(slot_ids), max_size=len(slot_ids))),
-            dtype=np.int64,
+        n = len(slot_ids)
+        seconds = np.asarray(
+            data.draw(st.lists(st.integers(0, 5), min_size=n, max_size=n)), dtype=np.int64
         )
-        return TemplateTable(slot_ids, firsts, at=data.draw(st.integers(0, 5)), limit=2)
+        later = data.draw(st.lists(st.integers(0, 3), min_size=n, max_size=n))
+        firsts = seconds + np.asarray(later, dtype=np.int64)  # common no sooner than seen
+        at = data.draw(st.integers(0, 5))
+        return TemplateTable(slot_ids, firsts, at=at, limit=2, seconds=seconds, passage=passage)
     return EveryThird()
 
 

@@ -231,7 +231,11 @@ def test_executors_without_neardup_fail_at_once_in_one_line(tmp_path: Path) -> N
     source = tmp_path / "in.jsonl"
     write_jsonl(source)
     conf = f"spark.pyspark.python={python}"
-    done = spark_run(tmp_path, source, "--spark-master", "local[1]", "--spark-conf", conf)
+    # no web UI: another Spark on this machine may hold its port (a warning line of its own)
+    done = spark_run(
+        tmp_path, source, "--spark-master", "local[1]", "--spark-conf", conf,
+        "--spark-conf", "spark.ui.enabled=false",
+    )  # fmt: skip
     assert done.returncode == 2, done.stderr[-3000:]
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert len(lines) == 1, done.stderr[-3000:]

@@ -185,6 +185,38 @@ def test_a_hub_same_decisions_as_local(spark: Any, keep: str) -> None:
         assert [d.cluster for d in want] == ["hub", "hub", "p2", "p3", *["excerpt"] * 3]
 
 
+def test_chrome_passages_same_decisions_as_local(spark: Any) -> None:
+    """A bio that two columns carry (chrome at once), replies that quote one passage (not
+    chrome: a story counts its own lines), a frame around a short post and a long one: the
+    local decisions, what each extends included."""
+    import random
+
+    from tests.engine.test_real_crawls import en, framed, zh
+
+    rng = random.Random(19)
+    bio = "\n---\n博客 | 某作者\n" + zh(rng, 5)
+    ids = ["col-1", "col-2", "photo", "post"]
+    texts = [zh(rng, 12) + bio, zh(rng, 12) + bio, "某人（1963－2016）" + bio, zh(rng, 4) + bio]
+    passage = en(rng, 4)
+    quoted = "\n".join("> " + line for line in passage.split(". "))
+    ids += ["parent", "reply-1", "reply-2", "repost"]
+    parent = f"{passage}\n{en(rng, 6)}"
+    texts += [parent, *(f"Ann writes:\n{quoted}\n{en(rng, 12)}" for _ in range(2))]
+    texts.append("Reposted\n" + parent)
+    _, short, long = framed(random.Random(17))
+    ids += ["short", "long"]
+    texts += [short, long]
+    frame = spark.createDataFrame(list(zip(ids, texts, strict=True)), "id string, text string")
+    result = dedup(frame)
+    extends = {r["id"]: r["extends"] for r in result.clusters.collect()}
+    want = dedup_batch(ids, texts).decisions
+    assert extends == {d.id: d.extends for d in want}
+    assert spark_decisions(result) == local_decisions(ids, texts)
+    clusters = {d.id: d.cluster for d in want}
+    assert [clusters[i] for i in ("col-1", "col-2", "photo", "post")] == ids[:4]
+    assert clusters["repost"] == "parent" and clusters["long"] == "long"
+
+
 def test_a_short_answer_above_a_quote_same_decisions_as_local(spark: Any) -> None:
     """A reply whose own lines are new over its quoted parent is kept and extends it; the
     same text with the quote unmarked is a copy: the local decisions."""
@@ -231,22 +263,26 @@ def test_identical_copies_do_not_count_towards_templates(spark: Any) -> None:
     assert want["s0-1"][3] == "identical"
 
 
-@pytest.mark.parametrize("n_parts", [1, 3, 8])
-def test_common_candidates_are_the_slots_counted_naively(spark: Any, n_parts: int) -> None:
-    """The slots in ``common_after`` or more documents, however many ranges the count is cut
-    into: the same as counting each document's distinct slots one by one."""
+@pytest.mark.parametrize(("n_parts", "passage"), [(1, 0), (3, 0), (8, 0), (3, 96)])
+def test_common_candidates_are_the_slots_counted_naively(
+    spark: Any, n_parts: int, passage: int
+) -> None:
+    """The slots in ``common_after`` or more documents (two with chrome passages), however
+    many ranges the count is cut into: the same as counting each document's distinct slots
+    one by one."""
     from collections import Counter
 
-    from neardup.spark.templates import common_candidates, slots_of
+    from neardup.spark.templates import common_candidates, fewest, slots_of
 
     rng = np.random.default_rng(7)
     # codes drawn from a few slots' worth of values, so that many slots repeat
     pool = rng.integers(0, 1 << 32, 300, dtype=np.uint64).astype("<u4")
     blobs = [rng.choice(pool, int(rng.integers(0, 60))).tobytes() for _ in range(200)]
-    cfg = DedupConfig(common_after=4)
+    cfg = DedupConfig(common_after=4, chrome_passage=passage)
+    assert fewest(cfg) == (2 if passage else 4)
     frame = spark.createDataFrame([(b,) for b in blobs], "_sh binary").repartition(4)
     seen = Counter(int(s) for b in blobs for s in slots_of(b))
-    want = sorted(s for s, n in seen.items() if n >= cfg.common_after)
+    want = sorted(s for s, n in seen.items() if n >= fewest(cfg))
     got = common_candidates(frame, cfg, n_parts)
     assert got.tolist() == want and len(want) > 10
 

@@ -46,6 +46,7 @@ from .decide import (
     light,
     roots,
     shared_text,
+    story_codes,
     to_verify,
 )
 from .prefilter import estimated_containment, may_verify, may_verify_counts
@@ -101,6 +102,7 @@ __all__ = [
     "roots",
     "shared_text",
     "store_fingerprint",
+    "story_codes",
     "text_key",
     "to_verify",
     "verify",

@@ -48,6 +48,9 @@ class DedupConfig:
     check (they could not reach ``threshold``).
     ``common_after``: a shingle seen in this many stories is boilerplate or template and does
     not count towards coverage (0 turns this off).
+    ``chrome_passage``: a passage of this many units (shingles in a row) every shingle of
+    which has been seen in two different stories is chrome as well — a bio, a signature, a
+    series' blurb that two different stories carry (0 turns this off).
     ``lsh_threshold``: the Jaccard level the LSH bands are tuned to catch (low, because the
     verification, not the index, decides; excerpts have a low Jaccard but a high coverage).
     ``bucket_cap``: an LSH bucket pairs only its first this many documents with later ones.
@@ -61,6 +64,7 @@ class DedupConfig:
     fragment_ratio: float = 0.3
     prefilter: float = 0.3
     common_after: int = 5
+    chrome_passage: int = 96
     title_threshold: float = 0.75
     short_units: int = 24
     lsh_threshold: float = 0.15
@@ -81,6 +85,8 @@ class DedupConfig:
                 raise ConfigError(f"{name} must be in (0, 1], got {value}")
         if self.short_units < 0:
             raise ConfigError(f"short_units must be >= 0, got {self.short_units}")
+        if self.chrome_passage < 0:
+            raise ConfigError(f"chrome_passage must be >= 0, got {self.chrome_passage}")
         if not (1 <= self.cjk_width <= 255 and 1 <= self.word_width <= 255):
             raise ConfigError(
                 f"shingle widths must be between 1 and 255, got cjk_width={self.cjk_width}, "

@@ -37,7 +37,7 @@ from ..shingling import unit_offsets
 from .config import DedupConfig, KeepPolicy, check_keep
 from .sketches import Sketch
 from .templates import TemplateGuard
-from .verify import Verdict, units_in, verify
+from .verify import Verdict, units_in, unquoted_codes, verify
 
 __all__ = [
     "IDENTICAL",
@@ -57,6 +57,7 @@ __all__ = [
     "roots",
     "shared_text",
     "stories",
+    "story_codes",
     "to_verify",
 ]
 
@@ -215,6 +216,20 @@ def best_match(
 #: A kept document that repeats less than this share of its own text from what it matched
 #: is a new story of its own for the template guard (see :func:`counts_as_story`).
 MOSTLY_NEW = 0.5
+
+
+def story_codes(sketch: Sketch) -> npt.NDArray[np.uint32]:
+    """The distinct shingle codes a story adds to the template guard: its vocabulary, less
+    the shingles that start on quoted lines (text it quotes from another, which is not its
+    own: a passage two replies quote is not chrome).
+
+    >>> from neardup.engine import make_sketch
+    >>> sk = make_sketch("new words of mine here\\n> and some quoted words", DedupConfig())
+    >>> len(story_codes(sk)) < len(sk.vocab)
+    True
+    """
+    own = unquoted_codes(sketch.shingles, sketch.text, sketch.n_units)
+    return sketch.vocab if own is None else own
 
 
 def counts_as_story(match: Match | None) -> bool:

@@ -1,14 +1,20 @@
-"""The template guard: shingles seen in many stories are boilerplate, whatever their wording.
+"""The template guard: text seen in many stories is chrome, whatever its wording.
 
 A shingle found in ``limit`` or more distinct stories (kept documents) is a site's footer, a
-sign-off or a template phrase; coverage ignores it on both sides. Counts live in a fixed
-table of ``2^SLOT_BITS`` saturating bytes indexed by the top bits of the shingle code
-(:func:`slots`); a few collisions only make a rare shingle look common a little sooner.
+sign-off or a template phrase; and a *passage* — ``passage`` or more shingles in a row of
+one text — every shingle of which has been seen in :data:`PASSAGE_STORIES` (two) different
+stories is chrome too: a bio, a signature, a series' blurb or a subscription block that two
+different stories carry is not a phrase they share by chance (a story's own text is counted
+once however often it is reprinted: copies never count). Coverage ignores chrome on both
+sides. Counts live in a fixed table of ``2^SLOT_BITS`` saturating bytes indexed by the top
+bits of the shingle code (:func:`slots`); a few collisions only make a rare shingle look
+common a little sooner.
 
 :class:`CommonShingles` is the guard the local runners update as they keep documents;
 :class:`TemplateTable` is the same guard as the document at one input position sees it,
-summarized by the position at which each slot became common (the Spark engine's form).
-Verification takes either (:class:`TemplateGuard`).
+summarized by the positions at which each slot became seen and common (the Spark engine's
+form). Verification takes either (:class:`TemplateGuard`), asking about a text's shingle
+codes in text order.
 
 >>> import numpy as np
 >>> common = CommonShingles(limit=2)
@@ -16,17 +22,33 @@ Verification takes either (:class:`TemplateGuard`).
 >>> common.add(a); common.add(b)
 >>> common.is_common(np.array([1 << 20, 2 << 20, 3 << 20], dtype=np.uint32)).tolist()
 [False, True, False]
+>>> passages(np.array([1, 1, 0, 1, 1, 1, 0, 0], dtype=bool), 3).astype(int).tolist()
+[0, 0, 0, 1, 1, 1, 0, 0]
+>>> passages(np.array([0, 1, 1, 1, 1, 1, 1, 1], dtype=bool), 3).astype(int).tolist()
+[0, 0, 0, 0, 0, 0, 0, 0]
 """
 
 from __future__ import annotations
 
 import zlib
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["SLOT_BITS", "CommonShingles", "TemplateGuard", "TemplateTable", "slots"]
+if TYPE_CHECKING:
+    from .config import DedupConfig
+
+__all__ = [
+    "PASSAGE_REST",
+    "PASSAGE_STORIES",
+    "SLOT_BITS",
+    "CommonShingles",
+    "TemplateGuard",
+    "TemplateTable",
+    "passages",
+    "slots",
+]
 
 U32 = npt.NDArray[np.uint32]
 I64 = npt.NDArray[np.int64]
@@ -36,25 +58,70 @@ SLOT_BITS = 26
 _SHIFT = np.uint32(32 - SLOT_BITS)
 
 
+#: The stories every shingle of a chrome passage has been seen in.
+PASSAGE_STORIES = 2
+
+
 def slots(codes: U32) -> npt.NDArray[np.intp]:
     """The count-table slot of each shingle code."""
     return (codes >> _SHIFT).astype(np.intp)
 
 
+#: A text's passages are chrome only when at least this share of it lies outside them: a
+#: text that is all passage is a story seen again (after its window, or missed once), not
+#: chrome around a story of its own.
+PASSAGE_REST = 0.25
+
+
+def passages(seen: npt.NDArray[np.bool_], length: int) -> npt.NDArray[np.bool_]:
+    """Which of a text's shingles (``seen``: in two stories, in text order) lie in a passage
+    of chrome: a run of at least ``length`` seen ones, when at least :data:`PASSAGE_REST`
+    of the text lies outside such runs. None when ``length`` is 0."""
+    out = np.zeros(len(seen), dtype=np.bool_)
+    if length <= 0 or len(seen) < length:
+        return out
+    edges = np.diff(np.concatenate(([0], seen.view(np.int8), [0])))
+    starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+    long = ends - starts >= length
+    if not long.any():
+        return out
+    rest = len(seen) - int((ends[long] - starts[long]).sum())
+    if rest < PASSAGE_REST * len(seen):
+        return out
+    delta = np.zeros(len(seen) + 1, dtype=np.int32)
+    delta[starts[long]] += 1  # runs are disjoint: no start repeats
+    delta[ends[long]] -= 1
+    out[:] = np.cumsum(delta[:-1]) > 0
+    return out
+
+
 class TemplateGuard(Protocol):
     """What verification asks of a template guard."""
 
+    #: how many shingles in a row a passage of chrome holds at least (0: none): whether a
+    #: shingle is chrome may depend on as many after it
+    passage: int
+
     def is_common(self, codes: U32) -> npt.NDArray[np.bool_]:
-        """Which of ``codes`` are boilerplate (seen in ``limit`` stories or more)."""
+        """Which of a text's shingle ``codes`` (in text order) are chrome: seen in
+        ``limit`` stories or more, or inside a passage seen in :data:`PASSAGE_STORIES`."""
         ...
 
 
 class CommonShingles:
-    """How many distinct stories (kept documents) each shingle has appeared in, so far."""
+    """How many distinct stories (kept documents) each shingle has appeared in, so far;
+    ``passage``: the shortest run of shingles seen in :data:`PASSAGE_STORIES` stories that
+    is chrome (0: none)."""
 
-    def __init__(self, *, limit: int) -> None:
+    def __init__(self, *, limit: int, passage: int = 0) -> None:
         self.limit = limit
+        self.passage = passage
         self.counts = np.zeros(1 << SLOT_BITS, dtype=np.uint8)
+
+    @classmethod
+    def of(cls, cfg: DedupConfig) -> CommonShingles:
+        """An empty guard with a configuration's ``common_after`` and ``chrome_passage``."""
+        return cls(limit=cfg.common_after, passage=cfg.chrome_passage)
 
     def add(self, vocab: U32) -> None:
         """Count one more story for each (distinct) shingle code in ``vocab``."""
@@ -84,26 +151,47 @@ class CommonShingles:
         self.counts = counts.copy()
 
     def is_common(self, codes: U32) -> npt.NDArray[np.bool_]:
-        """Which of ``codes`` have been seen in ``limit`` stories or more."""
+        """Which of a text's ``codes`` (in text order) have been seen in ``limit`` stories
+        or more, or lie in a passage of ``passage`` shingles seen in two stories or more."""
         if self.limit <= 0:
             return np.zeros(len(codes), dtype=np.bool_)
-        return self.counts[slots(codes)] >= self.limit
+        counts = self.counts[slots(codes)]
+        out: npt.NDArray[np.bool_] = counts >= self.limit
+        if self.passage > 0:
+            out |= passages(counts >= PASSAGE_STORIES, self.passage)
+        return out
 
 
 class TemplateTable:
     """The guard as the document at input position ``at`` sees it, from a summary of the
-    whole run: the sorted slots that ever become common (``slot_ids``) and the input
-    position of the ``limit``-th kept story holding each (``firsts``). A slot is common for
-    ``at`` when that story came before it — what :class:`CommonShingles` says at that point
-    of a run in input order."""
+    whole run: the sorted slots that are ever counted in :data:`PASSAGE_STORIES` kept
+    stories (``slot_ids``; only those that become common when ``passage`` is 0), the input
+    position of the ``limit``-th kept story holding each (``firsts``; the largest int64 for
+    never) and of the second (``seconds``, when ``passage`` is set). A slot is common for
+    ``at`` when that story came before it, and seen when the second did — what
+    :class:`CommonShingles` says at that point of a run in input order."""
 
-    def __init__(self, slot_ids: I64, firsts: I64, *, at: int, limit: int) -> None:
+    def __init__(
+        self,
+        slot_ids: I64,
+        firsts: I64,
+        *,
+        at: int,
+        limit: int,
+        seconds: I64 | None = None,
+        passage: int = 0,
+    ) -> None:
         self.slot_ids, self.firsts, self.at, self.limit = slot_ids, firsts, at, limit
+        self.seconds = firsts if seconds is None else seconds
+        self.passage = passage if seconds is not None else 0
 
     def is_common(self, codes: U32) -> npt.NDArray[np.bool_]:
         if self.limit <= 0 or len(self.slot_ids) == 0:
             return np.zeros(len(codes), dtype=np.bool_)
         s = slots(codes).astype(np.int64)
         pos = np.minimum(np.searchsorted(self.slot_ids, s), len(self.slot_ids) - 1)
-        hit: npt.NDArray[np.bool_] = (self.slot_ids[pos] == s) & (self.firsts[pos] < self.at)
+        held = self.slot_ids[pos] == s
+        hit: npt.NDArray[np.bool_] = held & (self.firsts[pos] < self.at)
+        if self.passage > 0:
+            hit |= passages(held & (self.seconds[pos] < self.at), self.passage)
         return hit

@@ -48,6 +48,7 @@ __all__ = [
     "quoted_chars",
     "required",
     "units_in",
+    "unquoted_codes",
     "verify",
 ]
 
@@ -223,26 +224,48 @@ _NO_INDEX = np.zeros(0, dtype=np.uint16)
 _NO_COUNTS = np.zeros(1, dtype=np.uint8)
 _NO_SLOTS = np.zeros(1, dtype=np.int64)
 _NO_MASK = np.zeros(1, dtype=np.bool_)
+_NO_GUARD = (0, _NO_COUNTS, 0, _NO_SLOTS, _NO_SLOTS, _NO_SLOTS, 0, 0, _NO_MASK)
 
 
 def guard_arrays(guard: TemplateGuard | None, codes: U32) -> tuple[Any, ...]:
     """A template guard as the compiled kernels take it (see :mod:`neardup.kernels._pairs`):
-    (kind, counts, limit, slot_ids, firsts, at, mask); ``codes`` are the shingles a guard of
-    another type is asked about beforehand."""
+    (kind, counts, limit, slot_ids, firsts, seconds, at, passage, mask); ``codes`` are the
+    shingles (in text order) a guard of another type is asked about beforehand."""
     if guard is None:
-        return 0, _NO_COUNTS, 0, _NO_SLOTS, _NO_SLOTS, 0, _NO_MASK
+        return _NO_GUARD
     if type(guard) is CommonShingles:
         if guard.limit <= 0:
-            return 0, _NO_COUNTS, 0, _NO_SLOTS, _NO_SLOTS, 0, _NO_MASK
-        return 1, guard.counts, guard.limit, _NO_SLOTS, _NO_SLOTS, 0, _NO_MASK
+            return _NO_GUARD
+        return (
+            1,
+            guard.counts,
+            guard.limit,
+            _NO_SLOTS,
+            _NO_SLOTS,
+            _NO_SLOTS,
+            0,
+            guard.passage,
+            _NO_MASK,
+        )
     if type(guard) is TemplateTable:
         if guard.limit <= 0 or len(guard.slot_ids) == 0:
-            return 0, _NO_COUNTS, 0, _NO_SLOTS, _NO_SLOTS, 0, _NO_MASK
+            return _NO_GUARD
         slot_ids = np.ascontiguousarray(guard.slot_ids, dtype=np.int64)
         firsts = np.ascontiguousarray(guard.firsts, dtype=np.int64)
-        return 2, _NO_COUNTS, guard.limit, slot_ids, firsts, guard.at, _NO_MASK
+        seconds = np.ascontiguousarray(guard.seconds, dtype=np.int64)
+        return (
+            2,
+            _NO_COUNTS,
+            guard.limit,
+            slot_ids,
+            firsts,
+            seconds,
+            guard.at,
+            guard.passage,
+            _NO_MASK,
+        )
     mask = np.ascontiguousarray(guard.is_common(codes), dtype=np.bool_)
-    return 3, _NO_COUNTS, 0, _NO_SLOTS, _NO_SLOTS, 0, mask
+    return 3, _NO_COUNTS, 0, _NO_SLOTS, _NO_SLOTS, _NO_SLOTS, 0, 0, mask
 
 
 def _numpy_placement(
@@ -331,6 +354,16 @@ def quoted_units(text: str, n_units: int) -> npt.NDArray[np.bool_]:
     return mask
 
 
+def unquoted_codes(codes: U32, text: str, n_units: int) -> U32 | None:
+    """The distinct shingle ``codes`` (a text's, in text order) that do not start on a
+    quoted line of its prepared ``text``; None when it has no quoted line (all of them)."""
+    if not has_quotes(text):
+        return None
+    quoted = quoted_units(text, n_units)
+    own: U32 = np.unique(codes[~quoted[: len(codes)]])
+    return own
+
+
 def _unquoted(
     doc: Sketch, other: Sketch, cfg: DedupConfig, guard: TemplateGuard | None
 ) -> Placement | None:
@@ -377,6 +410,13 @@ EDGE_MIDDLE = 0.45  # the same opening and ending around a different middle
 #: with a body of its own (a reprint's edits leave no such middle on both sides)
 EDGE_MIDDLES = 0.2
 MIDDLE_UNITS = 100
+#: ... or around one middle of the longer that is at least this share of it and holds at
+#: least FRAMED_OWN of its own text, while the shorter has a middle of its own (EDGE_MIDDLES
+#: of it): the same header lines and signature, or a series' blurb, around a short post and
+#: a long one (a fuller version of an article adds its paragraphs in several places, and
+#: an excerpt has no middle of its own)
+FRAMED_MIDDLE = 0.45
+FRAMED_OWN = 0.8
 SIGN_OFF = 0.5  # the shorter, to its end, found only in the second half of the longer
 
 
@@ -407,18 +447,21 @@ def _may_be_edges(
     n = mine.total
     if mine.head >= max(edge, EDGE_ENDS * n) or mine.tail >= max(edge, EDGE_STARTS * n):
         return True
-    if mine.gap >= min(max(edge, EDGE_MIDDLE * n), max(MIDDLE_UNITS, EDGE_MIDDLES * n)):
+    if mine.gap >= max(edge, EDGE_MIDDLES * n):  # the smallest middle any rule takes
         return True
     if mine.tail >= edge:
         return False  # the sign-off rule needs the shorter to be shared up to its end
-    codes = other.shingles[:edge]  # the longer's units before its first shared one, at least
+    # the longer's units before its first shared one, at least (whether one is chrome may
+    # depend on the whole text: a passage of chrome, and how much of the text lies outside)
+    codes = other.shingles if guard is not None and guard.passage > 0 else other.shingles[:edge]
     vocab = short.vocab
     if fast:
-        found = kernels.load("_pairs").any_shared(codes, vocab, *guard_arrays(guard, codes))
+        found = kernels.load("_pairs").any_shared(codes, edge, vocab, *guard_arrays(guard, codes))
         return not found
-    hit = vocab[np.minimum(np.searchsorted(vocab, codes), len(vocab) - 1)] == codes
+    head = codes[:edge]
+    hit = vocab[np.minimum(np.searchsorted(vocab, head), len(vocab) - 1)] == head
     if guard is not None:
-        hit &= ~guard.is_common(codes)
+        hit &= ~guard.is_common(codes)[:edge]
     return not hit.any()
 
 
@@ -435,6 +478,11 @@ def _edges(mine: Placement, theirs: Placement, cfg: DedupConfig) -> bool:
         or (own(st, sn, EDGE_STARTS) and own(ot, on, EDGE_STARTS) and sh < edge and oh < edge)
         or own(sg, sn, EDGE_MIDDLE)
         or (min(sg, og) >= MIDDLE_UNITS and own(sg, sn, EDGE_MIDDLES) and own(og, on, EDGE_MIDDLES))
+        or (
+            own(sg, sn, EDGE_MIDDLES)
+            and own(og, on, FRAMED_MIDDLE)
+            and og >= FRAMED_OWN * (on - theirs.shared)
+        )
         or (st < edge and own(oh, on, SIGN_OFF))
     )
 

@@ -32,7 +32,7 @@ def load_kernels(cfg: DedupConfig) -> bool:
     for name in ("_sketch", "_pairs", "_text"):
         kernels.load(name)
     a, b = make_sketches(list(_WARM_UP), cfg)
-    guard = CommonShingles(limit=cfg.common_after)
+    guard = CommonShingles.of(cfg)
     guard.add(a.vocab)
     verify(b, a, cfg, guard)
     verify(a, b, cfg, guard)

@@ -8,8 +8,10 @@ built as arrays.
 
 A template guard reaches a kernel as a kind and its arrays: ``0`` none; ``1`` a count table
 (:class:`~neardup.engine.templates.CommonShingles`: ``counts``, ``limit``); ``2`` the slots
-that became common and when (:class:`~neardup.engine.templates.TemplateTable`: ``slot_ids``,
-``firsts``, ``at``); ``3`` a flag per shingle, worked out beforehand (``mask``).
+that became seen and common and when (:class:`~neardup.engine.templates.TemplateTable`:
+``slot_ids``, ``firsts``, ``seconds``, ``at``); ``3`` a flag per shingle, worked out
+beforehand (``mask``). With kinds 1 and 2, ``passage`` > 0 makes every run of that many
+shingles seen in two stories chrome too (:func:`~neardup.engine.templates.passages`).
 """
 
 from __future__ import annotations
@@ -21,33 +23,56 @@ from ._jit import jit
 __all__ = ["any_shared", "placement"]
 
 _SHIFT = np.uint32(6)  # templates.SLOT_BITS = 26 of the 32 bits of a code
+_PASSAGE_STORIES = 2  # templates.PASSAGE_STORIES
+_PASSAGE_REST = 0.25  # templates.PASSAGE_REST
 
 
 @jit
-def _common(code, pos, kind, counts, limit, slot_ids, firsts, at, mask):
-    """Whether the shingle ``code`` (at ``pos`` of its text) is chrome for the guard."""
-    if kind == 1:
-        return counts[code >> _SHIFT] >= limit
-    if kind == 2:
-        s = np.int64(code >> _SHIFT)
-        j = np.searchsorted(slot_ids, s)
-        return j < len(slot_ids) and slot_ids[j] == s and firsts[j] < at
+def _chrome(codes, kind, counts, limit, slot_ids, firsts, seconds, at, passage, mask):
+    """Which of a text's ``codes`` (in text order) are chrome for the guard: common, or in
+    a passage of ``passage`` seen shingles. The count table is large, and lookups that do
+    not wait on one another overlap in a tight loop."""
+    size = len(codes)
+    out = np.zeros(size, dtype=np.bool_)
+    if kind == 0:
+        return out
     if kind == 3:
-        return mask[pos]
-    return False
-
-
-@jit
-def _chrome(codes, kind, counts, limit, slot_ids, firsts, at, mask):
-    """Which of ``codes`` are chrome for the guard, in a tight loop of its own: the count
-    table is large, and lookups that do not wait on one another overlap."""
-    out = np.zeros(len(codes), dtype=np.bool_)
+        for i in range(size):
+            out[i] = mask[i]
+        return out
+    seen = np.zeros(size if passage > 0 else 0, dtype=np.bool_)
     if kind == 1:
-        for i in range(len(codes)):
-            out[i] = counts[codes[i] >> _SHIFT] >= limit
-    elif kind != 0:
-        for i in range(len(codes)):
-            out[i] = _common(codes[i], i, kind, counts, limit, slot_ids, firsts, at, mask)
+        for i in range(size):
+            c = counts[codes[i] >> _SHIFT]
+            out[i] = c >= limit
+            if passage > 0:
+                seen[i] = c >= _PASSAGE_STORIES
+    else:
+        for i in range(size):
+            s = np.int64(codes[i] >> _SHIFT)
+            j = np.searchsorted(slot_ids, s)
+            if j < len(slot_ids) and slot_ids[j] == s:
+                out[i] = firsts[j] < at
+                if passage > 0:
+                    seen[i] = seconds[j] < at
+    if passage > 0 and size >= passage:
+        inside = 0  # shingles in passages
+        start = 0
+        for i in range(size + 1):
+            if i < size and seen[i]:
+                continue
+            if i - start >= passage:
+                inside += i - start
+            start = i + 1
+        if size - inside >= _PASSAGE_REST * size:
+            start = 0
+            for i in range(size + 1):
+                if i < size and seen[i]:
+                    continue
+                if i - start >= passage:
+                    for k in range(start, i):
+                        out[k] = True
+                start = i + 1
     return out
 
 
@@ -82,7 +107,9 @@ def placement(
     limit,
     slot_ids,
     firsts,
+    seconds,
     at,
+    passage,
     mask,
 ):
     """(head, tail, gap, total, shared, first, last): the document's
@@ -106,7 +133,7 @@ def placement(
     gap = 0
     shared_units = 0
     first = -1
-    chrome = _chrome(codes, kind, counts, limit, slot_ids, firsts, at, mask)
+    chrome = _chrome(codes, kind, counts, limit, slot_ids, firsts, seconds, at, passage, mask)
     for i in range(size):
         code = codes[i]
         if chrome[i]:
@@ -156,12 +183,15 @@ def placement(
 
 
 @jit
-def any_shared(codes, vocab, kind, counts, limit, slot_ids, firsts, at, mask):
-    """Whether any of ``codes`` is in the sorted ``vocab`` and not chrome."""
-    for i in range(len(codes)):
+def any_shared(
+    codes, upto, vocab, kind, counts, limit, slot_ids, firsts, seconds, at, passage, mask
+):
+    """Whether any of the first ``upto`` of a text's ``codes`` is in the sorted ``vocab``
+    and not chrome (the codes after them only tell how far a passage of chrome runs)."""
+    chrome = _chrome(codes, kind, counts, limit, slot_ids, firsts, seconds, at, passage, mask)
+    for i in range(min(upto, len(codes))):
         c = codes[i]
         j = np.searchsorted(vocab, c)
-        if j < len(vocab) and vocab[j] == c:
-            if kind == 0 or not _common(c, i, kind, counts, limit, slot_ids, firsts, at, mask):
-                return True
+        if j < len(vocab) and vocab[j] == c and not chrome[i]:
+            return True
     return False

@@ -24,7 +24,8 @@ import numpy as np
 import numpy.typing as npt
 
 from ..engine import DedupConfig
-from ..engine.templates import SLOT_BITS, slots
+from ..engine.templates import PASSAGE_STORIES, SLOT_BITS, slots
+from ..engine.verify import QUOTE_START, unquoted_codes
 from .columns import Batches, BatchFn, arrow_schema, column, groups, sorted_rows
 from .verify import PAIR_SCHEMA, Table
 
@@ -47,9 +48,9 @@ NO_POSITION = np.iinfo(np.int64).max
 #: Up to this many documents, the flags of the guard's rows are broadcast.
 BROADCAST_ROWS = 2_000_000
 
-_SLOT_ROWS_SCHEMA = "slot int, _pos long, _sure boolean"
+_SLOT_ROWS_SCHEMA = "slot int, _pos long, _sure boolean, _own boolean"
 GUARD_SCHEMA = "slot int, _pos long, _sure boolean, _keep boolean, _vol boolean"
-_FIRSTS_SCHEMA = "slot long, first long"
+_FIRSTS_SCHEMA = "slot long, first long, second long"
 
 
 def slots_of(blob: bytes) -> I64:
@@ -58,10 +59,28 @@ def slots_of(blob: bytes) -> I64:
     return np.unique(slots(codes).astype(np.int64))
 
 
+def story_slots(blob: bytes, text: str | None, n_units: int) -> I64:
+    """The distinct slots a story counts (:func:`~neardup.engine.story_codes`): those of its
+    shingle codes that do not start on a quoted line of its prepared ``text`` (None: a text
+    with no quoted line)."""
+    codes = np.frombuffer(blob, dtype="<u4")
+    own = None if text is None else unquoted_codes(codes, text, n_units)
+    return np.unique(slots(codes if own is None else own).astype(np.int64))
+
+
+def fewest(cfg: DedupConfig) -> int:
+    """The fewest kept stories a slot must be in for the guard to read it: two with chrome
+    passages (a passage's shingles are seen in two), else ``common_after``."""
+    if cfg.common_after <= 0:
+        return 0
+    return min(PASSAGE_STORIES, cfg.common_after) if cfg.chrome_passage > 0 else cfg.common_after
+
+
 def common_candidates(docs: DataFrame, cfg: DedupConfig, n_parts: int = 1) -> I64:
-    """Slots found in ``common_after`` or more of ``docs`` (``_sh``; sorted): given the
-    original documents, a superset of the slots the guard can ever count as common,
-    whichever of them are kept (a byte-identical copy is never kept).
+    """Slots found in :func:`fewest` or more of ``docs`` (``_sh``; sorted): given the
+    original documents, a superset of the slots the guard can ever read (count as common,
+    or as seen for a passage), whichever of them are kept (a byte-identical copy is never
+    kept, and quoted lines only add slots).
 
     Each input partition counts its slots, cut into ``n_parts`` ranges of the slot space;
     a range travels as one row (the slots and counts as bytes), and the partition that gets
@@ -70,7 +89,7 @@ def common_candidates(docs: DataFrame, cfg: DedupConfig, n_parts: int = 1) -> I6
     template stage's time."""
     from pyspark.sql import functions as F
 
-    limit = cfg.common_after
+    limit = fewest(cfg)
     if limit <= 0:
         return np.zeros(0, dtype=np.int64)
     ranges = max(1, n_parts)
@@ -160,14 +179,18 @@ def guard_rows(
         return spark.createDataFrame([], GUARD_SCHEMA)
     flags = originals.join(later.withColumn("_u", F.lit(True)), "_pos", "left").persist()
     small = stats["documents"] <= BROADCAST_ROWS
-    docs = sketches.select("_pos", "_sh").join(F.broadcast(flags) if small else flags, "_pos")
+    # a story counts the lines it does not quote: the prepared text of those that quote
+    quoting = F.when(F.col("_ptext").rlike("(?md)" + QUOTE_START), F.col("_ptext"))
+    docs = sketches.select("_pos", "_sh", "_n", quoting.alias("_qt")).join(
+        F.broadcast(flags) if small else flags, "_pos"
+    )
     candidates = common_candidates(docs, cfg, n_parts)
     stats["template_candidates"] = len(candidates)
     common = spark.sparkContext.broadcast(candidates)
     rows = (
         docs.mapInArrow(slot_rows(common), _SLOT_ROWS_SCHEMA)
         .repartition(n_parts, "slot")
-        .mapInArrow(trim_rows(cfg.common_after), GUARD_SCHEMA)
+        .mapInArrow(trim_rows(cfg.common_after, fewest(cfg)), GUARD_SCHEMA)
         .persist(StorageLevel.MEMORY_AND_DISK)
     )
     stats["template_rows"] = rows.count()
@@ -178,7 +201,9 @@ def guard_rows(
 
 def slot_rows(common: Any) -> BatchFn:
     """Each document's distinct slots among the broadcast candidates, one row each, with
-    whether the document is sure to be kept (``_u`` null: the later one of no pair)."""
+    whether the document is sure to be kept (``_u`` null: the later one of no pair) and
+    whether it holds the slot as a story counts it (``_own``: not only on quoted lines,
+    :func:`story_slots`)."""
 
     def run(batches: Batches) -> Iterator[pa.RecordBatch]:
         import pyarrow as pa
@@ -192,17 +217,28 @@ def slot_rows(common: Any) -> BatchFn:
                 continue
             pos = np.asarray(batch.column("_pos").to_numpy(), dtype=np.int64)
             sure = np.asarray(batch.column("_u").is_null().to_numpy(zero_copy_only=False))
-            found = []
-            for blob in batch.column("_sh").to_pylist():
+            found, owned = [], []
+            for blob, text, n in zip(
+                batch.column("_sh").to_pylist(),
+                batch.column("_qt").to_pylist(),
+                batch.column("_n").to_pylist(),
+                strict=True,
+            ):
                 slots = slots_of(blob)
                 at = np.minimum(np.searchsorted(cand, slots), len(cand) - 1)
-                found.append(slots[cand[at] == slots])
+                slots = slots[cand[at] == slots]
+                found.append(slots)
+                if text is None:
+                    owned.append(np.ones(len(slots), dtype=np.bool_))
+                else:
+                    owned.append(np.isin(slots, story_slots(blob, text, n), assume_unique=True))
             counts = [len(f) for f in found]
             yield pa.RecordBatch.from_arrays(
                 [
                     pa.array(np.concatenate(found).astype(np.int32)),
                     pa.array(np.repeat(pos, counts)),
                     pa.array(np.repeat(sure, counts)),
+                    pa.array(np.concatenate(owned)),
                 ],
                 schema=schema,
             )
@@ -210,28 +246,34 @@ def slot_rows(common: Any) -> BatchFn:
     return run
 
 
-def trim_rows(limit: int) -> BatchFn:
-    """The ``mapInArrow`` function of :func:`guard_rows` on a partition of whole slots."""
+def trim_rows(limit: int, low: int) -> BatchFn:
+    """The ``mapInArrow`` function of :func:`guard_rows` on a partition of whole slots: the
+    slots a story counts in ``low`` documents or more (:func:`fewest`), each up to its
+    ``limit``-th sure such document; the rows of a document that holds a slot only on its
+    quoted lines (``_own`` false) never count, but stay with a volatile slot's rows, as the
+    slot is read when that document is verified."""
 
     def run(batches: Batches) -> Iterator[pa.RecordBatch]:
         import pyarrow as pa
 
-        cols = sorted_rows(batches, ["slot", "_pos", "_sure"])
+        cols = sorted_rows(batches, ["slot", "_pos", "_sure", "_own"])
         if not cols:
             return
-        slot, pos, sure = cols[0].astype(np.int64), cols[1].astype(np.int64), cols[2]
-        sure = sure.astype(np.bool_)
+        slot, pos = cols[0].astype(np.int64), cols[1].astype(np.int64)
+        sure, own = cols[2].astype(np.bool_), cols[3].astype(np.bool_)
+        counted = sure & own
         starts, sizes, group = groups(slot)
-        done = np.cumsum(sure)  # sure rows up to and including each row
-        rank = done - (done[starts] - sure[starts])[group]
+        done = np.cumsum(counted, dtype=np.int64)  # counted rows up to and including each row
+        rank: I64 = done - (done[starts] - counted[starts])[group]
         ends = np.full(len(starts), NO_POSITION, dtype=np.int64)
-        at = np.flatnonzero(sure & (rank == limit))
+        at = np.flatnonzero(counted & (rank == limit))
         ends[group[at]] = pos[at]
         end = ends[group]
-        reach = (sizes >= limit)[group]
-        keep = reach & (pos <= end)
+        owners = np.add.reduceat(own.astype(np.int64), starts) if len(starts) else sizes
+        reach = (owners >= low)[group]
+        keep = reach & own & (pos <= end)
         vol_group = np.zeros(len(starts), dtype=np.bool_)
-        vol_group[group[~sure & (pos < end)]] = True
+        vol_group[group[~sure & own & (pos < end)]] = True
         vol = reach & vol_group[group]
         out = np.flatnonzero(keep | vol)
         schema = arrow_schema(GUARD_SCHEMA)
@@ -253,13 +295,15 @@ def trim_rows(limit: int) -> BatchFn:
 
 
 def template_table(rows: DataFrame, cfg: DedupConfig) -> Table:
-    """For each slot held by ``common_after`` of the documents in ``rows`` (``slot, _pos``,
+    """For each slot held by :func:`fewest` of the documents in ``rows`` (``slot, _pos``,
     partitioned by slot: the kept documents' rows of :func:`guard_rows`), the position of
-    the ``common_after``-th of them: from there on the engine counts the slot as a template.
-    """
-    limit = cfg.common_after
+    the ``common_after``-th of them (from there on the engine counts the slot as a
+    template; :data:`NO_POSITION` when fewer hold it) and of the second (from there on it
+    is seen, for a passage of chrome)."""
+    limit, low, passage = cfg.common_after, fewest(cfg), cfg.chrome_passage > 0
     if limit <= 0:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        none = np.zeros(0, dtype=np.int64)
+        return none, none, none
 
     def run(batches: Batches) -> Iterator[pa.RecordBatch]:
         import pyarrow as pa
@@ -269,40 +313,47 @@ def template_table(rows: DataFrame, cfg: DedupConfig) -> Table:
             return
         slot, pos = cols[0].astype(np.int64), cols[1].astype(np.int64)
         starts, sizes, _ = groups(slot)
-        ok = starts[sizes >= limit]
+        ok = sizes >= low
+        first = np.full(len(starts), NO_POSITION, dtype=np.int64)
+        full = sizes >= limit
+        first[full] = pos[starts[full] + limit - 1]
+        second = pos[starts[ok] + min(PASSAGE_STORIES, low) - 1] if passage else first[ok]
         yield pa.RecordBatch.from_arrays(
-            [pa.array(slot[ok]), pa.array(pos[ok + limit - 1])],
+            [pa.array(slot[starts[ok]]), pa.array(first[ok]), pa.array(second)],
             schema=arrow_schema(_FIRSTS_SCHEMA),
         )
 
     found = rows.select("slot", "_pos").mapInArrow(run, _FIRSTS_SCHEMA)
-    slots, firsts = column(found, "slot"), column(found, "first")
+    slots, firsts, seconds = column(found, "slot"), column(found, "first"), column(found, "second")
     order = np.argsort(slots, kind="stable")
-    return slots[order], firsts[order]
+    return slots[order], firsts[order], seconds[order]
 
 
 def same_table(a: Table, b: Table) -> bool:
-    return bool(np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1]))
+    return all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
 
 
 def pairs_at_risk(
     spark: SparkSession, pairs: DataFrame, slot_lists: DataFrame, old: Table, new: Table
 ) -> DataFrame:
-    """The pairs one of whose documents holds a slot that the later document sees as common
-    under one table and not under the other: the only verdicts that can change (coverage
-    reads the shorter text's slots; where the shared text lies, the longer's too)."""
+    """The pairs one of whose documents holds a slot that the later document sees as common,
+    or as seen, under one table and not under the other: the only verdicts that can change
+    (coverage reads the shorter text's slots; where the shared text lies, the longer's too;
+    a passage of chrome, every slot of one text)."""
     from pyspark.sql import functions as F
 
     every = np.union1d(old[0], new[0])
 
-    def firsts(table: Table) -> I64:
+    def at(table: Table, k: int) -> I64:
         out = np.full(len(every), NO_POSITION, dtype=np.int64)
-        out[np.searchsorted(every, table[0])] = table[1]
+        out[np.searchsorted(every, table[0])] = table[k]
         return out
 
-    before, after = firsts(old), firsts(new)
-    differ = before != after
-    delta = spark.sparkContext.broadcast((every[differ], before[differ], after[differ]))
+    was1, now1, was2, now2 = at(old, 1), at(new, 1), at(old, 2), at(new, 2)
+    differ = (was1 != now1) | (was2 != now2)
+    delta = spark.sparkContext.broadcast(
+        (every[differ], was1[differ], now1[differ], was2[differ], now2[differ])
+    )
     lists = slot_lists.select("_pos", "_s")
     none = F.array().cast("array<int>")
     joined = (
@@ -317,7 +368,7 @@ def pairs_at_risk(
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        slots, was, now = delta.value
+        slots, was, now, was2, now2 = delta.value
         schema = arrow_schema(PAIR_SCHEMA)
         if len(slots) == 0:
             return
@@ -329,7 +380,9 @@ def pairs_at_risk(
             row = np.asarray(pc.list_parent_indices(lists).to_numpy(), dtype=np.int64)
             j = np.asarray(batch.column("j").to_numpy(), dtype=np.int64)[row]
             at = np.minimum(np.searchsorted(slots, held), len(slots) - 1)
-            flips = (slots[at] == held) & ((was[at] < j) != (now[at] < j))
+            flips = (slots[at] == held) & (
+                ((was[at] < j) != (now[at] < j)) | ((was2[at] < j) != (now2[at] < j))
+            )
             keep = np.unique(row[flips])
             if len(keep):
                 out = batch.select(["i", "j", "ni", "nj"]).take(pa.array(keep))

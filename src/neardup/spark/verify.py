@@ -58,8 +58,9 @@ VERDICT_SCHEMA = (
 )
 
 #: The template guard of a whole run: (sorted slots, input position of the
-#: ``common_after``-th kept story holding each) — see :class:`~neardup.engine.TemplateTable`.
-Table = tuple[I64, I64]
+#: ``common_after``-th kept story holding each, and of the second) — see
+#: :class:`~neardup.engine.TemplateTable`.
+Table = tuple[I64, I64, I64]
 
 
 def prefilter_batches(cfg: DedupConfig) -> BatchFn:
@@ -154,7 +155,7 @@ def verify_pairs(
         "j_ptext", F.when(titles | quoted, F.col("j_ptext"))
     )
     shared = spark.sparkContext.broadcast(table) if table is not None else None
-    limit = cfg.common_after
+    limit, passage = cfg.common_after, cfg.chrome_passage
 
     def run(batches: Batches) -> Iterator[pa.RecordBatch]:
         import pyarrow as pa
@@ -175,8 +176,10 @@ def verify_pairs(
                 cache[ka], cache[kb] = a, b
                 guard = None
                 if shared is not None:
-                    slot_ids, firsts = shared.value
-                    guard = TemplateTable(slot_ids, firsts, at=j, limit=limit)
+                    slot_ids, firsts, seconds = shared.value
+                    guard = TemplateTable(
+                        slot_ids, firsts, at=j, limit=limit, seconds=seconds, passage=passage
+                    )
                 v = verify(a, b, cfg, guard)
                 if v.is_duplicate or keep_all:
                     out["i"].append(i)

@@ -42,7 +42,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 import xxhash
 
-from ..engine import Sketch
+from ..engine import Sketch, story_codes
 from ..engine.compact import compact, decode, decode_slots, encode, encode_slots
 from ..errors import ConfigError, NeardupError
 from ..hashing import SEED
@@ -695,7 +695,9 @@ class CompactRedisStore(RedisStore):
         if self.keep_text and sketch is not None:
             text = zlib.compress(sketch.text.encode("utf-8", "surrogatepass"), 6)
         rec = _record(e, new.text_key, new.counts, blob)
-        log = _str(e.id) + encode_slots(sketch.vocab) if story and sketch is not None else b""
+        log = (
+            _str(e.id) + encode_slots(story_codes(sketch)) if story and sketch is not None else b""
+        )
         label = e.cluster.encode("utf-8", "surrogatepass") if e.cluster != e.id else b""
         raw_id = e.id.encode("utf-8", "surrogatepass")
         return b"".join((

@@ -38,6 +38,7 @@ from ..engine.compact import (
     encode_counts,
     encode_slots,
 )
+from ..engine.decide import story_codes
 from ..engine.templates import CommonShingles
 from ..errors import ConfigError
 from ..hashing import signed64
@@ -193,7 +194,8 @@ class CompactSQLiteStore(SQLiteStore):
             self._records.append((list(new.buckets), seq))
         if new.counts and sketch is not None:
             self._db.execute(
-                "INSERT INTO log (id, slots) VALUES (?, ?)", (_db(e.id), encode_slots(sketch.vocab))
+                "INSERT INTO log (id, slots) VALUES (?, ?)",
+                (_db(e.id), encode_slots(story_codes(sketch))),
             )
         if self.keep_text and sketch is not None:
             text = zlib.compress(sketch.text.encode("utf-8", "surrogatepass"), 6)
