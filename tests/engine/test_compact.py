@@ -142,3 +142,27 @@ def test_story_slots_and_the_count_table_round_trip() -> None:
     assert C.decode_counts(common.to_bytes()) is None  # the whole table's form is not this one
     empty = C.decode_counts(C.encode_counts(np.zeros(16, dtype=np.uint8)))
     assert empty is not None and not empty.any()
+
+
+@pytest.mark.parametrize("seed", [4, 5])
+def test_a_shared_stretch_reads_chrome_from_the_later_text(seed: int) -> None:
+    """Where the later document shares the stored one's text, the stand-in holds the later
+    document's codes at the same offsets, so the chrome there (common shingles, and a
+    passage seen in two stories, counted shingle by shingle) is what the whole sketch says."""
+    rng = random.Random(seed)
+    bio = story(rng, 6)  # about 170 units: a passage once two stories carry it
+    guard = CommonShingles(limit=5, passage=96)
+    for _ in range(2):
+        guard.add(make_sketch(story(rng, 12) + bio, CFG).vocab)
+    for _ in range(6):
+        guard.add(make_sketch(story(rng, 12) + "本报记者综合报道。", CFG).vocab)
+    earlier = story(rng, 15) + "本报记者综合报道。" + bio + story(rng, 6)
+    later = "【环球网】" + earlier.replace("。", "！", 3)
+    b, a = make_sketch(earlier, CFG), make_sketch(later, CFG)
+    whole = guard.is_common(b.shingles)
+    assert whole.sum() > 96  # the bio is a passage of chrome
+    stand = C.stand_in(C.compact(b), a, CFG)
+    assert np.array_equal(guard.is_common(stand.shingles), whole)
+    exact, est = verify(a, b, CFG, guard), verify(a, stand, CFG, guard)
+    assert (est.is_duplicate, est.is_copy) == (exact.is_duplicate, exact.is_copy)
+    assert abs(est.score - exact.score) < 0.02

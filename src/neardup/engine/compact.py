@@ -20,7 +20,13 @@ shared units) and applies the same rules, which stay in one place:
   sample would hold (*eligible* codes, looked up in the sample: exact, since the sample
   holds every eligible code of the stored document);
 - each sampled code keeps its template-guard slot (its top 26 bits) and its width bit, so
-  chrome is set aside on both sides as with the whole sketch;
+  chrome is set aside on both sides as with the whole sketch; where the stored document is
+  taken to share the later one's text, the stand-in holds the later document's codes at the
+  offset of the nearest sampled code it shares (:func:`_align`), so chrome there — a common
+  shingle, or a passage counted shingle by shingle in text order — is read from that text
+  (on the first 10,000 hkcnews articles and the 4,638 pairs the batch run joins, the chrome
+  of 0.2 % of the stored documents' shingles differs from the whole sketch's, against 7.3 %
+  when every shingle took its nearest sample's code);
 - the numbers of units and of distinct shingles, and the figures with the unit each starts
   at (the figure rule);
 - texts shorter than :data:`WHOLE_UNITS` units keep their whole prepared text (titles are
@@ -243,20 +249,24 @@ def stand_in(c: Compact, later: Sketch, cfg: DedupConfig) -> Sketch:
     find with the whole sketch (see the module). Its text is the stored text of a short
     document; of a longer one, a placeholder of as many units holding its figures where
     they are (what the figure rule reads of it)."""
-    codes = _rebuilt(c, later, cfg)
+    shingles, known, taken = _rebuilt(c, later, cfg)
     # the prefilter has passed the pair already (on the samples: :func:`alike`), so the
     # stand-in carries the later document's own signature
     return Sketch(
         text=c.short_text if c.short_text is not None else _placeholder_text(c.n_units, c.figures),
-        shingles=codes[0], n_units=c.n_units, signature=later.signature, bands=_NO_BANDS,
-        vocab=distinct(np.concatenate(codes)), numbers=c.numbers,
+        shingles=shingles, n_units=c.n_units, signature=later.signature, bands=_NO_BANDS,
+        vocab=distinct(np.concatenate((known, taken))), numbers=c.numbers,
     )  # fmt: skip
 
 
-def _rebuilt(c: Compact, later: Sketch, cfg: DedupConfig) -> tuple[U32, U32]:
+def _rebuilt(c: Compact, later: Sketch, cfg: DedupConfig) -> tuple[U32, U32, U32]:
     """The stored document's codes in text order as ``later`` sees them (the later
-    document's own code where it has the shingle, the sampled code where it lacks it), and
-    the later document's codes taken to be in it."""
+    document's own code where it has the shingle, the sampled code where it lacks it), its
+    sampled codes (as the later document spells those it has), and the later document's
+    codes taken to be in it. The last two are the stand-in's vocabulary: the codes
+    :func:`_align` reads from the later text only place the stored document's shingles
+    (what is chrome), they are not known to be in it (an unsampled typo, an insertion
+    between two sampled codes)."""
     a = later.shingles
     n = c.n_shingles
     masked_vocab, first = np.unique(later.vocab & MASK, return_index=True)
@@ -266,7 +276,7 @@ def _rebuilt(c: Compact, later: Sketch, cfg: DedupConfig) -> tuple[U32, U32]:
     own = c.codes.copy()
     own[in_a] = later.vocab[first[where[in_a]]]
     if len(c.positions) == n:  # every code kept
-        return own, np.zeros(0, dtype=np.uint32)
+        return own, own, np.zeros(0, dtype=np.uint32)
     status = statuses(c.positions, in_a, n, _widths(c.codes, cfg))
     out = np.empty(n, dtype=np.uint32)
     for want in (True, False):
@@ -278,11 +288,43 @@ def _rebuilt(c: Compact, later: Sketch, cfg: DedupConfig) -> tuple[U32, U32]:
             out[at] = own[pick[_nearest(c.positions[pick], n)[at]]]
         else:  # every sampled code is had (or none is): a code the later one has or lacks
             out[at] = a[0] if want and len(a) else _absent(later.vocab, c.codes, 1)[0]
+    _align(out, status, c.positions[in_a], c.codes[in_a], a)
     # the later document's side: from its eligible codes, looked up in the sample
     mine = np.flatnonzero(eligible(a, c.level)).astype(np.int64)
     found = _lookup(distinct(c.codes), a[mine] & MASK) >= 0
     have = statuses(mine, found, len(a), _widths(a[mine], cfg))
-    return out, a[have]
+    return out, own, a[have]
+
+
+def _align(out: U32, status: Bools, positions: I64, codes: U32, a: U32) -> None:
+    """Where the stored document is taken to share the later one's text (``status``), put
+    the later document's codes in ``out``, read at the same offset as at the nearest sampled
+    position it shares (``positions``, ``codes``): a shared stretch is the later document's
+    own text, so whether each of its shingles is chrome — a common shingle, or one of a
+    passage (:func:`~neardup.engine.templates.passages`, a run of shingles counted in text
+    order) — is read from that text, not from the nearest sample's."""
+    if len(positions) == 0 or len(a) == 0 or not status.any():
+        return
+    masked = a & MASK
+    order = np.argsort(masked, kind="stable")
+    keys = masked[order]
+    lo = np.searchsorted(keys, codes, "left")
+    hi = np.searchsorted(keys, codes, "right")
+    once = hi - lo == 1
+    if not once.any():
+        return
+    offsets = np.full(len(codes), np.iinfo(np.int64).min, dtype=np.int64)
+    offsets[once] = order[lo[once]] - positions[once]
+    guess = int(np.median(offsets[once]))
+    for j in np.flatnonzero(~once & (hi > lo)).tolist():  # a repeated shingle: the nearest
+        where = order[lo[j] : hi[j]].astype(np.int64)
+        offsets[j] = int(where[np.argmin(np.abs(where - positions[j] - guess))]) - positions[j]
+    ok = offsets != np.iinfo(np.int64).min
+    anchors, offsets = positions[ok], offsets[ok]
+    at = np.flatnonzero(status)
+    there = at + offsets[_nearest(anchors, len(out))[at]]
+    inside = (there >= 0) & (there < len(a))
+    out[at[inside]] = a[there[inside]]
 
 
 _NO_BANDS = np.zeros(0, dtype=np.uint64)
