@@ -9,9 +9,13 @@ When a change is meant to keep the decisions, run this with the old code and the
 
 ``--corpus``: ``zh-dev`` and ``en-dev`` (the dev benchmarks), ``hk10k`` (the first 10,000
 hkcnews articles), ``ng`` (20 Newsgroups). ``--runner``: ``batch`` (``dedup_batch``),
-``stream`` (a memory Deduper fed batches of 256), ``sqlite`` (the same on a SQLite store) or
-``spark`` (``neardup.spark.dedup`` on local[2]). Only public names are used, so any version
-runs it. Scores are rounded to 6 places.
+``stream`` (a memory Deduper fed batches of 256), ``sqlite`` (the same on a new SQLite store:
+compact), ``sqlite-full`` (``format=full``), ``redis`` and ``redis-full`` (a namespace on a
+redis-server this script starts) or ``spark`` (``neardup.spark.dedup`` on local[2]). Only
+public names are used, so any version runs it (``format=`` needs a version with compact
+stores). Scores are rounded to 6 places. ``--diff`` prints the first differences and counts
+them by kind: kept in one and dropped in the other, dropped as a duplicate of another
+document, in another cluster, extending another, or the score alone.
 """
 
 from __future__ import annotations
@@ -59,16 +63,31 @@ def decide(corpus: str, runner: str, keep: str) -> list[dict[str, Any]]:
         from neardup import dedup_batch
 
         return [_row(d) for d in dedup_batch(ids, texts, keep=keep).decisions]
-    if runner in ("stream", "sqlite"):
+    if runner in ("stream", "sqlite", "sqlite-full", "redis", "redis-full"):
         from neardup import Deduper
 
         with tempfile.TemporaryDirectory() as folder:
-            store = "memory://" if runner == "stream" else f"sqlite:///{folder}/s.db"
+            full = "format=full" if runner.endswith("-full") else ""
+            redis_proc = None
+            if runner == "stream":
+                store = "memory://"
+            elif runner.startswith("sqlite"):
+                store = f"sqlite:///{folder}/s.db" + (f"?{full}" if full else "")
+            else:
+                from store_speed import start_redis
+
+                redis_proc, port = start_redis(Path(folder))
+                store = f"redis://127.0.0.1:{port}/0?namespace=d" + (f"&{full}" if full else "")
             out: list[dict[str, Any]] = []
-            with Deduper(store=store, explain=False) as dd:
-                pairs = list(zip(ids, texts, strict=True))
-                for lo in range(0, len(pairs), 256):
-                    out.extend(_row(d) for d in dd.check_and_add_many(pairs[lo : lo + 256]))
+            try:
+                with Deduper(store=store, explain=False) as dd:
+                    pairs = list(zip(ids, texts, strict=True))
+                    for lo in range(0, len(pairs), 256):
+                        out.extend(_row(d) for d in dd.check_and_add_many(pairs[lo : lo + 256]))
+            finally:
+                if redis_proc is not None:
+                    redis_proc.terminate()
+                    redis_proc.wait()
             return out
     if runner == "spark":
         from pyspark.sql import SparkSession
@@ -111,14 +130,41 @@ def diff(a: Path, b: Path) -> int:
     differ = [(x, y) for x, y in zip(left, right, strict=True) if x != y]
     for x, y in differ[:20]:
         print(f"- {json.dumps(x, ensure_ascii=False)}\n+ {json.dumps(y, ensure_ascii=False)}")
+    kinds: dict[str, int] = {}
+    for x, y in differ:
+        kind = _kind(x, y)
+        kinds[kind] = kinds.get(kind, 0) + 1
     print(f"{len(differ)} of {len(left)} decisions differ")
+    for kind, n in sorted(kinds.items(), key=lambda kv: -kv[1]):
+        print(f"  {n:6,}  {kind}")
     return 1 if differ else 0
+
+
+def _kind(old: dict[str, Any], new: dict[str, Any]) -> str:
+    """What differs between two decisions of one document, the weightiest first."""
+    if old["is_duplicate"] != new["is_duplicate"]:
+        return (
+            "dropped in NEW, kept in OLD" if new["is_duplicate"] else "kept in NEW, dropped in OLD"
+        )
+    if old["duplicate_of"] != new["duplicate_of"]:
+        return "dropped in both, as a copy of different documents"
+    if old.get("extends") != new.get("extends"):
+        return "kept in both, extends differs"
+    if old["cluster"] != new["cluster"]:
+        return "another cluster (label or members)"
+    if old["measure"] != new["measure"]:
+        return "the measure alone"
+    return "the score alone"
 
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--corpus", choices=sorted(CORPORA), default="zh-dev")
-    p.add_argument("--runner", choices=["batch", "stream", "sqlite", "spark"], default="batch")
+    p.add_argument(
+        "--runner",
+        choices=["batch", "stream", "sqlite", "sqlite-full", "redis", "redis-full", "spark"],
+        default="batch",
+    )
     p.add_argument("--keep", choices=["first", "longest", "earliest"], default="first")
     p.add_argument("-o", "--output", type=Path)
     p.add_argument("--diff", nargs=2, type=Path, metavar=("OLD", "NEW"))

@@ -2,6 +2,13 @@
 datasketch's own Redis-backed MinHash LSH, in the same run.
 
     python bench/store_speed.py [--limit 10000] [--procs 1 2 4] [--rounds 3] [--batch 64]
+    python bench/store_speed.py --limit 10000 --procs 1 --rounds 1 --breakdown   # sizes only
+
+``--backends`` picks the stores: ``memory``, ``sqlite`` and ``redis`` (compact, the default for
+a new store), ``sqlite-full`` and ``redis-full`` (``format=full``: whole sketches, one key or
+row per bucket entry), ``datasketch``. ``--breakdown`` also prints where each store's bytes
+go (SQLite: each table and index, from ``dbstat``; Redis: each kind of key, from ``MEMORY
+USAGE``).
 
 The first ``--limit`` articles of ../shared/corpus/hkcnews-zh-hans.jsonl.gz are dealt out to
 the processes in turn; every process opens its own Deduper on the shared store, waits at a
@@ -137,16 +144,42 @@ def _redis_memory(port: int) -> int:
 def _store_bytes(backend: str, db: Path, port: int, used_before: int) -> int | None:
     """What the run left in its store: the SQLite file once its WAL is checkpointed, or the
     growth of the redis-server's memory."""
-    if backend == "sqlite":
+    if backend.startswith("sqlite"):
         import sqlite3
 
         with sqlite3.connect(db) as con:
             con.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
         wal = Path(f"{db}-wal")
         return db.stat().st_size + (wal.stat().st_size if wal.exists() else 0)
-    if backend in ("redis", "datasketch"):
+    if backend.startswith("redis") or backend == "datasketch":
         return _redis_memory(port) - used_before
     return None
+
+
+def _breakdown(backend: str, db: Path, port: int, namespace: str, docs: int) -> list[str]:
+    """Where a store's bytes go, a line each: bytes per document of each table or kind of key."""
+    parts: dict[str, int] = {}
+    if backend.startswith("sqlite"):
+        import sqlite3
+
+        with sqlite3.connect(db) as con:
+            for name, size in con.execute("SELECT name, sum(pgsize) FROM dbstat GROUP BY name"):
+                parts[name] = int(size)
+    elif backend.startswith("redis"):
+        import redis
+
+        client = redis.Redis(port=port)
+        for key in client.scan_iter(f"{namespace}:*", count=1000):
+            rest = key.decode()[len(namespace) + 1 :]
+            kind = rest.split(":", 1)[0] + (":*" if ":" in rest else "")
+            parts[kind] = parts.get(kind, 0) + int(client.memory_usage(key, samples=0) or 0)
+        client.close()
+    total = sum(parts.values()) or 1
+    return [
+        f"  {name:<24} {size / docs:9,.0f} bytes/doc  {100 * size / total:5.1f} %"
+        for name, size in sorted(parts.items(), key=lambda x: -x[1])
+        if size / docs >= 0.5
+    ]
 
 
 def main() -> int:
@@ -156,8 +189,11 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument(
-        "--backends", nargs="+", default=["memory", "sqlite", "redis", "datasketch"]
+        "--backends",
+        nargs="+",
+        default=["memory", "sqlite", "sqlite-full", "redis", "redis-full", "datasketch"],
     )
+    parser.add_argument("--breakdown", action="store_true", help="where each store's bytes go")
     args = parser.parse_args()
     try:
         docs = [(str(d["id"]), str(d.get("text") or "")) for d in read_jsonl(CORPUS, args.limit)]
@@ -168,6 +204,7 @@ def main() -> int:
     redis_proc, port = start_redis(scratch)
     table: dict[tuple[str, int], list[tuple[float, float, int, int]]] = {}
     sizes: dict[str, list[float]] = {}
+    breakdowns: dict[str, list[str]] = {}
     try:
         for r in range(args.rounds):
             for procs in args.procs:
@@ -182,10 +219,18 @@ def main() -> int:
                         url = {
                             "memory": "memory://",
                             "sqlite": f"sqlite:///{scratch / f'{tag}.db'}",
+                            "sqlite-full": f"sqlite:///{scratch / f'{tag}.db'}?format=full",
                             "redis": f"redis://127.0.0.1:{port}/0?namespace=b{tag}",
+                            "redis-full": f"redis://127.0.0.1:{port}/0?namespace=b{tag}"
+                            "&format=full",
                         }[backend]
                         res = run(neardup_worker, (url,), docs, procs, args.batch)
                     size = _store_bytes(backend, scratch / f"{tag}.db", port, used)
+                    if args.breakdown and r == 0 and backend != "memory":
+                        where = _breakdown(
+                            backend, scratch / f"{tag}.db", port, f"b{tag}", len(docs)
+                        )
+                        breakdowns.setdefault(f"{backend}, {procs} proc", where)
                     if size is not None:
                         sizes.setdefault(backend, []).append(size / len(docs))
                     table.setdefault((backend, procs), []).append(res)
@@ -207,6 +252,8 @@ def main() -> int:
     print("|---|---:|---:|---:|---:|---:|---:|")
     for (backend, procs), runs in table.items():
         name = "datasketch MinHashLSH (Redis)" if backend == "datasketch" else f"neardup {backend}"
+        if backend in ("sqlite", "redis"):
+            name += " (compact)"
         per_doc = statistics.median(sizes[backend]) if backend in sizes else None
         print(
             f"| {name} | {procs} | {statistics.median(x[0] for x in runs):,.0f} "
@@ -219,6 +266,9 @@ def main() -> int:
         "\nBytes per document: the SQLite file after a checkpoint, Redis's `used_memory` "
         "(INFO memory) after the run less before it; memory:// is not measured."
     )
+    for name, lines in breakdowns.items():
+        print(f"\nWhere the bytes go, {name}:")
+        print("\n".join(lines))
     print(f"\nMedians of {args.rounds} rounds. Command: python bench/store_speed.py")
     return 0
 

@@ -77,24 +77,30 @@ def redis_url(redis_server: str) -> str:
     return f"{redis_server}?namespace=t{uuid.uuid4().hex[:12]}"
 
 
-@pytest.fixture(params=["memory", "sqlite", "redis"])
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """Each store in turn: memory, a SQLite file, a Redis namespace."""
-    if request.param == "memory":
+def _store_url(request: pytest.FixtureRequest, tmp_path: Path, kind: str) -> str:
+    """A fresh store of ``kind``: memory, sqlite or redis (compact), or sqlite-full and
+    redis-full (the layout of whole sketches, as neardup wrote before compact stores)."""
+    if kind == "memory":
         return "memory://"
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'store.db'}"
-    url: str = request.getfixturevalue("redis_url")
-    return url
+    backend, _, layout = kind.partition("-")
+    if backend == "sqlite":
+        url = f"sqlite:///{tmp_path / 'store.db'}"
+        return url + "?format=full" if layout else url
+    url = request.getfixturevalue("redis_url")
+    return f"{url}&format=full" if layout else str(url)
 
 
-@pytest.fixture(params=["sqlite", "redis"])
+@pytest.fixture(params=["memory", "sqlite", "sqlite-full", "redis", "redis-full"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Each store in turn: memory, a SQLite file, a Redis namespace (compact, and in the
+    layout of whole sketches)."""
+    return _store_url(request, tmp_path, request.param)
+
+
+@pytest.fixture(params=["sqlite", "sqlite-full", "redis", "redis-full"])
 def persistent_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """The stores that outlive their Deduper."""
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'store.db'}"
-    url: str = request.getfixturevalue("redis_url")
-    return url
+    return _store_url(request, tmp_path, request.param)
 
 
 # -- the quick loop: `pytest -m "not slow"` leaves out what starts real services -----------

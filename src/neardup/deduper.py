@@ -50,8 +50,11 @@ from .engine import (
     text_key,
     to_verify,
 )
+from .engine import compact as compact_sketch
+from .engine.compact import Compact
 from .errors import ConfigError, InputError
-from .store import BandKey, Entry, NewEntry, Store, open_store
+from .passages import Passage
+from .store import BandKey, Entry, NewEntry, Store, Stored, open_store
 from .times import parse_window, timestamp_or_none
 
 if TYPE_CHECKING:
@@ -151,12 +154,14 @@ class Deduper:
         self.store = open_store(store, namespace=namespace) if isinstance(store, str) else store
         self.store.check_config(store_fingerprint(self.config))
         self.store.expire_after(self.window)
+        if explain:  # the passages two documents share are read from their texts
+            self.store.keep_texts()
         self._common = CommonShingles.of(self.config)
         self._log_pos = 0
         self._saved_pos = 0
         self._loaded = False
         self._own: set[str] = set()  # kept ids this process counted, not yet seen in the log
-        self._cache: OrderedDict[tuple[str, int], Sketch] = OrderedDict()
+        self._cache: OrderedDict[tuple[str, int], Stored] = OrderedDict()
         self._cache_size = 0 if self.store.in_process else cache_size
         self.retries = 0  # atomic sections started again because another writer interfered
 
@@ -257,10 +262,38 @@ class Deduper:
         other = self.store.entries([match]).get(match)
         theirs = (other.copy_of or other.id) if other is not None else match
         found = self._sketches([(mine, -1), (theirs, -1)])
-        if mine not in found or theirs not in found:
-            return d
-        counted, chrome = shared_text(found[mine], found[theirs], self.config, self._common)
+        a, b = self._readable_of(mine, found), self._readable_of(theirs, found)
+        if a is None or b is None:
+            return d  # a compact store that keeps no texts: no passages to show
+        counted, chrome = shared_text(a, b, self.config, self._common)
         return dataclasses.replace(d, evidence=counted, chrome=chrome)
+
+    def _readable_of(self, doc_id: str, found: Mapping[str, Stored]) -> Sketch | None:
+        """:meth:`_readable` of a stored document, or of the text a compact store keeps of
+        one it keeps no sketch of (a copy)."""
+        if doc_id in found:
+            return self._readable(found[doc_id])
+        text = self.store.texts([doc_id]).get(doc_id)
+        return None if text is None else self._from_text(text)
+
+    def _readable(self, stored: Stored) -> Sketch | None:
+        """A whole sketch to find the passages two documents share: the stored one, or one
+        made again from the text a compact store keeps (None: it keeps none)."""
+        if isinstance(stored, Sketch):
+            return stored
+        return self._from_text(stored.text) if stored.text else None
+
+    def _from_text(self, prepared: str) -> Sketch:
+        """The whole sketch of a prepared text (as stored: normalized, boilerplate gone)."""
+        cfg = dataclasses.replace(self.config, normalize=False, strip_boilerplate=False)
+        return make_sketches([prepared], cfg)[0]
+
+    def _view(self, stored: Stored, later: Sketch) -> Sketch:
+        """What a later document is verified against: the stored sketch, or the stand-in a
+        compact one gives (:func:`~neardup.engine.compact.stand_in`)."""
+        if isinstance(stored, Sketch):
+            return stored
+        return compact_sketch.stand_in(stored, later, self.config)
 
     def entry(self, doc_id: str) -> Entry | None:
         """What the store keeps of ``doc_id`` (None if it has not been added)."""
@@ -271,8 +304,11 @@ class Deduper:
         entry = self.entry(doc_id)
         if entry is None:
             return None
-        sk = self._sketches([(entry.copy_of or doc_id, -1)]).get(entry.copy_of or doc_id)
-        return None if sk is None else sk.text
+        source = entry.copy_of or doc_id
+        sk = self._sketches([(source, -1)]).get(source)
+        if isinstance(sk, Sketch):
+            return sk.text
+        return self.store.texts([source]).get(source)
 
     def remove(self, doc_id: str) -> bool:
         """Forget one document (False if it was not there)."""
@@ -302,9 +338,9 @@ class Deduper:
 
     # -- the work -------------------------------------------------------------------------
 
-    def _sketches(self, wanted: Iterable[tuple[str, int]]) -> dict[str, Sketch]:
+    def _sketches(self, wanted: Iterable[tuple[str, int]]) -> dict[str, Stored]:
         """Sketches by id, from the cache or the store; ``wanted`` pairs (id, seq)."""
-        found: dict[str, Sketch] = {}
+        found: dict[str, Stored] = {}
         missing: dict[str, int] = {}
         for doc_id, seq in wanted:
             sk = self._cache.get((doc_id, seq)) if seq >= 0 else None
@@ -324,29 +360,53 @@ class Deduper:
                     self._cache.popitem(last=False)
         return found
 
+    def _load_table(self) -> None:
+        """Load the saved common-shingle table (if any) and read the log on from it."""
+        saved = self.store.load_common()
+        self._log_pos = self._saved_pos = 0
+        self._common = CommonShingles.of(self.config)
+        if saved is not None:
+            self._log_pos = self._saved_pos = saved[0]
+            counts = compact_sketch.decode_counts(saved[1])
+            if counts is None:
+                self._common.load(saved[1])
+            else:
+                self._common.counts = counts
+        self._own.clear()  # the table replaced: what this process counted is in it or the log
+        self._loaded = True
+
     def _sync(self) -> None:
         """Bring the common-shingle counts up to date with what every process has kept."""
         if not self._loaded:
-            saved = self.store.load_common()
-            if saved is not None:
-                self._log_pos = self._saved_pos = saved[0]
-                self._common.load(saved[1])
-            self._loaded = True
+            self._load_table()
         while True:
-            pos, kept, done = self.store.log(self._log_pos, _LOG_PAGE)
-            others = [i for i in kept if i not in self._own]
-            self._own.difference_update(kept)
-            if others:
-                found = self.store.sketches(others)
-                for doc_id in others:  # in log order (deleted documents are skipped)
-                    if doc_id in found:
-                        self._common.add(story_codes(found[doc_id]))
-            self._log_pos = pos
-            if done:
+            page = self.store.log_stories(self._log_pos, _LOG_PAGE)
+            if page.behind:  # folded into a newer saved table: start again from that one
+                self._load_table()
+                continue
+            stories = [(i, slots) for i, slots in page.stories if i not in self._own]
+            self._own.difference_update(i for i, _ in page.stories)
+            unread = [i for i, slots in stories if slots is None]
+            found = self.store.sketches(unread) if unread else {}
+            for doc_id, slots in stories:  # in log order (deleted documents are skipped)
+                if slots is not None:
+                    self._common.add(slots)
+                elif isinstance(sk := found.get(doc_id), Sketch):
+                    self._common.add(story_codes(sk))
+            self._log_pos = page.position
+            if page.done:
                 break
         self._own.clear()  # anything left was deleted before it reached the log
-        if self.config.common_after > 0 and self._log_pos - self._saved_pos >= _SNAPSHOT_EVERY:
-            self.store.save_common(self._log_pos, self._common.to_bytes())
+        due = self._log_pos - self._saved_pos >= _SNAPSHOT_EVERY or self.store.snapshot_due(
+            self._log_pos, self._saved_pos
+        )
+        if self.config.common_after > 0 and due and self._log_pos > self._saved_pos:
+            table = (
+                self._common.to_bytes()
+                if self.store.indexes_copies
+                else compact_sketch.encode_counts(self._common.counts)
+            )
+            self.store.save_common(self._log_pos, table)
             self._saved_pos = self._log_pos
 
     def _run(self, items: list[_Item], *, add: bool) -> list[Decision]:
@@ -413,22 +473,34 @@ class Deduper:
             self.retries += 1
             time.sleep(min(0.05, 0.001 * attempt) * random.random())
 
-    def _to_verify(self, sk: Sketch, cands: dict[str, int], pool: dict[str, Sketch]) -> list[str]:
+    def _to_verify(self, sk: Sketch, cands: dict[str, int], pool: dict[str, Stored]) -> list[str]:
         """The candidates (with their sequence numbers) a document is verified against,
         earliest first: those the prefilter passes on the light signatures, at most
         ``max_verify``, the most alike (:func:`~neardup.engine.to_verify`), as the batch
-        run picks them."""
+        run picks them. A compact candidate has no signature: how alike the two are is read
+        from their sampled codes (:func:`~neardup.engine.compact.alike`)."""
         keys = sorted(cands, key=cands.__getitem__)
         if not keys:
             return keys
         others = [pool[k] for k in keys]
-        likeness = alike(light(sk.signature), light(np.stack([o.signature for o in others])))
         n = len(keys)
+        likeness = np.zeros(n, dtype=np.float64)
+        whole = [j for j, o in enumerate(others) if isinstance(o, Sketch)]
+        if whole:
+            signatures = np.stack([cast(Sketch, others[j]).signature for j in whole])
+            likeness[whole] = alike(light(sk.signature), light(signatures))
+        sampled: dict[int, npt.NDArray[np.uint32]] = {}
+        for j, o in enumerate(others):
+            if isinstance(o, Compact):
+                likeness[j] = compact_sketch.alike(sk, o, sampled)
         passed = may_verify_counts(
             likeness,
             np.full(n, len(sk.vocab), dtype=np.int64),
             np.full(n, sk.n_units, dtype=np.int64),
-            np.array([len(o.vocab) for o in others], dtype=np.int64),
+            np.array(
+                [o.n_vocab if isinstance(o, Compact) else len(o.vocab) for o in others],
+                dtype=np.int64,
+            ),
             np.array([o.n_units for o in others], dtype=np.int64),
             self.config,
         )
@@ -500,10 +572,12 @@ class Deduper:
                     first = None
             if first is not None:
                 fe = entries[first]
-                sk = pool.get(fe.copy_of or first) if self.explain else None
-                if sk is None and self.explain:
-                    sk = self._sketches([(fe.copy_of or first, -1)]).get(fe.copy_of or first)
-                ev = evidence(sk, sk) if sk is not None else ()
+                ev: tuple[Passage, ...] = ()
+                if self.explain:
+                    src = fe.copy_of or first
+                    held = pool.get(src) or self._sketches([(src, -1)]).get(src)
+                    if held is not None and held.text:
+                        ev = evidence(cast(Sketch, held), cast(Sketch, held))
                 d = Decision(it.id, True, first, fe.cluster, 1.0, "identical", ev)
                 entry = Entry(it.id, 0, t, first, fe.cluster, 1.0, "identical", it.title, first)
                 if add:
@@ -529,7 +603,7 @@ class Deduper:
                     if doc_id not in cands and self._in_window(ts, t) and doc_id in pool:
                         cands[doc_id] = seq
             order = self._to_verify(sk, cands, pool)
-            found = best_match(sk, ((k, pool[k]) for k in order), cfg, self._common)
+            found = best_match(sk, ((k, self._view(pool[k], sk)) for k in order), cfg, self._common)
             story = counts_as_story(found)
             if found is None:
                 d = Decision(it.id, False, None, it.id, 0.0, None)
@@ -540,11 +614,9 @@ class Deduper:
                         cluster = it.id
                     if add:
                         extended.add(found.key)
-                ev, chrome = (
-                    shared_text(sk, pool[found.key], cfg, self._common)
-                    if self.explain
-                    else ((), ())
-                )
+                ev, chrome = cast(tuple[Passage, ...], ()), cast(tuple[Passage, ...], ())
+                if self.explain and (theirs := self._readable(pool[found.key])) is not None:
+                    ev, chrome = shared_text(sk, theirs, cfg, self._common)
                 copy_of = found.key if found.is_copy else None
                 extends = None if found.is_copy else found.key
                 d = Decision(
@@ -558,13 +630,16 @@ class Deduper:
             decisions.append(d)
             if not add:
                 continue
-            joined = [
-                bk for bk in buckets_of[i] if len(stored.get(bk, ())) + len(local.get(bk, ())) < cap
-            ]
             entry = Entry(
                 it.id, 0, t, d.duplicate_of, d.cluster, d.score, d.measure, it.title,
                 extends=d.extends,
             )  # fmt: skip
+            # a compact store indexes no near-verbatim copy: later ones find its story's kept
+            joined = [
+                bk
+                for bk in (buckets_of[i] if store.indexes(entry) else ())
+                if len(stored.get(bk, ())) + len(local.get(bk, ())) < cap
+            ]
             seq = (1 << 62) + i  # after everything stored
             for bk in joined:
                 local.setdefault(bk, []).append((seq, it.id, t))

@@ -177,10 +177,10 @@ def test_requests_wait_for_the_store_only_so_long(
 # -- a damaged SQLite file ----------------------------------------------------------------------
 
 
-def _fill(db: Path, n: int = 300) -> None:
-    """A SQLite store of ``n`` documents (a few MB), closed."""
+def _fill(db: Path, n: int = 300, layout: str = "") -> None:
+    """A SQLite store of ``n`` documents (a few MB), closed (``layout``: the URL's query)."""
     rng = random.Random(50)
-    dd = Deduper(store=f"sqlite:///{db}")
+    dd = Deduper(store=f"sqlite:///{db}{layout}")
     dd.check_and_add_many(
         [{"id": f"d{i}", "text": story(rng), "title": f"第{i}篇"} for i in range(n)]
     )
@@ -245,8 +245,9 @@ async def test_damage_found_while_serving_is_503_from_then_on(
     """A file damaged after the service opened it (its start-up check passed): the first read
     that meets the damage is a 503 that says so, and so is everything after it, /healthz too."""
     db = tmp_path / "crawl.db"
-    _fill(db)
-    app = create_app(store=f"sqlite:///{db}")
+    # whole sketches: the file's middle, where the damage goes, holds d150's text
+    _fill(db, layout="?format=full")
+    app = create_app(store=f"sqlite:///{db}?format=full")
     service = app.state.service
     transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
     try:

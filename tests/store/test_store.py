@@ -37,6 +37,12 @@ def _persistent(url: str) -> bool:
     return not url.startswith("memory")
 
 
+def _compact(url: str) -> bool:
+    """A compact store: its scores are estimated from sampled codes (close to, not equal
+    to, the batch run's), and it keeps no texts unless asked to."""
+    return _persistent(url) and "format=full" not in url
+
+
 def _labels(decisions: list[deduper_module.Decision]) -> list[tuple[str, str | None, str]]:
     return [(d.id, d.duplicate_of, d.cluster) for d in decisions]
 
@@ -57,7 +63,10 @@ def test_batches_in_a_store_decide_as_one_batch_run(store_url: str) -> None:
         ]
         got += dd.check_and_add_many(docs[20:])
         assert _labels(got) == _labels(ref)
-        assert [round(d.score, 6) for d in got] == [round(d.score, 6) for d in ref]
+        if _compact(store_url):  # estimated from the sampled codes
+            assert max(abs(d.score - r.score) for d, r in zip(got, ref, strict=True)) < 0.05
+        else:
+            assert [round(d.score, 6) for d in got] == [round(d.score, 6) for d in ref]
         stats = dd.stats()
         assert stats["documents"] == len(docs)
         assert stats["kept"] == sum(not d.is_duplicate for d in ref)
@@ -389,24 +398,35 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def _decided(lines: str) -> list[tuple[object, ...]]:
+    """What a CLUSTERS file decided, scores aside."""
+    rows = [json.loads(line) for line in lines.splitlines()]
+    return [(r["id"], r["cluster"], r["duplicate_of"], r["extends"]) for r in rows]
+
+
 def test_cli_incremental_runs_on_a_db(tmp_path: Path) -> None:
     docs = corpus(17, 20, 2, cut=False)
     whole, first, second = tmp_path / "all.jsonl", tmp_path / "a.jsonl", tmp_path / "b.jsonl"
     _write_corpus(whole, docs)
     _write_corpus(first, docs[:25])
     _write_corpus(second, docs[25:])
-    db = tmp_path / "crawl.db"
-    out = []
-    for part in (first, second):
-        c = tmp_path / f"{part.stem}.clusters.jsonl"
-        r = _cli("dedup", str(part), "--db", str(db), "-o", str(tmp_path / "u"),
-                 "--clusters", str(c))  # fmt: skip
-        assert r.returncode == 0, r.stderr
-        assert "compared with, and added to, the store" in r.stderr
-        out.append(c.read_text())
     r = _cli("dedup", str(whole), "-o", str(tmp_path / "u"), "--clusters", str(tmp_path / "c"))
     assert r.returncode == 0
-    assert "".join(out) == (tmp_path / "c").read_text()
+    one_run = (tmp_path / "c").read_text()
+    full = tmp_path / "full.db"
+    db = tmp_path / "crawl.db"
+    for where in (("--store", f"sqlite:///{full}?format=full"), ("--db", str(db))):
+        out = []
+        for part in (first, second):
+            c = tmp_path / f"{part.stem}.clusters.jsonl"
+            r = _cli("dedup", str(part), *where, "-o", str(tmp_path / "u"), "--clusters", str(c))
+            assert r.returncode == 0, r.stderr
+            assert "compared with, and added to, the store" in r.stderr
+            out.append(c.read_text())
+        if where[0] == "--store":  # whole sketches: the one run's output, byte for byte
+            assert "".join(out) == one_run
+        else:  # compact: the same decisions, scores estimated
+            assert _decided("".join(out)) == _decided(one_run)
 
     r = _cli("store", "stats", "--db", str(db), "--json")
     assert r.returncode == 0

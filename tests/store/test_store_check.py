@@ -131,13 +131,15 @@ def test_store_check_finds_what_the_integrity_check_does_not(tmp_path: Path) -> 
 
 
 def test_store_check_of_a_redis_namespace(redis_url: str, tmp_path: Path) -> None:
+    """A namespace in the layout of whole sketches (``format=full``)."""
     import redis
 
+    redis_url += "&format=full"
     with Deduper(store=redis_url) as dd:
         dd.check_and_add_many([(i, t) for i, t, _ in corpus(43, 10, 3, cut=False)])
     r = _neardup("store", "check", "--store", redis_url)
     assert r.returncode == 0 and r.stdout.endswith(": ok (40 documents checked)\n"), r.stdout
-    ns = redis_url.rsplit("namespace=", 1)[1]
+    ns = redis_url.rsplit("namespace=", 1)[1].split("&")[0]
     client = redis.Redis.from_url(redis_url.split("?")[0])
     first = client.zrange(f"{ns}:ts", 0, 0)[0].decode()
     client.set(f"{ns}:d:{first}", "not json")
@@ -154,6 +156,29 @@ def test_store_check_of_a_redis_namespace(redis_url: str, tmp_path: Path) -> Non
     r = _neardup("store", "check", "--store", redis_url.replace(ns, ns + "x"))
     assert r.returncode == 1 and "no neardup store under namespace" in r.stdout
     assert "check the URL and its namespace" in r.stderr
+
+
+def test_store_check_of_a_compact_redis_namespace(redis_url: str) -> None:
+    """A compact namespace: its blocks parse, its lookup shards are whole records and as
+    many as it counts; a damaged block or shard is named."""
+    import redis
+
+    with Deduper(store=redis_url) as dd:
+        dd.check_and_add_many([(i, t) for i, t, _ in corpus(43, 10, 3, cut=False)])
+    r = _neardup("store", "check", "--store", redis_url)
+    assert r.returncode == 0 and r.stdout.endswith(": ok (40 documents checked)\n"), r.stdout
+    ns = redis_url.rsplit("namespace=", 1)[1]
+    client = redis.Redis.from_url(redis_url.split("?")[0])
+    client.setrange(f"{ns}:b:0", 0, b"\xff\xff\xff\xff")  # the first offset, far out
+    shard = sorted(client.scan_iter(f"{ns}:s:*"))[0]
+    client.append(shard, b"xy")
+    client.close()
+    r = _neardup("store", "check", "--store", redis_url)
+    assert r.returncode == 1
+    assert r.stdout.splitlines()[1:] == [
+        "  1 blocks of documents do not parse",
+        "  1 lookup shards are not whole records",
+    ]
 
 
 @pytest.fixture

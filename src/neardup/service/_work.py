@@ -69,8 +69,8 @@ def _texts(dd: Deduper, ids: list[str]) -> dict[str, str]:
     """The stored (compared) texts of these documents, by id."""
     entries = dd.store.entries(ids)
     source = {i: (e.copy_of or i) for i, e in entries.items()}
-    sketches = dd.store.sketches(set(source.values()))
-    return {i: sketches[s].text for i, s in source.items() if s in sketches}
+    texts = dd.store.texts(set(source.values()))
+    return {i: texts[s] for i, s in source.items() if s in texts}
 
 
 def _excerpt(text: str | None, limit: int = 160) -> str | None:

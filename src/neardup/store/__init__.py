@@ -26,18 +26,27 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 from urllib.parse import parse_qs, urlsplit, urlunsplit
 
+import numpy as np
+import numpy.typing as npt
+
 from ..engine import BandKey, Sketch, bucket_keys
+from ..engine.compact import Compact
 from ..errors import ConfigError
 from ..times import parse_window
 
 __all__ = [
     "RUN_AGAIN",
+    "VERBATIM",
     "BandKey",
+    "Compact",
     "Entry",
+    "LogPage",
     "NewEntry",
     "Store",
+    "Stored",
     "bucket_keys",
     "open_store",
     "parse_window",
@@ -99,6 +108,29 @@ class NewEntry:
         return self.entry.kept and self.sketch is not None
 
 
+#: A copy of at least this share of its own text (its score) is not indexed by a compact store.
+VERBATIM = 0.98
+
+#: What a store gives back of a document for verification: its whole sketch, or its compact
+#: form (:mod:`neardup.engine.compact`), which the Deduper reads through a stand-in.
+Stored = Sketch | Compact
+
+
+class LogPage(NamedTuple):
+    """A page of the log of stories (:meth:`Store.log_stories`)."""
+
+    #: the log position after the page
+    position: int
+    #: each story's id and the codes of its template-guard slots (None: read them from its
+    #: stored sketch, which holds them all)
+    stories: Sequence[tuple[str, npt.NDArray[np.uint32] | None]]
+    #: the end of the log was reached
+    done: bool
+    #: the log no longer holds what follows ``after`` (folded into the saved table): load
+    #: the saved table again and read on from its position
+    behind: bool = False
+
+
 class Store(ABC):
     """The interface every backend implements (see the module's documentation)."""
 
@@ -106,6 +138,17 @@ class Store(ABC):
     #: True when the sketches live in this process's memory already (so a Deduper does not
     #: cache them again)
     in_process: bool = False
+    #: False for a compact store: a document dropped as a copy of nearly all of its text
+    #: (:data:`VERBATIM`) joins no LSH bucket (later documents find the documents of its
+    #: story that were kept), and keeps no sketch
+    indexes_copies: bool = True
+
+    def indexes(self, entry: Entry) -> bool:
+        """Whether a document with this decision joins its LSH buckets (and keeps a sketch
+        for later documents to be verified against): every one, or (a compact store) every
+        one but a copy of at least :data:`VERBATIM` of its text — what is left of a story
+        a heavily edited copy is may be what a later, heavier edit has in common with it."""
+        return self.indexes_copies or entry.duplicate_of is None or entry.score < VERBATIM
 
     # -- configuration ---------------------------------------------------------------------
 
@@ -156,8 +199,19 @@ class Store(ABC):
         """The members of each non-empty bucket: (seq, id, timestamp), earliest first."""
 
     @abstractmethod
-    def sketches(self, ids: Iterable[str]) -> dict[str, Sketch]:
-        """The sketches of those ids that have one."""
+    def sketches(self, ids: Iterable[str]) -> dict[str, Stored]:
+        """The sketches of those ids that have one (a compact store: their compact forms)."""
+
+    def keep_texts(self) -> None:
+        """Keep the prepared texts of the documents added from now on (a compact store keeps
+        them only when asked: ``keep_text=1``, or a Deduper that explains, which reads them
+        for the passages two documents share). The others keep them anyway."""
+        return None
+
+    def texts(self, ids: Iterable[str]) -> dict[str, str]:
+        """The prepared texts kept for those ids (a compact store keeps them only in its
+        optional text tier, and the whole text of a short document)."""
+        return {i: sk.text for i, sk in self.sketches(ids).items() if sk.text}
 
     @abstractmethod
     def extended(self, ids: Iterable[str]) -> set[str]:
@@ -170,6 +224,20 @@ class Store(ABC):
         """Up to ``limit`` log records after position ``after``: the new position, the ids of
         the documents that counted as stories (:attr:`NewEntry.counts`) they name, and
         whether the end of the log was reached."""
+
+    def log_stories(self, after: int, limit: int) -> LogPage:
+        """:meth:`log` with what each story adds to the template guard: a compact store logs
+        the slots of each story's shingles (its compact sketch does not hold them all);
+        the others say None, and their sketches hold them."""
+        pos, ids, done = self.log(after, limit)
+        return LogPage(pos, [(i, None) for i in ids], done)
+
+    def snapshot_due(self, position: int, saved: int) -> bool:
+        """Whether a Deduper at log ``position`` should save the common-shingle table now
+        (besides every ``_SNAPSHOT_EVERY`` stories), ``saved`` being where the last saved one
+        is: a compact store saves it once its log holds about as many bytes, so the log
+        stays short."""
+        return False
 
     @abstractmethod
     def load_common(self) -> tuple[int, bytes] | None:
@@ -279,19 +347,19 @@ def open_store(url: str, *, namespace: str | None = None, readonly: bool = False
 
         return MemoryStore()
     if scheme == "sqlite":
-        from .sqlite import SQLiteStore
+        from .sqlite_compact import open_sqlite
 
-        path = url.split("://", 1)[1]
+        path, _, options = url.split("://", 1)[1].partition("?")
         path = path[1:] if path.startswith("/") else path  # sqlite:///rel.db, sqlite:////abs.db
         if not path:
             raise ConfigError(f"store URL {url!r} names no file: use sqlite:///path/to/file.db")
-        return SQLiteStore(path, readonly=readonly)
+        return open_sqlite(path, parse_qs(options), readonly=readonly)
     if scheme in ("redis", "rediss", "unix"):
-        from .redis import RedisStore
+        from .redis_compact import open_redis
 
         query = parse_qs(parts.query)
         ns = namespace or (query.get("namespace") or ["neardup"])[0]
-        return RedisStore(url, namespace=ns)
+        return open_redis(url, ns, query)
     raise ConfigError(
         f"unknown store URL {url!r}: use memory://, sqlite:///path/to/file.db or "
         "redis://host:port/db"

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from ..engine import Sketch
 from ..errors import ConfigError
-from . import BandKey, Entry, NewEntry, Store
+from . import BandKey, Entry, NewEntry, Store, Stored
 
 __all__ = ["MemoryStore"]
 
@@ -102,7 +102,7 @@ class MemoryStore(Store):
         with self._lock:
             return {k: list(self._buckets[k]) for k in keys if k in self._buckets}
 
-    def sketches(self, ids: Iterable[str]) -> dict[str, Sketch]:
+    def sketches(self, ids: Iterable[str]) -> dict[str, Stored]:
         with self._lock:
             return {i: self._sketches[i] for i in ids if i in self._sketches}
 

@@ -43,6 +43,7 @@ from . import (
     Entry,
     NewEntry,
     Store,
+    Stored,
     bucket_keys,
     parse_window,
     redacted,
@@ -442,7 +443,7 @@ class RedisStore(Store):
                         del out[bk]
         return out
 
-    def sketches(self, ids: Iterable[str]) -> dict[str, Sketch]:
+    def sketches(self, ids: Iterable[str]) -> dict[str, Stored]:
         wanted = list(dict.fromkeys(ids))
         raws = self._mget([self._k("s", i) for i in wanted])
         return {i: decode(raw) for i, raw in zip(wanted, raws, strict=True) if raw}
@@ -477,7 +478,7 @@ class RedisStore(Store):
         for doc_id, (e, _) in found.items():
             pipe.delete(self._k("d", doc_id), self._k("s", doc_id), self._k("e", doc_id))
             sk = blobs.get(doc_id)
-            if sk is not None:
+            if isinstance(sk, Sketch):
                 member = _member(e.seq, e.timestamp, doc_id)
                 for key in bucket_keys(sk):
                     pipe.zrem(self._k("b", key), member)

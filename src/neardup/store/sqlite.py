@@ -24,11 +24,10 @@ import urllib.parse
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from ..engine import Sketch
 from ..engine.codec import decode, encode
 from ..errors import ConfigError, NeardupError, StoreError
 from ..hashing import signed64
-from . import RUN_AGAIN, BandKey, Entry, NewEntry, Store, bucket_keys
+from . import RUN_AGAIN, BandKey, Entry, NewEntry, Store, Stored, bucket_keys
 
 __all__ = ["SQLiteStore"]
 
@@ -110,17 +109,18 @@ def _chunks(values: Sequence[Any], size: int = _CHUNK) -> Iterator[Sequence[Any]
 
 _R = TypeVar("_R")
 _P = ParamSpec("_P")
+_S = TypeVar("_S", bound="SQLiteStore")
 
 
 def _guarded(
-    method: Callable[Concatenate[SQLiteStore, _P], _R],
-) -> Callable[Concatenate[SQLiteStore, _P], _R]:
+    method: Callable[Concatenate[_S, _P], _R],
+) -> Callable[Concatenate[_S, _P], _R]:
     """``method``, the SQLite errors of a failing store (a full disk, a damaged file, a lock
     held too long...) raised as :class:`~neardup.errors.StoreError` with a message naming
     the file and saying what to do (the SQLite error is its cause)."""
 
     @functools.wraps(method)
-    def guarded(self: SQLiteStore, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+    def guarded(self: _S, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
         try:
             return method(self, *args, **kwargs)
         except (sqlite3.ProgrammingError, sqlite3.InterfaceError):
@@ -132,7 +132,16 @@ def _guarded(
 
 
 class SQLiteStore(Store):
-    """A :class:`~neardup.store.Store` in one SQLite file (``sqlite:///path/to/file.db``)."""
+    """A :class:`~neardup.store.Store` in one SQLite file (``sqlite:///path/to/file.db``),
+    as neardup wrote it before compact stores (``format=full``): every document's whole
+    sketch and one row per LSH bucket entry (about 8.7 KB a document)."""
+
+    #: the tables of a new file
+    schema = _SCHEMA
+    #: what meta 'layout' says of a file of this kind (a file without it is of this kind)
+    layout = "full"
+    #: the page size of a new file (0: SQLite's default)
+    page_size = 0
 
     def __init__(self, path: str, *, timeout: float = 600.0, readonly: bool = False) -> None:
         self.path = path
@@ -177,9 +186,11 @@ class SQLiteStore(Store):
             try:
                 # Before the first table (a no-op on an existing file): freed pages can go
                 # back to the file system (:meth:`reclaim`), not only to later documents.
+                if self.page_size:  # before anything else touches the new file
+                    self._db.execute(f"PRAGMA page_size={self.page_size}")
                 self._db.execute("PRAGMA auto_vacuum=INCREMENTAL")
                 self._db.execute("PRAGMA journal_mode=WAL")
-                self._db.executescript(f"BEGIN IMMEDIATE;{_SCHEMA}COMMIT;")
+                self._db.executescript(f"BEGIN IMMEDIATE;{self.schema}COMMIT;")
                 self._upgrade()
                 return
             except sqlite3.OperationalError as exc:
@@ -260,6 +271,7 @@ class SQLiteStore(Store):
         try:
             for new in self._pending:
                 self._insert(new)
+            self._inserted()
         except BaseException as exc:
             self._end("ROLLBACK")
             if isinstance(exc, sqlite3.Error):
@@ -273,6 +285,10 @@ class SQLiteStore(Store):
 
     def rollback(self) -> None:
         self._end("ROLLBACK")
+
+    def _inserted(self) -> None:
+        """What a batch's inserts leave to do before it commits (nothing here)."""
+        return None
 
     def put(self, entries: Sequence[NewEntry]) -> None:
         self._pending.extend(entries)
@@ -344,7 +360,7 @@ class SQLiteStore(Store):
         return out
 
     @_guarded
-    def sketches(self, ids: Iterable[str]) -> dict[str, Sketch]:
+    def sketches(self, ids: Iterable[str]) -> dict[str, Stored]:
         rows = self._select(
             "SELECT id, sketch FROM docs WHERE sketch IS NOT NULL AND id IN ({})", _ids(ids)
         )
@@ -454,7 +470,7 @@ class SQLiteStore(Store):
             n, kept, oldest, newest = self._db.execute(
                 "SELECT count(*), coalesce(sum(kept), 0), min(ts), max(ts) FROM docs"
             ).fetchone()
-            (buckets,) = self._db.execute("SELECT count(*) FROM buckets").fetchone()
+            buckets = self._bucket_entries()
             (free,) = self._db.execute("PRAGMA freelist_count").fetchone()
             (page,) = self._db.execute("PRAGMA page_size").fetchone()
             reclaims = self._auto_vacuum() == 2
@@ -472,6 +488,10 @@ class SQLiteStore(Store):
             "free_bytes": free * page,
             "reclaims_space": reclaims,
         }
+
+    def _bucket_entries(self) -> int:
+        (n,) = self._db.execute("SELECT count(*) FROM buckets").fetchone()
+        return int(n)
 
     @_guarded
     def integrity(self) -> str:

@@ -1,0 +1,525 @@
+"""What a compact store keeps of a document for verification, and how verification reads it.
+
+A stored document is only ever the *earlier* side of a pair: the later document is always
+whole in memory. So a compact store keeps, instead of every shingle code of a document
+(4 bytes a shingle), a **sample** of them with their positions — the codes whose bits 1 to
+5 are below the document's *level* (3 in 32 of them; a text with fewer than
+:data:`MIN_SAMPLES` of those samples as many more in 32 as it takes, up to every code), the
+same codes in every document —
+and, for each later document it is compared with, rebuilds a stand-in
+:class:`~neardup.engine.sketches.Sketch` (:func:`stand_in`) from which the engine's own
+:func:`~neardup.engine.verify.verify` estimates the same placement (head, tail, gap, own and
+shared units) and applies the same rules, which stay in one place:
+
+- **its own units**: whether a position holds a shingle the later document has is read at
+  the sampled positions (exactly: a sampled code is looked up in the later document) and
+  taken from the nearest sampled position in between, except that a lone sampled position
+  the later document lacks between two it has stands for one changed unit (a typo: only
+  the shingles over it differ) (:func:`statuses`);
+- **the later document's units**: the same, from the later document's own codes that a
+  sample would hold (*eligible* codes, looked up in the sample: exact, since the sample
+  holds every eligible code of the stored document);
+- each sampled code keeps its template-guard slot (its top 26 bits) and its width bit, so
+  chrome is set aside on both sides as with the whole sketch; where the stored document is
+  taken to share the later one's text, the stand-in holds the later document's codes at the
+  offset of the nearest sampled code it shares (:func:`_align`), so chrome there — a common
+  shingle, or a passage counted shingle by shingle in text order — is read from that text
+  (on the first 10,000 hkcnews articles and the 4,638 pairs the batch run joins, the chrome
+  of 0.2 % of the stored documents' shingles differs from the whole sketch's, against 7.3 %
+  when every shingle took its nearest sample's code);
+- the numbers of units and of distinct shingles, and the figures with the unit each starts
+  at (the figure rule);
+- texts shorter than :data:`WHOLE_UNITS` units keep their whole prepared text (titles are
+  compared by their characters).
+
+The prefilter and the ranking of candidates (:func:`alike`) read the samples too: the
+Jaccard similarity of the two documents' sampled codes stands in for the share of equal
+MinHash values, so no signature is kept. A sampled code is stored in 4 bytes (its slot and
+width bit, with the distance from the sampled position before in bits 1 to 5, which a
+sampled code does not need), so a document of n shingles costs about 3 n / 8 bytes (at
+least 512 for a text of 128 shingles or more) against 4 n for the whole sketch, plus what the
+figure rule needs.
+
+>>> from neardup.engine import DedupConfig, make_sketch, verify
+>>> cfg = DedupConfig()
+>>> a = make_sketch("北京地铁十九号线今天开通运营，全长二十二公里，设车站十座。" * 8, cfg)
+>>> c = compact(a)
+>>> back = decode(encode(c))
+>>> back == c
+True
+>>> verify(a, stand_in(back, a, cfg), cfg).is_copy
+True
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from ..errors import NeardupError
+from .config import DedupConfig
+from .sketches import Sketch, distinct, figures_at
+
+__all__ = [
+    "MASK",
+    "MIN_SAMPLES",
+    "RATE",
+    "WHOLE_UNITS",
+    "Compact",
+    "alike",
+    "compact",
+    "decode",
+    "decode_counts",
+    "decode_slots",
+    "eligible",
+    "encode",
+    "encode_counts",
+    "encode_slots",
+    "stand_in",
+    "statuses",
+]
+
+U32 = npt.NDArray[np.uint32]
+I64 = npt.NDArray[np.int64]
+Bools = npt.NDArray[np.bool_]
+
+#: The bits of a shingle code a sample keeps: the template guard's slot (bits 6 to 31)
+#: and the width bit (bit 0, a CJK shingle). Bits 1 to 5 carry the distance instead.
+MASK = np.uint32(0xFFFFFFC1)
+#: A document samples the codes whose bits 1 to 5, read as a number, are below its
+#: ``level``: RATE in 32 of them (about 1 in 11) ...
+RATE = 3
+#: ... or, when that gives fewer sampled positions than this, as many more in 32 as it
+#: takes (up to every code), so a short text is estimated from enough of its shingles.
+MIN_SAMPLES = 128
+#: Texts with fewer units keep their whole prepared text (and every code).
+WHOLE_UNITS = 100
+
+_GAP_BITS = 5
+_GAP_MAX = (1 << _GAP_BITS) - 1  # a distance this long or longer continues in a varint
+
+
+def eligible(codes: U32, level: int) -> Bools:
+    """Which codes a sample at ``level`` holds (``level`` in 32 of them: those whose bits
+    1 to 5 are below it; 32: every code)."""
+    out: Bools = ((codes >> np.uint32(1)) & np.uint32(31)) < level
+    return out
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Compact:
+    """What a compact store keeps of one document for verification (see the module)."""
+
+    n_units: int
+    n_shingles: int
+    n_vocab: int
+    #: the sample's level: it holds every code of the document that is :func:`eligible`
+    level: int
+    #: sampled positions (ascending) and their codes (masked by :data:`MASK`)
+    positions: I64
+    codes: U32
+    #: figures (:func:`~neardup.engine.sketches.figures_at`) with the unit each starts at
+    figures: tuple[tuple[str, int], ...]
+    #: the whole prepared text, for texts under WHOLE_UNITS units (else None)
+    short_text: str | None = None
+    #: the prepared text from a store's text tier, for people (never read by verification)
+    page_text: str | None = None
+
+    @property
+    def is_empty(self) -> bool:
+        return self.n_units == 0
+
+    @property
+    def text(self) -> str:
+        """The prepared text as far as it is kept ("" when it is not)."""
+        if self.short_text is not None:
+            return self.short_text
+        return self.page_text or ""
+
+    @property
+    def numbers(self) -> frozenset[str]:
+        return frozenset(f for f, _ in self.figures)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Compact):
+            return NotImplemented
+        return (
+            (self.n_units, self.n_shingles, self.n_vocab, self.level, self.figures,
+             self.short_text)
+            == (other.n_units, other.n_shingles, other.n_vocab, other.level, other.figures,
+                other.short_text)
+            and np.array_equal(self.positions, other.positions)
+            and np.array_equal(self.codes, other.codes)
+        )  # fmt: skip
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def _unit_figures(text: str, n_units: int) -> tuple[tuple[str, int], ...]:
+    """The figures of a prepared text with the unit each starts at."""
+    from ..shingling import unit_offsets
+
+    found = figures_at(text)
+    if not found:
+        return ()
+    where = unit_offsets(text)
+    starts = np.searchsorted(where, [at for _, at in found]).tolist()
+    top = max(n_units - 1, 0)
+    return tuple((f, min(int(u), top)) for (f, _), u in zip(found, starts, strict=True))
+
+
+def compact(sketch: Sketch) -> Compact:
+    """The compact form of a (whole) sketch."""
+    codes = sketch.shingles
+    figures = _unit_figures(sketch.text, sketch.n_units)
+    text = sketch.text if sketch.n_units < WHOLE_UNITS else None
+    value = ((codes >> np.uint32(1)) & np.uint32(31)).astype(np.int64)
+    # the fewest in 32 that give MIN_SAMPLES positions, and at least RATE (all: a short text)
+    few = len(codes) <= MIN_SAMPLES
+    level = 32 if few else max(RATE, int(np.sort(value)[MIN_SAMPLES - 1]) + 1)
+    at = np.flatnonzero(value < level).astype(np.int64)
+    return Compact(
+        sketch.n_units, len(codes), len(sketch.vocab), level, at,
+        (codes[at] & MASK).astype(np.uint32), figures, text,
+    )  # fmt: skip
+
+
+# -- the stand-in -----------------------------------------------------------------------------
+
+
+def _nearest(known: I64, n: int) -> I64:
+    """For each of positions 0..n-1, the index in ``known`` (ascending, not empty) of the
+    nearest known position (the earlier on ties)."""
+    k = np.arange(n, dtype=np.int64)
+    right = np.searchsorted(known, k)
+    left = np.maximum(right - 1, 0)
+    right = np.minimum(right, len(known) - 1)
+    nearer_left = (k - known[left]) <= (known[right] - k)
+    out: I64 = np.where(nearer_left, left, right)
+    return out
+
+
+def statuses(known: I64, found: Bools, n: int, widths: I64) -> Bools:
+    """Which of positions 0..n-1 hold a shingle the other text has, from the positions
+    ``known`` (ascending) where that is known (``found``): each takes the answer of the
+    nearest known position, except that a lone known position the other text lacks, between
+    two it has, stands for one changed unit — only the shingles over it (its ``widths``)
+    differ, and its stretch takes its neighbours' answer.
+
+    >>> statuses(np.array([0, 8, 16]), np.array([True, False, True]), 24, np.array([5, 5, 5])).astype(int).tolist()
+    [1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1]
+    """
+    if len(known) == 0:
+        return np.zeros(n, dtype=np.bool_)
+    near = _nearest(known, n)
+    out: Bools = found[near]
+    left = np.concatenate(([False], found[:-1]))
+    right = np.concatenate((found[1:], [False]))
+    lone = np.flatnonzero(~found & left & right)
+    if len(lone):
+        out[np.isin(near, lone)] = True
+        for p, w in zip(known[lone].tolist(), widths[lone].tolist(), strict=True):
+            lo = p - (w - 1) // 2
+            out[max(lo, 0) : max(min(lo + w, n), 0)] = False
+    return out
+
+
+def _widths(codes: U32, cfg: DedupConfig) -> I64:
+    """The width in units of each shingle (its code's lowest bit: CJK)."""
+    out: I64 = np.where(codes & np.uint32(1), cfg.cjk_width, cfg.word_width).astype(np.int64)
+    return out
+
+
+def _lookup(sorted_keys: U32, keys: U32) -> I64:
+    """Where each of ``keys`` is in ``sorted_keys`` (-1: not there)."""
+    if len(sorted_keys) == 0:
+        return np.full(len(keys), -1, dtype=np.int64)
+    at = np.minimum(np.searchsorted(sorted_keys, keys), len(sorted_keys) - 1)
+    out: I64 = np.where(sorted_keys[at] == keys, at, -1)
+    return out
+
+
+def stand_in(c: Compact, later: Sketch, cfg: DedupConfig) -> Sketch:
+    """The stored document ``c`` as the later document ``later`` sees it: a Sketch from
+    which :func:`~neardup.engine.verify.verify` (later, stand-in) estimates what it would
+    find with the whole sketch (see the module). Its text is the stored text of a short
+    document; of a longer one, a placeholder of as many units holding its figures where
+    they are (what the figure rule reads of it)."""
+    shingles, known, taken = _rebuilt(c, later, cfg)
+    # the prefilter has passed the pair already (on the samples: :func:`alike`), so the
+    # stand-in carries the later document's own signature
+    return Sketch(
+        text=c.short_text if c.short_text is not None else _placeholder_text(c.n_units, c.figures),
+        shingles=shingles, n_units=c.n_units, signature=later.signature, bands=_NO_BANDS,
+        vocab=distinct(np.concatenate((known, taken))), numbers=c.numbers,
+    )  # fmt: skip
+
+
+def _rebuilt(c: Compact, later: Sketch, cfg: DedupConfig) -> tuple[U32, U32, U32]:
+    """The stored document's codes in text order as ``later`` sees them (the later
+    document's own code where it has the shingle, the sampled code where it lacks it), its
+    sampled codes (as the later document spells those it has), and the later document's
+    codes taken to be in it. The last two are the stand-in's vocabulary: the codes
+    :func:`_align` reads from the later text only place the stored document's shingles
+    (what is chrome), they are not known to be in it (an unsampled typo, an insertion
+    between two sampled codes)."""
+    a = later.shingles
+    n = c.n_shingles
+    masked_vocab, first = np.unique(later.vocab & MASK, return_index=True)
+    where = _lookup(masked_vocab, c.codes)
+    in_a = where >= 0
+    # its codes that the later document has, as the later document spells them
+    own = c.codes.copy()
+    own[in_a] = later.vocab[first[where[in_a]]]
+    if len(c.positions) == n:  # every code kept
+        return own, own, np.zeros(0, dtype=np.uint32)
+    status = statuses(c.positions, in_a, n, _widths(c.codes, cfg))
+    out = np.empty(n, dtype=np.uint32)
+    for want in (True, False):
+        pick = np.flatnonzero(in_a == want)
+        at = np.flatnonzero(status == want)
+        if len(at) == 0:
+            continue
+        if len(pick):
+            out[at] = own[pick[_nearest(c.positions[pick], n)[at]]]
+        else:  # every sampled code is had (or none is): a code the later one has or lacks
+            out[at] = a[0] if want and len(a) else _absent(later.vocab, c.codes, 1)[0]
+    _align(out, status, c.positions[in_a], c.codes[in_a], a)
+    # the later document's side: from its eligible codes, looked up in the sample
+    mine = np.flatnonzero(eligible(a, c.level)).astype(np.int64)
+    found = _lookup(distinct(c.codes), a[mine] & MASK) >= 0
+    have = statuses(mine, found, len(a), _widths(a[mine], cfg))
+    return out, own, a[have]
+
+
+def _align(out: U32, status: Bools, positions: I64, codes: U32, a: U32) -> None:
+    """Where the stored document is taken to share the later one's text (``status``), put
+    the later document's codes in ``out``, read at the same offset as at the nearest sampled
+    position it shares (``positions``, ``codes``): a shared stretch is the later document's
+    own text, so whether each of its shingles is chrome — a common shingle, or one of a
+    passage (:func:`~neardup.engine.templates.passages`, a run of shingles counted in text
+    order) — is read from that text, not from the nearest sample's."""
+    if len(positions) == 0 or len(a) == 0 or not status.any():
+        return
+    masked = a & MASK
+    order = np.argsort(masked, kind="stable")
+    keys = masked[order]
+    lo = np.searchsorted(keys, codes, "left")
+    hi = np.searchsorted(keys, codes, "right")
+    once = hi - lo == 1
+    if not once.any():
+        return
+    offsets = np.full(len(codes), np.iinfo(np.int64).min, dtype=np.int64)
+    offsets[once] = order[lo[once]] - positions[once]
+    guess = int(np.median(offsets[once]))
+    for j in np.flatnonzero(~once & (hi > lo)).tolist():  # a repeated shingle: the nearest
+        where = order[lo[j] : hi[j]].astype(np.int64)
+        offsets[j] = int(where[np.argmin(np.abs(where - positions[j] - guess))]) - positions[j]
+    ok = offsets != np.iinfo(np.int64).min
+    anchors, offsets = positions[ok], offsets[ok]
+    at = np.flatnonzero(status)
+    there = at + offsets[_nearest(anchors, len(out))[at]]
+    inside = (there >= 0) & (there < len(a))
+    out[at[inside]] = a[there[inside]]
+
+
+_NO_BANDS = np.zeros(0, dtype=np.uint64)
+
+
+def _absent(avoid_a: U32, avoid_b: U32, n: int) -> U32:
+    """``n`` distinct codes in neither array (placeholders that match nothing)."""
+    avoid = np.union1d(avoid_a & MASK, avoid_b & MASK)
+    out = np.zeros(0, dtype=np.uint32)
+    start = 0x9E3779B9
+    while len(out) < n:
+        want = 2 * (n - len(out)) + 16
+        with np.errstate(over="ignore"):
+            cand = (np.arange(want, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+                    + np.uint64(start)).astype(np.uint32) & MASK  # fmt: skip
+        start += want
+        cand = np.setdiff1d(cand, avoid)
+        out = np.union1d(out, cand)
+        avoid = np.union1d(avoid, cand)
+    return out[:n]
+
+
+def _placeholder_text(n_units: int, figures: tuple[tuple[str, int], ...]) -> str:
+    """A text of ``n_units`` units whose figures start at their units."""
+    parts: list[str] = []
+    at = 0
+    for f, u in sorted(figures, key=lambda x: x[1]):
+        if u < at:
+            continue
+        parts.append("x" * (u - at))
+        parts.append(f" {f} ")
+        at = u + sum(ch.isdigit() for ch in f)
+    parts.append("x" * max(0, n_units - at))
+    return "".join(parts)
+
+
+# -- bytes ------------------------------------------------------------------------------------
+
+_MAGIC = b"NC"
+_HEAD = struct.Struct("<2sBBIIII")  # magic, version, flags|level, units, shingles, vocab, samples
+
+
+def encode(c: Compact) -> bytes:
+    """The bytes of a compact sketch: a header, the sampled codes (4
+    bytes each, with the distance from the one before in bits 1 to 5; longer distances go
+    on in a varint after them), the figures, and the text of a short document."""
+    gaps = np.diff(c.positions, prepend=0) if len(c.positions) else c.positions
+    near = np.minimum(gaps, _GAP_MAX).astype(np.uint32)
+    words = c.codes | (near << np.uint32(1))
+    long_gaps = (gaps[gaps >= _GAP_MAX] - _GAP_MAX).tolist()
+    figs = "\x1f".join(f for f, _ in c.figures).encode("utf-8")
+    short = c.short_text
+    text = b"" if short is None else zlib.compress(short.encode("utf-8", "surrogatepass"), 9)
+    flags = c.level | (0x40 if short is not None else 0)
+    head = _HEAD.pack(_MAGIC, 1, flags, c.n_units, c.n_shingles, c.n_vocab, len(c.codes))
+    return b"".join((
+        head,
+        words.astype("<u4").tobytes(),
+        _varints(long_gaps),
+        _varints([len(c.figures), *(u for _, u in c.figures), len(figs)]),
+        figs,
+        text,
+    ))  # fmt: skip
+
+
+def decode(blob: bytes) -> Compact:
+    """The compact sketch :func:`encode` turned into ``blob``."""
+    try:
+        magic, version, flags, n_units, n_sh, n_vocab, n_samples = _HEAD.unpack_from(blob)
+        if magic != _MAGIC or version != 1:
+            raise NeardupError("stored sketch has an unknown format")
+        at = _HEAD.size
+        words = np.frombuffer(blob, dtype="<u4", count=n_samples, offset=at).astype(np.uint32)
+        at += 4 * n_samples
+        gaps = ((words >> np.uint32(1)) & np.uint32(_GAP_MAX)).astype(np.int64)
+        far = np.flatnonzero(gaps == _GAP_MAX)
+        more, at = _read_varints(blob, at, len(far))
+        gaps[far] += np.array(more, dtype=np.int64)
+        (n_figs,), at = _read_varints(blob, at, 1)
+        units, at = _read_varints(blob, at, n_figs)
+        (size,), at = _read_varints(blob, at, 1)
+        names = blob[at : at + size].decode("utf-8").split("\x1f") if n_figs else []
+        at += size
+        if len(names) != n_figs:
+            raise ValueError("figures do not match")
+        text = zlib.decompress(blob[at:]).decode("utf-8", "surrogatepass") if flags & 0x40 else None
+    except (struct.error, IndexError, ValueError, zlib.error) as exc:
+        raise NeardupError(f"stored sketch is damaged ({len(blob)} bytes)") from exc
+    return Compact(
+        n_units, n_sh, n_vocab, flags & 0x3F, np.cumsum(gaps, dtype=np.int64),
+        words & MASK, tuple(zip(names, units, strict=True)), text,
+    )  # fmt: skip
+
+
+# -- how alike: the prefilter and the ranking ------------------------------------------------
+
+
+def alike(later: Sketch, c: Compact, sampled: dict[int, U32] | None = None) -> float:
+    """How alike a later document and a stored one are, for the prefilter and the ranking
+    (what the share of equal MinHash values estimates for whole sketches): the Jaccard
+    similarity of their sampled codes (the later document's eligible codes at the stored
+    one's level against its sample). ``sampled`` keeps the later document's sampled codes
+    by level, for the next stored document."""
+    a = sampled.get(c.level) if sampled is not None else None
+    if a is None:
+        mine = later.shingles
+        a = distinct(mine[eligible(mine, c.level)] & MASK)
+        if sampled is not None:
+            sampled[c.level] = a
+    b = distinct(c.codes)
+    if len(a) == 0 or len(b) == 0:
+        return 0.0
+    both = int((_lookup(b, a) >= 0).sum())
+    return both / (len(a) + len(b) - both)
+
+
+# -- the learned chrome: one story's slots, and the whole count table ------------------------
+
+_TABLE_MAGIC = b"NDT2"
+
+
+def encode_slots(vocab: U32, shift: int = 6) -> bytes:
+    """The distinct template-guard slots of a story's codes (``vocab >> shift``), sorted and
+    delta-coded, 3 bytes a slot (4 when a gap needs it): what a compact store logs for every
+    story, so other processes count it without its sketch."""
+    slots = distinct((vocab >> np.uint32(shift)).astype(np.uint32))
+    gaps = np.diff(slots, prepend=np.uint32(0)).astype("<u4")
+    width = 3 if len(gaps) == 0 or int(gaps.max()) < 1 << 24 else 4
+    raw = gaps.view(np.uint8).reshape(-1, 4)[:, :width]
+    return bytes((width,)) + raw.tobytes()
+
+
+def decode_slots(blob: bytes, shift: int = 6) -> U32:
+    """Codes with the slots :func:`encode_slots` logged (each slot's code with the other
+    bits zero: what :meth:`~neardup.engine.templates.CommonShingles.add` counts)."""
+    width = blob[0]
+    raw = np.frombuffer(blob, dtype=np.uint8, offset=1).reshape(-1, width)
+    wide = np.zeros((len(raw), 4), dtype=np.uint8)
+    wide[:, :width] = raw
+    slots = np.cumsum(wide.view("<u4").ravel(), dtype=np.uint64)
+    return (slots << np.uint64(shift)).astype(np.uint32)
+
+
+def encode_counts(counts: npt.NDArray[np.uint8]) -> bytes:
+    """A count table (:class:`~neardup.engine.templates.CommonShingles`) for a store: the
+    gaps between its non-zero slots (their low, middle and high bytes, each as one run) and
+    their counts, compressed (4.2 MB for the 5.7 million slots 5,453 hkcnews stories fill,
+    in about 0.2 s, where the whole table compresses to 9.7 MB)."""
+    nz = np.flatnonzero(counts)
+    gaps = (np.diff(nz, prepend=-1) - 1).astype("<u4")
+    width = 3 if len(gaps) == 0 or int(gaps.max()) < 1 << 24 else 4
+    planes = gaps.view(np.uint8).reshape(-1, 4)[:, :width].T.tobytes()
+    head = struct.pack("<QQB", len(counts), len(nz), width)
+    packer = zlib.compressobj(1, zlib.DEFLATED, 15, 9, zlib.Z_RLE)  # runs of small bytes
+    return _TABLE_MAGIC + packer.compress(head + planes + counts[nz].tobytes()) + packer.flush()
+
+
+def decode_counts(blob: bytes) -> npt.NDArray[np.uint8] | None:
+    """The count table of :func:`encode_counts` (None: ``blob`` is not one)."""
+    if not blob.startswith(_TABLE_MAGIC):
+        return None
+    body = zlib.decompress(blob[len(_TABLE_MAGIC) :])
+    size, n, width = struct.unpack_from("<QQB", body)
+    at = struct.calcsize("<QQB")
+    planes = np.frombuffer(body, dtype=np.uint8, count=n * width, offset=at).reshape(width, n)
+    wide = np.zeros((n, 4), dtype=np.uint8)
+    wide[:, :width] = planes.T
+    gaps = wide.view("<u4").ravel().astype(np.int64)
+    counts = np.frombuffer(body, dtype=np.uint8, count=n, offset=at + n * width)
+    out = np.zeros(size, dtype=np.uint8)
+    out[np.cumsum(gaps + 1) - 1] = counts
+    return out
+
+
+def _varints(values: list[int]) -> bytes:
+    """Unsigned LEB128 of each value."""
+    out = bytearray()
+    for v in values:
+        while v >= 0x80:
+            out.append((v & 0x7F) | 0x80)
+            v >>= 7
+        out.append(v)
+    return bytes(out)
+
+
+def _read_varints(blob: bytes, at: int, n: int) -> tuple[list[int], int]:
+    out: list[int] = []
+    for _ in range(n):
+        v = shift = 0
+        while True:
+            b = blob[at]
+            at += 1
+            v |= (b & 0x7F) << shift
+            if b < 0x80:
+                break
+            shift += 7
+        out.append(v)
+    return out, at

@@ -1,0 +1,590 @@
+"""The compact SQLite store: what decisions need, in about a kilobyte a document.
+
+The file and its guarantees are the SQLite store's (:mod:`neardup.store.sqlite`: WAL,
+``synchronous=FULL``, one immediate transaction a batch); what it holds is compact:
+
+- ``docs``: a row a document — its id, decision, title, the hash of its exact text, and,
+  for a document that is not dropped as a copy, its compact sketch
+  (:mod:`neardup.engine.compact`: sampled shingle codes and figures, about half a byte a
+  shingle). A document dropped as a copy keeps its row alone: it joins no bucket, so no
+  later document is verified against it (they find the documents of its story that were
+  kept).
+- ``lsh``: the LSH buckets packed in shards of 8-byte records (:mod:`._packed`).
+- ``log``: the template-guard slots of each story since the last saved count table, so that
+  other processes count them without a sketch; saving the table (``meta``) empties it.
+- ``texts`` (``?keep_text=1``): the prepared texts, compressed, for people — the page's
+  texts and the passages two documents share. Decisions never read them.
+
+A file written before compact stores (``format=full``, :class:`~neardup.store.sqlite.
+SQLiteStore`) opens as it was; ``sqlite:///crawl.db?format=full`` makes a new one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import zlib
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..engine.compact import (
+    compact,
+    decode,
+    decode_counts,
+    decode_slots,
+    encode,
+    encode_counts,
+    encode_slots,
+)
+from ..engine.decide import story_codes
+from ..engine.templates import CommonShingles
+from ..errors import ConfigError
+from ..hashing import signed64
+from . import BandKey, Entry, LogPage, NewEntry, Stored
+from ._packed import LEVEL, RECORD, Layout, keys40, pack, sized, split, unpack
+from .sqlite import SQLiteStore, _db, _guarded, _ids, _py
+
+__all__ = ["CompactSQLiteStore"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value BLOB);
+CREATE TABLE IF NOT EXISTS docs (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL,
+    ts REAL NOT NULL,
+    duplicate_of TEXT,
+    cluster TEXT,
+    score REAL NOT NULL,
+    measure,
+    title TEXT,
+    copy_of TEXT,
+    extends TEXT,
+    text_key INTEGER NOT NULL,
+    kept INTEGER NOT NULL,
+    story INTEGER NOT NULL,
+    sketch BLOB
+);
+CREATE UNIQUE INDEX IF NOT EXISTS docs_id ON docs (id);
+CREATE INDEX IF NOT EXISTS docs_cluster ON docs (cluster) WHERE cluster IS NOT NULL;
+CREATE INDEX IF NOT EXISTS docs_ts ON docs (ts);
+CREATE INDEX IF NOT EXISTS docs_extends ON docs (extends) WHERE extends IS NOT NULL AND kept = 1;
+CREATE TABLE IF NOT EXISTS exact (text_key INTEGER PRIMARY KEY, seq INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS lsh (shard INTEGER PRIMARY KEY, records BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS log (
+    pos INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL, slots BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS texts (seq INTEGER PRIMARY KEY, text BLOB NOT NULL);
+"""
+
+#: measures stored as small integers (a name not here is stored as it is)
+_MEASURES = {"coverage": 1, "identical": 2, "lcsubstr": 3, "levenshtein": 4}
+_MEASURE_NAMES = {v: k for k, v in _MEASURES.items()}
+#: the columns an Entry is read from (a NULL cluster is the document's own id)
+_ENTRY = "id, seq, ts, duplicate_of, coalesce(cluster, id), score, measure, title, copy_of, extends"
+#: records a shard (a row) holds on average: a small part of a 4 KB page, so that a row
+#: that grows seldom splits its page
+_CAP = 32
+#: the log is folded into a saved count table once it holds this many bytes, or as many
+#: as the last saved table, whichever is more
+_LOG_BYTES = 2 << 20
+
+
+def _measure(value: Any) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, bytes):
+        return str(_py(value))
+    return _MEASURE_NAMES.get(int(value), str(value))
+
+
+def _entry(row: Sequence[Any]) -> Entry:
+    return Entry(
+        _py(row[0]), row[1], row[2], _py(row[3]), _py(row[4]), row[5], _measure(row[6]),
+        _py(row[7]), _py(row[8]), _py(row[9]),
+    )  # fmt: skip
+
+
+def _text(blob: bytes) -> str:
+    return zlib.decompress(blob).decode("utf-8", "surrogatepass")
+
+
+class CompactSQLiteStore(SQLiteStore):
+    """A compact :class:`~neardup.store.Store` in one SQLite file (see the module)."""
+
+    schema = _SCHEMA
+    layout = "compact"
+    indexes_copies = False
+    page_size = 4096
+
+    def __init__(
+        self, path: str, *, timeout: float = 600.0, readonly: bool = False, keep_text: bool = False
+    ) -> None:
+        self.keep_text = keep_text
+        self._records: list[tuple[list[int], int]] = []  # (bucket keys, seq) of a batch
+        super().__init__(path, timeout=timeout, readonly=readonly)
+        if not readonly:
+            self.keep_text = self._keeps_text()
+
+    # -- the file -------------------------------------------------------------------------
+
+    def _upgrade(self) -> None:
+        """Say the file is compact (a new one), or refuse one of another layout."""
+        with self._write():
+            row = self._db.execute("SELECT value FROM meta WHERE key = 'layout'").fetchone()
+            if row is None:
+                full = self._db.execute(
+                    "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'buckets'"
+                ).fetchone()
+                if full is None:
+                    self._db.execute("INSERT INTO meta VALUES ('layout', 'compact')")
+                    row = ("compact",)
+        if row is None or row[0] != "compact":
+            raise ConfigError(
+                f"store {self.url} is not a compact store: open it without format=compact"
+            )
+
+    def _keeps_text(self) -> bool:
+        """Whether the file keeps texts: it says so, or this store was asked to (from now on)."""
+        row = self._db.execute("SELECT value FROM meta WHERE key = 'keep_text'").fetchone()
+        if self.keep_text and row is None:
+            with self._write():
+                self._db.execute("INSERT OR REPLACE INTO meta VALUES ('keep_text', '1')")
+            return True
+        return self.keep_text or row is not None
+
+    def _meta(self, key: str) -> Any:
+        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else row[0]
+
+    def _layout(self) -> Layout:
+        raw = self._meta("lsh")
+        return Layout(*json.loads(raw)) if raw is not None else Layout(LEVEL, 0, 0, _CAP)
+
+    # -- writing --------------------------------------------------------------------------
+
+    def begin(self, *, write: bool = True) -> None:
+        super().begin(write=write)
+        self._records = []
+
+    def _insert(self, new: NewEntry) -> None:
+        e = new.entry
+        sketch = new.sketch
+        indexed = sketch is not None and self.indexes(e)
+        blob = encode(compact(sketch)) if indexed and sketch is not None else None
+        measure = _MEASURES.get(e.measure, e.measure) if e.measure is not None else None
+        cur = self._db.execute(
+            "INSERT INTO docs (id, ts, duplicate_of, cluster, score, measure, title, copy_of,"
+            " extends, text_key, kept, story, sketch) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                _db(e.id), e.timestamp, _db(e.duplicate_of),
+                None if e.cluster == e.id else _db(e.cluster), e.score,
+                _db(measure) if isinstance(measure, str) else measure, _db(e.title),
+                _db(e.copy_of), _db(e.extends), signed64(new.text_key), int(e.kept),
+                int(new.counts), blob,
+            ),
+        )  # fmt: skip
+        seq = int(cur.lastrowid or 0)
+        if e.copy_of is None:
+            self._db.execute(
+                "INSERT OR IGNORE INTO exact VALUES (?, ?)", (signed64(new.text_key), seq)
+            )
+        if indexed and new.buckets:
+            self._records.append((list(new.buckets), seq))
+        if new.counts and sketch is not None:
+            self._db.execute(
+                "INSERT INTO log (id, slots) VALUES (?, ?)",
+                (_db(e.id), encode_slots(story_codes(sketch))),
+            )
+        if self.keep_text and sketch is not None:
+            text = zlib.compress(sketch.text.encode("utf-8", "surrogatepass"), 6)
+            self._db.execute("INSERT INTO texts VALUES (?, ?)", (seq, text))
+
+    def _inserted(self) -> None:
+        """Put the batch's records in their shards (growing the table as it fills)."""
+        if not self._records:
+            return
+        keys = np.concatenate([keys40(k) for k, _ in self._records])
+        seqs = np.concatenate([np.full(len(k), seq, dtype=np.int64) for k, seq in self._records])
+        self._records = []
+        layout = self._layout()
+        floor = self._floor()
+        shards = layout.shards(keys)
+        wanted = np.unique(shards).tolist()
+        old = self._shards(wanted)
+        old_keys, old_seqs, old_shards = _records_of(old)
+        live = old_seqs >= floor
+        every = (
+            np.concatenate((old_shards[live], shards)),
+            np.concatenate((old_keys[live], keys)),
+            np.concatenate((old_seqs[live], seqs)),
+        )
+        self._put_shards(_by_shard(*every))
+        count = layout.count + len(keys) - int((~live).sum())
+        layout = split(layout._replace(count=count), self._shards, self._put_shards, floor)
+        self._db.execute(
+            "INSERT OR REPLACE INTO meta VALUES ('lsh', ?)", (json.dumps(list(layout)),)
+        )
+
+    def _floor(self) -> int:
+        """The lowest sequence number still stored: records below it are of documents gone."""
+        row = self._db.execute("SELECT min(seq) FROM docs").fetchone()
+        return int(row[0]) if row and row[0] is not None else 0
+
+    def _shards(self, shards: list[int]) -> dict[int, bytes]:
+        rows = self._select("SELECT shard, records FROM lsh WHERE shard IN ({})", shards)
+        return {int(s): bytes(b) for s, b in rows}
+
+    def _put_shards(self, blobs: dict[int, bytes]) -> None:
+        self._db.executemany("INSERT OR REPLACE INTO lsh VALUES (?, ?)", list(blobs.items()))
+
+    def keep_texts(self) -> None:
+        self.keep_text = True
+
+    # -- reads ----------------------------------------------------------------------------
+
+    @_guarded
+    def entries(self, ids: Iterable[str]) -> dict[str, Entry]:
+        rows = self._select(f"SELECT {_ENTRY} FROM docs WHERE id IN ({{}})", _ids(ids))
+        return {e.id: e for e in map(_entry, rows)}
+
+    @_guarded
+    def exact(self, text_keys: Iterable[int]) -> dict[int, str]:
+        keys = {signed64(k): k for k in text_keys}
+        rows = self._select(
+            "SELECT e.text_key, d.id FROM exact e JOIN docs d ON d.seq = e.seq"
+            " WHERE e.text_key IN ({})",
+            list(keys),
+        )
+        return {keys[k]: _py(i) for k, i in rows}
+
+    @_guarded
+    def buckets(self, keys: Iterable[BandKey]) -> dict[BandKey, list[tuple[int, str, float]]]:
+        wanted: list[BandKey] = list(set(keys))
+        if not wanted:
+            return {}
+        with self._lock:
+            layout = self._layout()
+        short = keys40(wanted)
+        found, seqs, _ = _records_of(self._shards(np.unique(layout.shards(short)).tolist()))
+        hit = _member(np.unique(short), found)
+        found, seqs = found[hit], seqs[hit]
+        order = np.lexsort((seqs, found))
+        found, seqs = found[order], seqs[order]
+        alive = {
+            int(q): (_py(i), ts)
+            for q, i, ts in self._select(
+                "SELECT seq, id, ts FROM docs WHERE sketch IS NOT NULL AND seq IN ({})",
+                np.unique(seqs).tolist(),
+            )
+        }
+        lo = np.searchsorted(found, short, side="left").tolist()
+        hi = np.searchsorted(found, short, side="right").tolist()
+        every = seqs.tolist()
+        out: dict[BandKey, list[tuple[int, str, float]]] = {}
+        for bk, a, b in zip(wanted, lo, hi, strict=True):
+            found = [(q, *alive[q]) for q in dict.fromkeys(every[a:b]) if q in alive]
+            if found:
+                out[bk] = found
+        return out
+
+    @_guarded
+    def sketches(self, ids: Iterable[str]) -> dict[str, Stored]:
+        rows = self._select(
+            "SELECT d.id, d.sketch, t.text FROM docs d LEFT JOIN texts t ON t.seq = d.seq"
+            " WHERE d.sketch IS NOT NULL AND d.id IN ({})",
+            _ids(ids),
+        )
+        out: dict[str, Stored] = {}
+        for i, blob, text in rows:
+            c = decode(bytes(blob))
+            if text is not None:
+                c = dataclasses.replace(c, page_text=_text(bytes(text)))
+            out[_py(i)] = c
+        return out
+
+    @_guarded
+    def texts(self, ids: Iterable[str]) -> dict[str, str]:
+        rows = self._select(
+            "SELECT d.id, t.text, d.sketch FROM docs d LEFT JOIN texts t ON t.seq = d.seq"
+            " WHERE d.id IN ({})",
+            _ids(ids),
+        )
+        out: dict[str, str] = {}
+        for i, text, blob in rows:
+            if text is not None:
+                out[_py(i)] = _text(bytes(text))
+            elif blob is not None and (short := decode(bytes(blob)).short_text):
+                out[_py(i)] = short
+        return out
+
+    @_guarded
+    def log(self, after: int, limit: int) -> tuple[int, list[str], bool]:
+        page = self.log_stories(after, limit)
+        return page.position, [i for i, _ in page.stories], page.done
+
+    @_guarded
+    def log_stories(self, after: int, limit: int) -> LogPage:
+        with self._lock:
+            folded = int(self._meta("log_floor") or 0)
+            if after < folded:
+                return LogPage(after, [], False, behind=True)
+            rows = self._db.execute(
+                "SELECT pos, id, slots FROM log WHERE pos > ? ORDER BY pos LIMIT ?", (after, limit)
+            ).fetchall()
+        if not rows:
+            return LogPage(after, [], True)
+        stories = [(str(_py(i)), decode_slots(bytes(b))) for _, i, b in rows]
+        return LogPage(int(rows[-1][0]), stories, len(rows) < limit)
+
+    @_guarded
+    def snapshot_due(self, position: int, saved: int) -> bool:
+        with self._lock:
+            (size,) = self._db.execute("SELECT total(length(slots)) FROM log").fetchone()
+            table = self._db.execute(
+                "SELECT length(value) FROM meta WHERE key = 'common'"
+            ).fetchone()
+        return float(size) >= max(_LOG_BYTES, (int(table[0]) if table else 0) // 2)
+
+    @_guarded
+    def save_common(self, position: int, table: bytes) -> None:
+        """Save the table (unless a newer one is saved) and drop the log it covers."""
+        blob = position.to_bytes(8, "little") + table
+        with self._lock:
+            if self._in_section:
+                self._save(position, blob)
+            else:
+                with self._write():
+                    self._save(position, blob)
+
+    def _save(self, position: int, blob: bytes) -> None:
+        saved = self._meta("common")
+        if saved is not None and int.from_bytes(bytes(saved)[:8], "little") >= position:
+            return
+        self._db.execute("INSERT OR REPLACE INTO meta VALUES ('common', ?)", (blob,))
+        self._db.execute("DELETE FROM log WHERE pos <= ?", (position,))
+        self._db.execute("INSERT OR REPLACE INTO meta VALUES ('log_floor', ?)", (position,))
+        if self._auto_vacuum() == 2:  # the log's pages back to the file system
+            (free,) = self._db.execute("PRAGMA freelist_count").fetchone()
+            for _ in range(int(free)):  # one page a step (sqlite3 steps a pragma once)
+                self._db.execute("PRAGMA incremental_vacuum(1)")
+
+    # -- management -----------------------------------------------------------------------
+
+    def _forget(self, rows: list[Any]) -> None:
+        """Delete documents given (seq, id, text_key, sketch) rows, inside a transaction; their
+        records stay in the shards until :meth:`reclaim` (readers skip them)."""
+        for seq, _doc_id, text_key, _blob in rows:
+            self._db.execute("DELETE FROM exact WHERE text_key = ? AND seq = ?", (text_key, seq))
+            self._db.execute("DELETE FROM texts WHERE seq = ?", (seq,))
+            self._db.execute("DELETE FROM docs WHERE seq = ?", (seq,))
+
+    @_guarded
+    def reclaim(self, *, rewrite: bool = False) -> None:
+        """Drop the records of forgotten documents from the shards, fold the log into the
+        saved count table, then give the free pages back (see :meth:`SQLiteStore.reclaim`)."""
+        with self._lock, self._write():
+            self._fold()
+            live = np.array(
+                [q for (q,) in self._db.execute("SELECT seq FROM docs WHERE sketch IS NOT NULL")],
+                dtype=np.int64,
+            )
+            layout = self._layout()
+            keys, seqs = [], []
+            for shard, blob in self._db.execute("SELECT shard, records FROM lsh"):
+                k, q = unpack(bytes(blob), int(shard))
+                keep = np.isin(q, live)
+                keys.append(k[keep])
+                seqs.append(q[keep])
+            count = sum(len(q) for q in seqs)
+            if count < layout.count:  # some went: rebuild the table for what is left
+                new = sized(count, layout.cap)
+                every_key = np.concatenate(keys) if keys else np.zeros(0, dtype=np.uint64)
+                every_seq = np.concatenate(seqs) if seqs else np.zeros(0, dtype=np.int64)
+                order = np.argsort(every_seq, kind="stable")  # records in the order added
+                every_key, every_seq = every_key[order], every_seq[order]
+                shards = new.shards(every_key)
+                self._db.execute("DELETE FROM lsh")
+                self._put_shards({
+                    int(s): pack(every_key[shards == s], every_seq[shards == s])
+                    for s in np.unique(shards).tolist()
+                })  # fmt: skip
+                self._db.execute(
+                    "INSERT OR REPLACE INTO meta VALUES ('lsh', ?)", (json.dumps(list(new)),)
+                )
+        super().reclaim(rewrite=rewrite)
+
+    def _fold(self) -> None:
+        """Count the logged stories into the saved table and empty the log (what a Deduper
+        does when the log grows long; the counts are the same either way)."""
+        rows = self._db.execute("SELECT pos, slots FROM log ORDER BY pos").fetchall()
+        if not rows:
+            return
+        common = CommonShingles(limit=1)
+        saved = self._meta("common")
+        if saved is not None:
+            counts = decode_counts(bytes(saved)[8:])
+            if counts is None:
+                common.load(bytes(saved)[8:])
+            else:
+                common.counts = counts
+        for _, slots in rows:
+            common.add(decode_slots(bytes(slots)))
+        position = int(rows[-1][0])
+        self._save(position, position.to_bytes(8, "little") + encode_counts(common.counts))
+
+    @_guarded
+    def clusters(self, limit: int = 100, offset: int = 0) -> list[tuple[str, int]]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT coalesce(cluster, id) AS c, count(*) AS n FROM docs GROUP BY c"
+                " ORDER BY n DESC, c LIMIT ? OFFSET ?",
+                (limit, offset),
+            ).fetchall()
+        return [(_py(c), int(n)) for c, n in rows]
+
+    @_guarded
+    def members(self, cluster: str) -> list[Entry]:
+        label = _db(cluster)
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT {_ENTRY} FROM docs WHERE cluster = ? OR (cluster IS NULL AND id = ?)"
+                " ORDER BY seq",
+                (label, label),
+            ).fetchall()
+        return [_entry(r) for r in rows]
+
+    def _bucket_entries(self) -> int:
+        return self._layout().count
+
+    @_guarded
+    def stats(self, *, full: bool = False) -> dict[str, object]:
+        out = super().stats(full=full)
+        with self._lock:
+            (texts,) = self._db.execute("SELECT count(*) FROM texts").fetchone()
+        out["layout"] = "compact"
+        out["keeps_text"] = bool(texts) or self.keep_text
+        return out
+
+    def _check(self) -> list[str]:
+        db = self._db
+        said = [
+            line
+            for r in db.execute("PRAGMA integrity_check(20)")
+            for line in str(r[0]).splitlines()
+        ]
+        said = [line for line in said if line.strip() and not line.startswith("*** in database")]
+        problems = [] if said == ["ok"] else [f"SQLite's integrity check: {x}" for x in said]
+        if len(said) >= 20:
+            problems[-1] += " (the check stops after 20 problems: there may be more)"
+        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        missing = [t for t in ("meta", "docs", "exact", "lsh", "log") if t not in tables]
+        if missing:
+            return [*problems, f"not a neardup store: no table {', '.join(missing)}"]
+        if problems:
+            return problems
+        if db.execute("SELECT 1 FROM meta WHERE key = 'config'").fetchone() is None:
+            problems.append("no sketch settings (meta 'config'): not filled by neardup")
+        bad = 0
+        for doc_id, blob in db.execute("SELECT id, sketch FROM docs WHERE sketch IS NOT NULL"):
+            try:
+                decode(bytes(blob))
+            except Exception:  # any damage to the blob shows as some error of the decoder
+                bad += 1
+                if bad <= 5:
+                    problems.append(f"the sketch of {_py(doc_id)!r} does not decode")
+        if bad > 5:
+            problems.append(f"{bad - 5:,} more sketches do not decode")
+        layout = self._layout()
+        records = broken = 0
+        for shard, blob in db.execute("SELECT shard, records FROM lsh"):
+            try:
+                records += len(unpack(bytes(blob), int(shard))[0])
+            except ValueError:
+                broken += 1
+            if not 0 <= int(shard) < layout.size:
+                broken += 1
+        if broken:
+            problems.append(f"{broken:,} LSH shards are damaged or out of the table")
+        elif records != layout.count:
+            problems.append(f"the LSH table counts {layout.count:,} records but holds {records:,}")
+        checks = (
+            ("exact-text rows name no stored document",
+             "SELECT count(*) FROM exact e LEFT JOIN docs d ON d.seq = e.seq WHERE d.seq IS NULL"),
+            ("documents kept have neither a sketch nor the document they copy",
+             "SELECT count(*) FROM docs WHERE sketch IS NULL AND copy_of IS NULL"
+             " AND duplicate_of IS NULL"),
+        )  # fmt: skip
+        for what, sql in checks:
+            (n,) = db.execute(sql).fetchone()
+            if n:
+                problems.append(f"{n:,} {what}")
+        return problems
+
+
+def _records_of(blobs: Mapping[int, bytes]) -> tuple[Any, Any, Any]:
+    """The records of many shards at once: keys, sequence numbers, and each one's shard."""
+    if not blobs:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty.astype(np.uint64), empty, empty
+    shards = list(blobs)
+    sizes = [len(blobs[s]) // RECORD for s in shards]
+    each = np.repeat(np.array(shards, dtype=np.int64), sizes)
+    keys, seqs = unpack(b"".join(blobs[s] for s in shards), each)
+    return keys, seqs, each
+
+
+def _by_shard(shards: Any, keys: Any, seqs: Any) -> dict[int, bytes]:
+    """The blobs of the shards that records go to, each in the records' order."""
+    order = np.argsort(shards, kind="stable")
+    shards, blob = shards[order], pack(keys[order], seqs[order])
+    cuts = np.flatnonzero(np.diff(shards)) + 1
+    starts = np.concatenate(([0], cuts)).tolist()
+    stops = np.concatenate((cuts, [len(shards)])).tolist()
+    return {
+        int(shards[a]): blob[a * RECORD : b * RECORD] for a, b in zip(starts, stops, strict=True)
+    }
+
+
+def _member(sorted_keys: Any, keys: Any) -> Any:
+    """Which of ``keys`` are in ``sorted_keys``."""
+    if len(sorted_keys) == 0:
+        return np.zeros(len(keys), dtype=np.bool_)
+    at = np.minimum(np.searchsorted(sorted_keys, keys), len(sorted_keys) - 1)
+    return sorted_keys[at] == keys
+
+
+def open_sqlite(
+    path: str, query: Mapping[str, list[str]], *, readonly: bool = False
+) -> SQLiteStore:
+    """The store in the SQLite file ``path``: compact unless the file was written before
+    compact stores, or a new one is asked for with ``format=full``."""
+    import os
+    import sqlite3
+
+    fmt = (query.get("format") or [""])[0]
+    if fmt not in ("", "compact", "full"):
+        raise ConfigError(f"unknown store format {fmt!r}: use format=compact or format=full")
+    keep_text = (query.get("keep_text") or ["0"])[0].lower() in ("1", "true", "yes")
+    layout = None
+    if os.path.exists(path) and os.path.getsize(path) > 0:
+        try:
+            with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=60) as con:
+                names = {r[0] for r in con.execute("SELECT name FROM sqlite_master")}
+                if "lsh" in names:
+                    layout = "compact"
+                elif "docs" in names:
+                    layout = "full"
+        except sqlite3.Error:
+            layout = None  # the stores say what is wrong with it
+    if layout is None:
+        layout = fmt or "compact"
+    elif fmt and fmt != layout:
+        raise ConfigError(
+            f"store sqlite:///{path} is a {layout} store, not format={fmt}: leave format out, "
+            "or give a new file"
+        )
+    if layout == "full":
+        return SQLiteStore(path, readonly=readonly)
+    return CompactSQLiteStore(path, readonly=readonly, keep_text=keep_text)
