@@ -263,15 +263,68 @@ def test_identical_copies_do_not_count_towards_templates(spark: Any) -> None:
     assert want["s0-1"][3] == "identical"
 
 
+@pytest.mark.parametrize("where", ["driver", "frames"])
+@pytest.mark.parametrize(("case", "guess"), [("fixture", 0.0), ("reprinted", 9.0)])
+def test_any_first_guess_and_either_bookkeeping_same_decisions(
+    spark: Any, monkeypatch: pytest.MonkeyPatch, where: str, case: str, guess: float
+) -> None:
+    """However wrong the first template round's guess (every later document a copy, or
+    none), and with the rounds' verdicts and the guard's volatile memberships on the driver
+    or in Spark frames (more than the driver holds: the clusters in Spark joins too):
+    several rounds, the local decisions."""
+    import neardup.spark.pipeline as pipeline
+    import neardup.spark.templates as templates
+    from tests.test_deduper import reprinted
+
+    monkeypatch.setattr(pipeline, "GUESS_CONTAINED", guess)
+    if where == "frames":
+        monkeypatch.setattr(pipeline, "BROADCAST_PAIRS", 0)
+        monkeypatch.setattr(pipeline, "LOCAL_LINKS", 0)
+        monkeypatch.setattr(templates, "DRIVER_MEMBERSHIPS", 0)
+    if case == "fixture":
+        ids, texts = [r[0] for r in records()], [r[1] for r in records()]
+    else:
+        ids, texts = reprinted(30)
+        ids += [r["id"] for r in sample_rows()]
+        texts += [r["text"] for r in sample_rows()]
+    frame = spark.createDataFrame(list(zip(ids, texts, strict=True)), "id string, text string")
+    result = dedup(frame)
+    assert result.stats["rounds"] > 1 and result.stats["reverified"] > 0
+    assert result.stats["converged"]
+    assert spark_decisions(result) == local_decisions(ids, texts)
+
+
+def test_pairs_at_risk_are_those_a_moved_slot_crosses() -> None:
+    """A pair is at risk when one of its documents holds a slot whose position moved across
+    the later document's: the same pairs as checking every slot of both documents."""
+    from neardup.spark.templates import at_risk, risk_intervals
+
+    rng = np.random.default_rng(5)
+    n = 60
+    tpos = rng.integers(0, n, 80)
+    was = rng.integers(0, n, 80)
+    now = np.where(rng.random(80) < 0.2, np.iinfo(np.int64).max, rng.integers(0, n, 80))
+    lo, hi = np.minimum(was, now), np.maximum(was, now)
+    i = rng.integers(0, n - 1, 500)
+    j = i + 1 + rng.integers(0, n - 1 - i)
+    want = [
+        any(d in (a, b) and (w < b) != (m < b) for d, w, m in zip(tpos, was, now, strict=True))
+        for a, b in zip(i, j, strict=True)
+    ]
+    got = at_risk(i, j, risk_intervals(tpos, lo, hi, n), n)
+    assert got.tolist() == want and 0 < sum(want) < len(want)
+
+
 @pytest.mark.parametrize(("n_parts", "passage"), [(1, 0), (3, 0), (8, 0), (3, 96)])
 def test_common_candidates_are_the_slots_counted_naively(
     spark: Any, n_parts: int, passage: int
 ) -> None:
-    """The slots in ``common_after`` or more documents (two with chrome passages), however
-    many ranges the count is cut into: the same as counting each document's distinct slots
-    one by one."""
+    """The slots in ``common_after`` or more documents (two with chrome passages), counted
+    in four partitions and however many ranges the counts are cut into: the same as
+    counting each document's distinct slots one by one."""
     from collections import Counter
 
+    from neardup.spark.columns import SlotCounts, partition_keys
     from neardup.spark.templates import common_candidates, fewest, slots_of
 
     rng = np.random.default_rng(7)
@@ -280,11 +333,31 @@ def test_common_candidates_are_the_slots_counted_naively(
     blobs = [rng.choice(pool, int(rng.integers(0, 60))).tobytes() for _ in range(200)]
     cfg = DedupConfig(common_after=4, chrome_passage=passage)
     assert fewest(cfg) == (2 if passage else 4)
-    frame = spark.createDataFrame([(b,) for b in blobs], "_sh binary").repartition(4)
+    side = []
+    for part in range(4):  # what four partitions of the sketch stage send
+        counts = SlotCounts(fewest(cfg))
+        for blob in blobs[part::4]:
+            counts.add(np.frombuffer(blob, dtype="<u4"))
+        side += [(partition_keys(n_parts)[r], b) for r, b in counts.ranges(n_parts)]
+    frame = spark.createDataFrame(side, "_side int, _b binary")
     seen = Counter(int(s) for b in blobs for s in slots_of(b))
     want = sorted(s for s, n in seen.items() if n >= fewest(cfg))
     got = common_candidates(frame, cfg, n_parts)
     assert got.tolist() == want and len(want) > 10
+
+
+def test_partition_keys_put_each_range_in_its_partition(spark: Any) -> None:
+    """Spark's hash partitioning sends the key of range r to partition r, so no two ranges
+    share a task while another partition idles."""
+    from pyspark.sql import functions as F
+
+    from neardup.spark.columns import partition_keys
+
+    for n in (1, 2, 3, 8):
+        keys = partition_keys(n)
+        frame = spark.createDataFrame([(k,) for k in keys], "_r int").repartition(n, "_r")
+        got = dict(frame.select("_r", F.spark_partition_id().alias("p")).collect())
+        assert [got[k] for k in keys] == list(range(n))
 
 
 # -- connected components ------------------------------------------------------------------------
@@ -344,6 +417,32 @@ def test_bad_rows_are_reported_not_dropped(spark: Any) -> None:
     got = spark_decisions(result)
     assert sorted(got) == ["a", "b", "e", "g"]
     assert got["e"][1] == "a"
+
+
+def test_texts_of_nothing_are_found_as_the_local_readers_find_them(spark: Any) -> None:
+    """Markup, references and invisible characters alone are nothing, whichever of Python's
+    whitespace they hold; text among them, escaped markup or a broken tag are text: Spark's
+    answer (Java's regex first, Python for the few it lets through) is ``no_text``'s."""
+    from neardup.records.document import no_text
+    from neardup.spark.columns import holds_no_text
+
+    texts = [
+        "<p></p>&nbsp;\u200b",
+        "\x1c\x1d\u3000\u2029\u202f<br/>&#160;&#x200b;\ufeff",
+        "<div>\u00ad</div>\u2060\u2066\u206f",
+        "&lt;p&gt;",
+        "<p>一</p>",
+        "<a<b>",
+        "&amp;",
+        "&" + "x" * 40 + ";",
+        "\u200b" * 3 + "a",
+        "！",
+        "<p>\n\t \u3000</p>",
+    ]
+    frame = spark.createDataFrame([(t,) for t in texts], "t string")
+    got = [r[0] for r in frame.select(holds_no_text(frame["t"])).collect()]
+    assert got == [no_text(t) for t in texts]
+    assert got.count(True) >= 4
 
 
 def test_a_text_column_that_is_not_strings(spark: Any) -> None:

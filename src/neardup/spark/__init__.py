@@ -4,7 +4,8 @@ the batch pipeline as Spark stages, for corpora bigger than one machine.
 ======================  ===============================================================
 :mod:`.pipeline`        :func:`dedup`: check, sketch, candidates, verify, clusters
 :mod:`.verify`          the engine's prefilter, verify and best match on Arrow batches
-:mod:`.templates`       the template guard's fixed point
+:mod:`.templates`       the template guard's table, a round at a time
+:mod:`.links`           verdicts, best matches and clusters on the driver, when few
 :mod:`.graph`           connected components (the clusters)
 :mod:`.columns`         sketches as columns, Arrow schemas
 :mod:`.session`         the session, and the optional dependency

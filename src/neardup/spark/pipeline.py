@@ -25,37 +25,49 @@ kept stories).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
-from ..engine import IDENTICAL, DedupConfig, KeepPolicy, check_keep, choose_kept, roots
+from ..engine import IDENTICAL, DedupConfig, KeepPolicy, check_keep, choose_kept
 from ..errors import ConfigError
 from ..index.lsh import bucket_pairs
 from ..records.document import NO_TEXT
 from ..timing import Stages
 from .columns import (
+    SIDE_BUCKETS,
     SKETCH_SCHEMA,
     Batches,
     BatchFn,
+    binary,
     blank,
+    column,
     columns,
     frame_of,
+    groups,
     holds_no_text,
+    partition_keys,
     sketch_batches,
     sorted_rows,
+    to_arrow,
+    unbinary,
 )
 from .graph import connected_components
+from .links import Verdicts, components
 from .session import is_set, require_pyspark
-from .templates import guard_rows, pairs_at_risk, same_table, template_table
+from .templates import Guard, Table, at_risk, build_guard, risk_intervals, same_table
 from .verify import (
     ALIKE_SCHEMA,
     PAIR_SCHEMA,
+    Grouped,
+    Light,
     best_matches,
+    light_of,
+    passed_pairs,
     prefilter_batches,
     to_verify_batches,
     verify_pairs,
@@ -67,8 +79,16 @@ if TYPE_CHECKING:
 
 __all__ = ["SparkResult", "checked", "dedup", "run_pipeline", "with_position"]
 
-#: Up to this many pairs, their positions are broadcast to pick the sketches to join.
+I64 = npt.NDArray[np.int64]
+
+#: Up to this many pairs, their positions are broadcast to pick the sketches to join, and
+#: their verdicts are kept on the driver between template rounds.
 BROADCAST_PAIRS = 2_000_000
+#: The first template round guesses that a later document whose candidate holds this share
+#: of it (estimated from the MinHash signatures) is not a story of its own: a good guess
+#: leaves fewer pairs at risk (hkcnews 10k: 966 of 5,958 verified pairs verified again,
+#: two rounds; 4,202 and three rounds when every later document is guessed a copy).
+GUESS_CONTAINED = 0.7
 #: Up to this many links (duplicates), the clusters are resolved on the driver with the
 #: engine's :func:`~neardup.engine.roots` (16 bytes a link); beyond, in Spark joins.
 LOCAL_LINKS = 5_000_000
@@ -275,7 +295,7 @@ def run_pipeline(
             first_guess = max(cores, prepared.rdd.getNumPartitions())
         spark.conf.set(_PARTITIONS, str(first_guess))
         run = _Run(spark, cfg, first_guess)
-        with run.stages.time("check"):
+        with run.stage("check"):
             usable, errors = _check(run, prepared, where)
         docs_n, chars = run.stats["documents"], run.stats["characters"]
         run.resize(
@@ -283,14 +303,14 @@ def run_pipeline(
                 cores, docs_n, chars, partitions, partitions_set=partitions_set, batch_set=batch_set
             )
         )
-        with run.stages.time("sketch"):
-            sketches, docs = _sketch(run, usable)
-        with run.stages.time("candidates"):
-            pairs = _candidates(run, sketches)
-        links = _verify(run, pairs, sketches, docs, max_rounds)
-        with run.stages.time("clusters"):
+        with run.stage("sketch"):
+            sketches, docs, side, light = _sketch(run, usable)
+        with run.stage("candidates"):
+            found = _candidates(run, side, light)
+        links = _verify(run, found, sketches, docs, side, light, max_rounds)
+        with run.stage("clusters"):
             clusters = _clusters(run, docs, links, sketches, keep)
-        links.unpersist()
+        links.frame.unpersist()
     run.stats["timings"] = run.stages.seconds
     return SparkResult(clusters, errors, run.stats)
 
@@ -377,12 +397,27 @@ class _Run:
     n_parts: int
     stats: dict[str, Any] = field(default_factory=dict)
     stages: Stages = field(default_factory=Stages)
+    #: One more than the largest input position (known after the check).
+    positions: int = 0
 
     @property
     def disk(self) -> Any:
         from pyspark.storagelevel import StorageLevel
 
         return StorageLevel.MEMORY_AND_DISK
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        """Time the ``with`` block as stage ``name``, and name its Spark jobs after it (the
+        Spark UI shows "neardup: sketch" beside each job)."""
+        sc = self.spark.sparkContext
+        before = sc.getLocalProperty("spark.job.description")
+        sc.setJobDescription(f"neardup: {name}")
+        try:
+            with self.stages.time(name):
+                yield
+        finally:
+            sc.setJobDescription(before)  # type: ignore[arg-type]
 
     def resize(self, sizes: Plan) -> None:
         """Take the partitions and batch size of :func:`plan` for the rest of the run."""
@@ -436,8 +471,10 @@ def _check(run: _Run, prepared: DataFrame, where: str) -> tuple[DataFrame, DataF
         F.count(F.when(bad, 1)).alias("errors"),
         F.count(F.when(~bad, 1)).alias("documents"),
         F.coalesce(F.sum(F.when(~bad, F.length("_text"))), F.lit(0)).alias("characters"),
+        F.coalesce(F.max("_pos") + 1, F.lit(0)).alias("positions"),
     ).collect()[0]
     run.stats.update({k: int(counts[k]) for k in ("errors", "documents", "characters")})
+    run.positions = int(counts["positions"])
     errors = (
         checked.filter(bad)
         .select(
@@ -450,10 +487,13 @@ def _check(run: _Run, prepared: DataFrame, where: str) -> tuple[DataFrame, DataF
     return checked.filter(~bad), errors
 
 
-def _sketch(run: _Run, usable: DataFrame) -> tuple[DataFrame, DataFrame]:
-    """The engine's sketches of the first copy of each text, and each document with its
-    first copy (``_first``: the first position holding the same exact text,
-    :func:`~neardup.engine.text_key`) and its length.
+def _sketch(run: _Run, usable: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame, Light | None]:
+    """The engine's sketches of the first copy of each text; each document with its id,
+    title and time, its first copy (``_first``: the first position holding the same exact
+    text, :func:`~neardup.engine.text_key`) and its length; the side rows of
+    :func:`~neardup.spark.columns.sketch_batches` (slot counts and LSH buckets); and, when
+    the originals are few enough that verifying ``max_verify`` pairs each stays on the
+    driver (:data:`BROADCAST_PAIRS`), their light signatures (:data:`Light`).
 
     The rows are hash-partitioned by their text, so every copy of a text is in one
     partition, and sorted by position there: the first copy is the first row of its text,
@@ -461,138 +501,444 @@ def _sketch(run: _Run, usable: DataFrame) -> tuple[DataFrame, DataFrame]:
     from pyspark.sql import functions as F
 
     sketched = (
-        usable.select("_pos", "_text")
+        usable.select("_pos", "_id", "_text", "_title", "_ts")
         .repartition(run.n_parts, "_text")
         .sortWithinPartitions("_pos")
-        .mapInArrow(sketch_batches(run.cfg), SKETCH_SCHEMA)
+        .mapInArrow(sketch_batches(run.cfg, run.n_parts), SKETCH_SCHEMA)
         .localCheckpoint()
     )
-    sketches = sketched.filter(F.col("_first") == F.col("_pos"))
-    docs = (
-        usable.select("_pos", "_id", "_title", "_ts")
-        .join(sketched.select("_pos", "_first", "_n", "_chars"), "_pos")
-        .localCheckpoint()
-    )
-    run.stats["originals"] = sketches.count()
-    return sketches, docs
+    rows = sketched.filter(F.col("_side").isNull())
+    sketches = rows.filter(F.col("_first") == F.col("_pos"))
+    docs = rows.select("_pos", "_id", "_title", "_ts", "_first", "_n", "_chars")
+    side = sketched.filter(F.col("_side").isNotNull()).select("_side", "_kind", "_b", "_b2")
+    light: Light | None = None
+    if run.stats["documents"] * run.cfg.max_verify <= BROADCAST_PAIRS:
+        light = light_of(to_arrow(sketches.selectExpr(*_LIGHT)))
+        run.stats["originals"] = len(light[0])
+    else:
+        run.stats["originals"] = sketches.count()
+        if run.stats["originals"] * run.cfg.max_verify <= BROADCAST_PAIRS:
+            light = light_of(to_arrow(sketches.selectExpr(*_LIGHT)))
+    return sketches, docs, side, light
 
 
-def _candidates(run: _Run, sketches: DataFrame) -> DataFrame:
+#: What the driver keeps of each original when they are few (:data:`Light`).
+_LIGHT = ("_pos", "_n", "_nv", "_light", "coalesce(size(_nums), 0) AS _nn")
+
+#: Pairs to verify on the driver: ``i, j, ni, nj, alike``.
+Found = tuple[I64, I64, I64, I64, npt.NDArray[np.float64]]
+
+
+def _candidates(run: _Run, side: DataFrame, light: Light | None) -> Found | DataFrame:
     """The candidate pairs ``i, j`` (earlier, later) among the first copies: the members of
-    each LSH bucket (:func:`~neardup.index.lsh.bucket_ids`), paired as the engine pairs
-    them, bucket cap included (:func:`~neardup.index.lsh.bucket_pairs`)."""
+    each LSH bucket, paired as the engine pairs them, bucket cap included
+    (:func:`~neardup.index.lsh.bucket_pairs`), each pair once.
+
+    The buckets come as rows of bytes per range of bucket ids (the sketch stage's side
+    rows); each range's pairs go, as bytes, to the partition of their later document. With
+    the ``light`` signatures, that partition also applies the prefilter and picks the pairs
+    to verify (:func:`~neardup.spark.verify.passed_pairs`), which come back to the driver;
+    without, the distinct pairs stay a Spark frame (persisted) for the joins of
+    :func:`_verify`."""
     from pyspark.sql import functions as F
 
-    buckets = (
-        sketches.filter(F.col("_n") > 0)
-        .select("_pos", F.explode("_bids").alias("_bid"))
-        .groupBy("_bid")
-        .agg(F.array_sort(F.collect_list("_pos")).alias("_m"))
-        .filter(F.size("_m") > 1)
+    n_parts, cfg, positions = run.n_parts, run.cfg, run.positions
+    by_later = (
+        side.filter(F.col("_kind") == SIDE_BUCKETS)
+        .repartition(n_parts, F.col("_side"))
+        .mapInArrow(_bucket_pair_blobs(cfg.bucket_cap, n_parts, positions), _PAIR_BLOBS)
+        .repartition(n_parts, F.col("_t"))
     )
-    pairs = (
-        buckets.select("_m")
-        .mapInArrow(_bucket_pair_batches(run.cfg.bucket_cap), "i long, j long")
-        .distinct()
-        .persist(run.disk)
+    if light is None:
+        pairs = by_later.mapInArrow(_distinct_pairs(positions), "i long, j long").persist(run.disk)
+        run.stats["candidate_pairs"] = pairs.count()
+        return pairs
+    shared = run.spark.sparkContext.broadcast(light)
+    table = to_arrow(by_later.mapInArrow(_passed_blobs(shared, cfg, positions), _PASSED_BLOBS))
+    shared.destroy()
+    run.stats["candidate_pairs"] = int(sum(table.column("_n").to_pylist()))
+    cols = {name: table.column(name).to_pylist() for name in ("i", "j", "ni", "nj", "alike")}
+    i, j, ni, nj = (
+        np.concatenate([unbinary(b, "<i8") for b in cols[c]] or [np.zeros(0, dtype=np.int64)])
+        for c in ("i", "j", "ni", "nj")
     )
-    run.stats["candidate_pairs"] = pairs.count()
-    return pairs
+    agree = np.concatenate([unbinary(b, "<f8", np.float64) for b in cols["alike"]] or [np.zeros(0)])
+    return i, j, ni, nj, agree
 
 
-def _bucket_pair_batches(cap: int) -> BatchFn:
-    """The ``mapInArrow`` function that pairs the members of each bucket (``_m``, sorted)."""
+_PAIR_BLOBS = "_t int, _i binary, _j binary"
+_PASSED_BLOBS = "_n long, i binary, j binary, ni binary, nj binary, alike binary"
+
+
+def _bucket_pair_blobs(cap: int, n_parts: int, positions: int) -> BatchFn:
+    """The ``mapInArrow`` function that pairs the members of each bucket (side rows of
+    bucket ids and positions, whole ranges to a partition) and sends the pairs, as bytes,
+    towards the partition of their later document."""
+    keys = partition_keys(n_parts)
+    span = positions + 1
 
     def run(batches: Batches) -> Iterator[pa.RecordBatch]:
         import pyarrow as pa
-        import pyarrow.compute as pc
 
+        bids: list[npt.NDArray[np.uint64]] = []
+        members: list[I64] = []
         for batch in batches:
-            if batch.num_rows == 0:
-                continue
-            lists = batch.column("_m")
-            members = np.asarray(pc.list_flatten(lists).to_numpy(), dtype=np.int64)
-            sizes = np.asarray(pc.list_value_length(lists).to_numpy(), dtype=np.int64)
-            starts = np.cumsum(sizes) - sizes
-            for found in bucket_pairs(members, starts, sizes, cap):
-                yield pa.RecordBatch.from_arrays(
-                    [pa.array(found[:, 0]), pa.array(found[:, 1])], names=["i", "j"]
-                )
+            for b, m in zip(
+                batch.column("_b").to_pylist(), batch.column("_b2").to_pylist(), strict=True
+            ):
+                bids.append(np.frombuffer(b, dtype="<u8"))
+                members.append(unbinary(m, "<i8"))
+        if not bids:
+            return
+        bid, pos = np.concatenate(bids), np.concatenate(members)
+        order = np.lexsort((pos, bid))
+        bid, pos = bid[order], pos[order]
+        starts, sizes, _ = groups(bid.view(np.int64))  # equal ids stay equal
+        found = list(bucket_pairs(pos, starts.astype(np.int64), sizes.astype(np.int64), cap))
+        if not found:
+            return
+        code = np.unique(np.concatenate([f[:, 0] * span + f[:, 1] for f in found]))
+        i, j = code // span, code % span
+        target = j % n_parts
+        order = np.argsort(target, kind="stable")
+        cut = np.searchsorted(target[order], np.arange(n_parts + 1))
+        out: dict[str, list[Any]] = {"_t": [], "_i": [], "_j": []}
+        for t in range(n_parts):
+            take = order[cut[t] : cut[t + 1]]
+            if len(take):
+                out["_t"].append(keys[t])
+                out["_i"].append(binary(i[take], "<i8"))
+                out["_j"].append(binary(j[take], "<i8"))
+        yield pa.RecordBatch.from_pydict(
+            out, schema=pa.schema([("_t", pa.int32()), ("_i", pa.binary()), ("_j", pa.binary())])
+        )
 
     return run
 
 
-def _verify(
-    run: _Run, pairs: DataFrame, sketches: DataFrame, docs: DataFrame, max_rounds: int
-) -> DataFrame:
-    """The prefilter, then the engine's verify with the template guard iterated to its fixed
-    point, then each document's best match: the links ``_pos, _parent, _score, _measure``
-    (byte-identical copies link to their first copy)."""
-    from pyspark.sql import functions as F
+def _partition_pairs(batches: Batches, positions: int) -> tuple[I64, I64]:
+    """The distinct pairs of a partition's pair blobs (sorted by ``j``, then ``i``)."""
+    span = positions + 1
+    codes: list[I64] = []
+    for batch in batches:
+        for a, b in zip(
+            batch.column("_i").to_pylist(), batch.column("_j").to_pylist(), strict=True
+        ):
+            codes.append(unbinary(b, "<i8") * span + unbinary(a, "<i8"))
+    if not codes:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    code = np.unique(np.concatenate(codes))
+    return code % span, code // span
 
-    spark, cfg, stats, n_parts = run.spark, run.cfg, run.stats, run.n_parts
-    with run.stages.time("prefilter"):
-        light = sketches.select("_pos", "_n", "_nv", "_light")
-        passed = (
-            pairs.join(light.toDF("i", "ni", "nvi", "li"), "i")
-            .join(light.toDF("j", "nj", "nvj", "lj"), "j")
-            .mapInArrow(prefilter_batches(cfg), ALIKE_SCHEMA)
-            .repartition(n_parts, "j")
-            .mapInArrow(to_verify_batches(cfg), PAIR_SCHEMA)
-            .persist(run.disk)
+
+def _distinct_pairs(positions: int) -> BatchFn:
+    """The ``mapInArrow`` function that turns a partition's pair blobs into its distinct
+    pairs, one row each."""
+
+    def run(batches: Batches) -> Iterator[pa.RecordBatch]:
+        import pyarrow as pa
+
+        i, j = _partition_pairs(batches, positions)
+        step = 1 << 20
+        for lo in range(0, len(i), step):
+            yield pa.RecordBatch.from_arrays(
+                [pa.array(i[lo : lo + step]), pa.array(j[lo : lo + step])], names=["i", "j"]
+            )
+
+    return run
+
+
+def _passed_blobs(light: Any, cfg: DedupConfig, positions: int) -> BatchFn:
+    """The ``mapInArrow`` function that turns a partition's pair blobs (every pair of its
+    later documents) into the pairs to verify (:func:`~neardup.spark.verify.passed_pairs`,
+    with the broadcast ``light`` signatures): one row of bytes, and the number of distinct
+    candidate pairs it had."""
+
+    def run(batches: Batches) -> Iterator[pa.RecordBatch]:
+        import pyarrow as pa
+
+        i, j = _partition_pairs(batches, positions)
+        if len(i) == 0:
+            return
+        found = passed_pairs(i, j, light.value, cfg)
+        blobs = [binary(c, "<i8") for c in found[:4]] + [binary(found[4], "<f8")]
+        yield pa.RecordBatch.from_arrays(
+            [pa.array([len(i)], pa.int64()), *(pa.array([b], pa.binary()) for b in blobs)],
+            names=["_n", "i", "j", "ni", "nj", "alike"],
         )
-        stats["prefiltered_pairs"] = passed.count()
-        pairs.unpersist()
-    with run.stages.time("templates"):
-        originals = docs.filter(F.col("_first") == F.col("_pos")).select("_pos")
-        later = passed.select(F.col("j").alias("_pos")).distinct()
-        guard = guard_rows(spark, sketches, originals, later, cfg, n_parts, stats)
-        table = template_table(guard.filter("_keep AND _sure"), cfg)
-    t0 = time.perf_counter()
-    few = stats["prefiltered_pairs"] <= BROADCAST_PAIRS
-    verdicts = verify_pairs(spark, passed, sketches, table, cfg, few_pairs=few)
-    verdicts = verdicts.localCheckpoint()
-    slot_lists: DataFrame | None = None
-    # verdicts hold at most the passed pairs: their later documents broadcast when few
-    few_removed = few
-    rounds, converged = 1, cfg.common_after <= 0
+
+    return run
+
+
+@dataclass
+class _Links:
+    """What verification found: ``frame``, each matched document's link
+    (``_pos, _parent, _score, _measure, _copy, _story, _hub``; byte-identical copies link to
+    their first copy), and ``components`` (``node, component``) of the links that join
+    documents (all but hubs' and byte-identical copies') when they were resolved on the
+    driver."""
+
+    frame: DataFrame
+    components: DataFrame | None
+
+
+def _verify(
+    run: _Run,
+    found: Found | DataFrame,
+    sketches: DataFrame,
+    docs: DataFrame,
+    side: DataFrame,
+    light: Light | None,
+    max_rounds: int,
+) -> _Links:
+    """The engine's verify with the template guard iterated to its fixed point
+    (:func:`_fixed_point`), then each document's best match.
+
+    When the pairs to verify are few (:data:`BROADCAST_PAIRS`: ``max_verify`` a document
+    bounds them), they come here ``found`` by :func:`_candidates`, and their verdicts and
+    the bookkeeping of each round — best matches, the documents kept, the pairs at risk —
+    live on the driver (:class:`_Here`); otherwise the candidate pairs (a frame) go through
+    the prefilter in Spark joins, and the rest in Spark frames (:class:`_Spread`) unless
+    few pairs pass. The verification is on the executors either way."""
+    cfg, stats, n_parts = run.cfg, run.stats, run.n_parts
+    book: _Here | _Spread
+    numbers = (light[0], light[4]) if light is not None else None
+    if isinstance(found, tuple):
+        book = _Here(run, found, sketches, numbers)
+    else:
+        with run.stage("prefilter"):
+            lights = sketches.select("_pos", "_n", "_nv", "_light")
+            passed = (
+                found.join(lights.toDF("i", "ni", "nvi", "li"), "i")
+                .join(lights.toDF("j", "nj", "nvj", "lj"), "j")
+                .mapInArrow(prefilter_batches(cfg), ALIKE_SCHEMA)
+                .repartition(n_parts, "j")
+                .mapInArrow(to_verify_batches(cfg), ALIKE_SCHEMA)
+                .persist(run.disk)
+            )
+            if passed.count() <= BROADCAST_PAIRS:
+                book = _Here(run, _found(to_arrow(passed)), sketches, numbers)
+                passed.unpersist()
+            else:
+                book = _Spread(run, passed, sketches)
+            found.unpersist()
+    stats["prefiltered_pairs"] = book.size
+    with run.stage("templates"):
+        originals = sketches.select("_pos", "_sh", "_n", "_ptext")
+        flags = book.flags()
+        if isinstance(flags, tuple):
+            guard = build_guard(
+                run.spark, originals, side, cfg, n_parts, run.positions, stats, flags
+            )
+        else:
+            originals = originals.join(flags, "_pos", "left")
+            guard = build_guard(run.spark, originals, side, cfg, n_parts, run.positions, stats)
+        before = book.guess()
+        table, _, _, _, stats["template_rows"] = guard.table(before)
+    with run.stage("verify"):
+        book.verify(table)
+        table = _fixed_point(run, guard, book, table, before, max_rounds)
+        guard.unpersist()
+        stats["template_slots"] = len(table[0])
+        links = book.links(docs)
+    return links
+
+
+def _fixed_point(
+    run: _Run, guard: Guard, book: _Here | _Spread, table: Table, before: I64, max_rounds: int
+) -> Table:
+    """The template rounds: the documents kept under the verdicts, their table, and the
+    pairs it puts at risk verified again, until the table stays (or ``max_rounds``). The
+    table the verdicts were made with, last."""
+    stats, positions = run.stats, run.positions
+    stats["reverified"] = 0
+    rounds, converged = 1, run.cfg.common_after <= 0
     while not converged:
-        # the documents that do not count as stories: copies, and kept ones that mostly
-        # repeat what they extend (counts_as_story)
-        removed = best_matches(verdicts, n_parts).filter(~F.col("_story")).select("_pos")
-        kept = guard.filter("_keep").join(
-            F.broadcast(removed) if few_removed else removed, "_pos", "left_anti"
-        )
-        if not few_removed:  # a shuffle join loses the partitioning by slot
-            kept = kept.repartition(n_parts, "slot")
-        new_table = template_table(kept, cfg)
+        removed = book.removed()
+        new_table, tpos, tlo, thi, _ = guard.table(removed, before)
         if same_table(table, new_table):
             converged = True
             break
         if rounds >= max_rounds:
             break
-        if slot_lists is None:
-            slot_lists = (
-                guard.filter("_vol")
-                .groupBy("_pos")
-                .agg(F.collect_list("slot").alias("_s"))
-                .persist(run.disk)
-            )
-        at_risk = pairs_at_risk(spark, passed, slot_lists, table, new_table)
-        few = at_risk.count() <= BROADCAST_PAIRS
-        redone = verify_pairs(spark, at_risk, sketches, new_table, cfg, few_pairs=few)
-        verdicts = (
-            verdicts.join(at_risk.select("i", "j"), ["i", "j"], "left_anti")
-            .unionByName(redone)
-            .localCheckpoint()
-        )
-        table = new_table
+        stats["reverified"] += book.reverify(risk_intervals(tpos, tlo, thi, positions), new_table)
+        table, before = new_table, removed
         rounds += 1
     stats["rounds"] = rounds
     stats["converged"] = converged
-    stats["template_slots"] = len(table[0])
-    parents = _with_hubs(best_matches(verdicts, n_parts), verdicts)
-    copies = docs.filter(F.col("_first") != F.col("_pos")).select(
+    return table
+
+
+def guessed_copies(agree: npt.NDArray[np.float64], ni: I64, nj: I64) -> npt.NDArray[np.bool_]:
+    """Whether the later document ``j`` of each pair is probably contained in ``i``, from
+    the share of equal signature values ``agree`` (a Jaccard estimate) and the units: the
+    guess of the first template round (:data:`GUESS_CONTAINED`). Only the number of rounds
+    depends on it, never the decisions.
+
+    >>> guessed_copies(np.array([0.9, 0.3]), np.array([100, 100]), np.array([100, 100])).tolist()
+    [True, False]
+    """
+    with np.errstate(divide="ignore", invalid="ignore"):
+        contained = agree * (ni + nj) / ((1.0 + agree) * nj)
+    guess: npt.NDArray[np.bool_] = (nj > 0) & (contained >= GUESS_CONTAINED)
+    return guess
+
+
+class _Here:
+    """The pairs to verify (``i, j, ni, nj, alike``) and their verdicts on the driver: a
+    round costs one pass over the guard and one verification of the pairs at risk."""
+
+    def __init__(
+        self, run: _Run, found: Found, sketches: DataFrame, numbers: tuple[I64, I64] | None
+    ) -> None:
+        self.run, self.sketches, self.numbers = run, sketches, numbers
+        self.i, self.j, self.ni, self.nj, self.alike = found
+        self.size = len(self.i)
+        self.verdicts: Verdicts | None = None
+        self.grouped: Grouped | None = None
+
+    def flags(self) -> tuple[I64, I64]:
+        """The later documents of the pairs, and all of theirs (sorted)."""
+        return np.unique(self.j), np.unique(np.concatenate([self.i, self.j]))
+
+    def guess(self) -> I64:
+        """The later documents the first round guesses are not stories (sorted)."""
+        return np.unique(self.j[guessed_copies(self.alike, self.ni, self.nj)])
+
+    def _verified(self, keep: npt.NDArray[np.bool_] | slice, table: Table) -> Verdicts:
+        run = self.run
+        if self.grouped is None:  # made for all the pairs: later rounds verify some of them
+            pairs = (self.i, self.j, self.ni, self.nj)
+            self.grouped = Grouped(
+                run.spark, pairs, self.sketches, self.numbers, run.cfg, run.n_parts
+            )
+        return Verdicts.of(self.grouped.verify((self.i[keep], self.j[keep]), table))
+
+    def verify(self, table: Table) -> None:
+        self.verdicts = self._verified(slice(None), table)
+
+    def removed(self) -> I64:
+        assert self.verdicts is not None
+        return self.verdicts.best().removed()
+
+    def reverify(self, intervals: tuple[I64, I64], table: Table) -> int:
+        assert self.verdicts is not None
+        risky = at_risk(self.i, self.j, intervals, self.run.positions)
+        redone = self._verified(risky, table)
+        self.verdicts = self.verdicts.replaced(
+            self.i[risky], self.j[risky], redone, self.run.positions
+        )
+        return int(risky.sum())
+
+    def links(self, docs: DataFrame) -> _Links:
+        """The links (each matched document's best match, and the copies') and the
+        components of those that join documents, resolved here."""
+        import pyarrow as pa
+
+        assert self.verdicts is not None
+        if self.grouped is not None:
+            self.grouped.unpersist()
+        run, stats = self.run, self.run.stats
+        best = self.verdicts.best()
+        hubs = best.hubs(self.verdicts)
+        nodes, component = components(best.pos[~hubs], best.parent[~hubs])
+        parents = frame_of(run.spark, best.arrow(hubs))
+        stats["linked"] = len(best.pos) + stats["documents"] - stats["originals"]
+        found = pa.table({"node": pa.array(nodes), "component": pa.array(component)})
+        return _Links(parents.unionByName(_copies(docs)), frame_of(run.spark, found))
+
+
+class _Spread:
+    """The pairs to verify (``passed``, persisted) and their verdicts in Spark frames, for
+    more pairs than the driver should hold."""
+
+    def __init__(self, run: _Run, passed: DataFrame, sketches: DataFrame) -> None:
+        self.run, self.passed, self.sketches = run, passed, sketches
+        self.size = passed.count()
+        self.verdicts: DataFrame | None = None
+
+    def flags(self) -> DataFrame:
+        """``_pos, _u``: true for the later documents of the pairs, false for the others."""
+        from pyspark.sql import functions as F
+
+        passed = self.passed
+        return (
+            passed.select(F.col("j").alias("_pos"), F.lit(True).alias("_u"))
+            .unionByName(passed.select(F.col("i").alias("_pos"), F.lit(False).alias("_u")))
+            .groupBy("_pos")
+            .agg(F.max("_u").alias("_u"))
+        )
+
+    def guess(self) -> I64:
+        from pyspark.sql import functions as F
+
+        agree, ni, nj = F.col("alike"), F.col("ni"), F.col("nj")
+        contained = agree * (ni + nj) / ((1.0 + agree) * nj)  # as guessed_copies
+        guess = self.passed.filter((nj > 0) & (contained >= GUESS_CONTAINED))
+        return np.sort(column(guess.select("j").distinct(), "j"))
+
+    def verify(self, table: Table) -> None:
+        run = self.run
+        self.verdicts = verify_pairs(
+            run.spark, self.passed, self.sketches, table, run.cfg
+        ).localCheckpoint()
+
+    def removed(self) -> I64:
+        from pyspark.sql import functions as F
+
+        assert self.verdicts is not None
+        best = best_matches(self.verdicts, self.run.n_parts)
+        return np.sort(column(best.filter(~F.col("_story")).select("_pos"), "_pos"))
+
+    def reverify(self, intervals: tuple[I64, I64], table: Table) -> int:
+        assert self.verdicts is not None
+        run = self.run
+        shared = run.spark.sparkContext.broadcast(intervals)
+        risky = self.passed.mapInArrow(
+            _at_risk_batches(shared, run.positions), PAIR_SCHEMA
+        ).localCheckpoint()
+        shared.destroy()
+        count = risky.count()
+        redone = verify_pairs(
+            run.spark,
+            risky,
+            self.sketches,
+            table,
+            run.cfg,
+            few_pairs=count <= BROADCAST_PAIRS,
+        )
+        self.verdicts = (
+            self.verdicts.join(risky.select("i", "j"), ["i", "j"], "left_anti")
+            .unionByName(redone)
+            .localCheckpoint()
+        )
+        return count
+
+    def links(self, docs: DataFrame) -> _Links:
+        """The links, persisted; their components are left to :func:`_clusters`."""
+        assert self.verdicts is not None
+        run = self.run
+        best = best_matches(self.verdicts, run.n_parts).localCheckpoint()
+        parents = _with_hubs(best, self.verdicts)
+        links = parents.unionByName(_copies(docs)).persist(run.disk)
+        run.stats["linked"] = links.count()
+        self.passed.unpersist()
+        return _Links(links, None)
+
+
+def _found(passed: pa.Table) -> Found:
+    """:data:`Found` of an Arrow table of ``i, j, ni, nj, alike``."""
+    i, j, ni, nj = (
+        np.asarray(passed.column(c).to_numpy(), dtype=np.int64) for c in ("i", "j", "ni", "nj")
+    )
+    return i, j, ni, nj, np.asarray(passed.column("alike").to_numpy(), dtype=np.float64)
+
+
+def _copies(docs: DataFrame) -> DataFrame:
+    """The links of byte-identical copies, each to its first copy."""
+    from pyspark.sql import functions as F
+
+    return docs.filter(F.col("_first") != F.col("_pos")).select(
         "_pos",
         F.col("_first").alias("_parent"),
         F.lit(IDENTICAL.copy_score).alias("_score"),
@@ -601,13 +947,23 @@ def _verify(
         F.lit(False).alias("_story"),
         F.lit(False).alias("_hub"),
     )
-    links = parents.unionByName(copies).persist(run.disk)
-    stats["linked"] = links.count()
-    for frame in (passed, guard, slot_lists):
-        if frame is not None:
-            frame.unpersist()
-    run.stages.add("verify", time.perf_counter() - t0)
-    return links
+
+
+def _at_risk_batches(intervals: Any, positions: int) -> BatchFn:
+    """The ``mapInArrow`` function that keeps the pairs :func:`at_risk` of a round's moved
+    slots (``intervals``: broadcast :func:`risk_intervals`)."""
+
+    def run(batches: Batches) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            if batch.num_rows == 0:
+                continue
+            i = np.asarray(batch.column("i").to_numpy(), dtype=np.int64)
+            j = np.asarray(batch.column("j").to_numpy(), dtype=np.int64)
+            keep = np.flatnonzero(at_risk(i, j, intervals.value, positions))
+            if len(keep):
+                yield batch.select(["i", "j", "ni", "nj"]).take(keep)
+
+    return run
 
 
 def _with_hubs(parents: DataFrame, verdicts: DataFrame) -> DataFrame:
@@ -639,20 +995,25 @@ def _with_hubs(parents: DataFrame, verdicts: DataFrame) -> DataFrame:
 
 
 def _clusters(
-    run: _Run, docs: DataFrame, links: DataFrame, sketches: DataFrame, keep: KeepPolicy
+    run: _Run, docs: DataFrame, links: _Links, sketches: DataFrame, keep: KeepPolicy
 ) -> DataFrame:
     """The connected components of the links, the document each story keeps
-    (:func:`~neardup.engine.choose_kept`), and every usable row's decision."""
+    (:func:`~neardup.engine.choose_kept`), and every usable row's decision.
+
+    The components join stories (a document extending a hub starts its own); a
+    byte-identical copy is in its first copy's component."""
     from pyspark.sql import functions as F
 
-    joining = links.filter(~F.col("_hub"))  # a document extending a hub starts its own
-    if run.stats["linked"] <= LOCAL_LINKS:
-        components = _components_here(run.spark, joining)
-    else:
-        components = connected_components(joining, src="_pos", dst="_parent")
+    components = links.components
+    if components is None:
+        joining = links.frame.filter(~F.col("_hub"))
+        if run.stats["linked"] <= LOCAL_LINKS:
+            components = _components_here(run.spark, joining)
+        else:
+            components = connected_components(joining, src="_pos", dst="_parent")
     members = (
-        docs.join(components.toDF("_pos", "_component"), "_pos", "left")
-        .withColumn("_root", F.coalesce("_component", "_pos"))
+        docs.join(components.toDF("_first", "_component"), "_first", "left")
+        .withColumn("_root", F.coalesce("_component", "_first"))
         .drop("_component")
     )
     if keep == "first":
@@ -664,7 +1025,7 @@ def _clusters(
             .mapInArrow(_kept_batches(keep), "_pos long, _kept long")
         )
     # checkpointed: the plans below use it twice, and would otherwise grow large
-    decided = members.join(label, "_pos").join(links, "_pos", "left").localCheckpoint()
+    decided = members.join(label, "_pos").join(links.frame, "_pos", "left").localCheckpoint()
     decided = decided.withColumn("_copy", F.coalesce("_copy", F.lit(False)))
     is_rep = F.col("_pos") == F.col("_kept")
     if keep != "first":
@@ -754,11 +1115,7 @@ def _components_here(spark: SparkSession, links: DataFrame) -> DataFrame:
     :func:`~neardup.spark.graph.connected_components` names it)."""
     import pyarrow as pa
 
-    pos, parent = columns(links.select("_pos", "_parent"), ["_pos", "_parent"])
-    nodes = np.unique(np.concatenate([pos, parent]))
-    up = np.full(len(nodes), -1, dtype=np.int64)
-    up[np.searchsorted(nodes, pos)] = np.searchsorted(nodes, parent)
-    root = nodes[np.asarray(roots(up.tolist()), dtype=np.int64)]
+    nodes, root = components(*columns(links.select("_pos", "_parent"), ["_pos", "_parent"]))
     table = pa.table({"node": pa.array(nodes, pa.int64()), "component": pa.array(root, pa.int64())})
     return frame_of(spark, table)
 

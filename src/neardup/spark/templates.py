@@ -1,23 +1,29 @@
 """The template guard on Spark: the input position from which each shingle slot is common.
 
 The local engine counts a shingle once it has been seen in ``common_after`` *kept* stories
-earlier in the input (:class:`~neardup.engine.CommonShingles`), so a verdict depends on which
-earlier documents were kept. Spark computes, for every slot, the input position of the
-``common_after``-th kept document containing it (:func:`template_table`), verifies with
-those positions (:class:`~neardup.engine.TemplateTable`), recomputes the kept set, and
-repeats on the pairs whose guard changed (:func:`pairs_at_risk`) until nothing changes.
-Position ``p``'s decision depends only on earlier positions, so the fixed point is unique
-and is the local engine's answer. The rounds are cheap: only original documents count (a
-byte-identical copy is never kept), and a document that is the later one of no passed pair
-is kept in every round, so each slot keeps its memberships up to its ``common_after``-th
-such document, once, partitioned by slot (:func:`guard_rows`); a round drops the
-duplicates found and takes the ``common_after``-th position of each slot in place, without
-a shuffle.
+earlier in the input (:class:`~neardup.engine.CommonShingles`), and as part of a chrome
+passage once seen in two, so a verdict depends on which earlier documents were kept. Spark
+computes, for every slot, the input position of the ``common_after``-th kept document
+containing it and of the second (:meth:`Guard.table`), verifies with those positions
+(:class:`~neardup.engine.TemplateTable`), recomputes the kept set, and repeats on
+the pairs whose guard changed (:func:`at_risk`) until nothing changes. Position ``p``'s
+decision depends only on earlier positions, so the fixed point is unique and is the local
+engine's answer.
+
+The rounds are cheap: only original documents count (a byte-identical copy is never kept),
+a story counts the lines it does not quote, and a document that is the later one of no
+passed pair is kept in every round, so each slot keeps its memberships up to its
+``common_after``-th such document, once (:func:`build_guard`).
+The memberships are cut into ranges of the slot space, and a range travels and is kept as a
+few rows of bytes (slots, positions, flags), never as a Spark row per membership: a round is
+one pass over them, without a shuffle, that returns the table and, for the slots whose
+position moved, the documents holding them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -26,31 +32,60 @@ import numpy.typing as npt
 from ..engine import DedupConfig
 from ..engine.templates import PASSAGE_STORIES, SLOT_BITS, slots
 from ..engine.verify import QUOTE_START, unquoted_codes
-from .columns import Batches, BatchFn, arrow_schema, column, groups, sorted_rows
-from .verify import PAIR_SCHEMA, Table
+from .columns import (
+    SIDE_SLOTS,
+    Batches,
+    BatchFn,
+    SlotCounts,
+    binary,
+    column,
+    fewest,
+    groups,
+    partition_keys,
+    slot_range,
+    slot_range_starts,
+    to_arrow,
+    unbinary,
+)
+from .verify import Table
 
 if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
 
 __all__ = [
-    "GUARD_SCHEMA",
+    "Guard",
+    "Table",
+    "at_risk",
+    "build_guard",
     "common_candidates",
-    "guard_rows",
-    "pairs_at_risk",
+    "fewest",
+    "risk_intervals",
     "same_table",
     "slots_of",
-    "template_table",
+    "story_slots",
 ]
 
 I64 = npt.NDArray[np.int64]
 NO_POSITION = np.iinfo(np.int64).max
-#: Up to this many documents, the flags of the guard's rows are broadcast.
-BROADCAST_ROWS = 2_000_000
 
-_SLOT_ROWS_SCHEMA = "slot int, _pos long, _sure boolean, _own boolean"
-GUARD_SCHEMA = "slot int, _pos long, _sure boolean, _keep boolean, _vol boolean"
-_FIRSTS_SCHEMA = "slot long, first long, second long"
+#: The flags of a membership (a byte each): its document is kept whatever the verdicts (the
+#: later one of no passed pair), the row counts towards the slot's position, the slot's
+#: position may move between rounds, the document is in a passed pair, the document holds
+#: the slot as a story counts it (not only on quoted lines, :func:`story_slots`).
+SURE, KEEP, VOLATILE, PAIRED, OWN = 1, 2, 4, 8, 16
+
+#: Memberships in one row of bytes at most (13 bytes each).
+ROW_MEMBERSHIPS = 1 << 22
+#: Up to this many memberships of volatile slots (13 bytes each), they come to the driver
+#: with the first table, and the rounds after it run there, without a Spark job.
+DRIVER_MEMBERSHIPS = 16_000_000
+
+_BLOB_SCHEMA = "_r int, slot binary, pos binary, flags binary"
+_PASS_SCHEMA = (
+    "slots binary, firsts binary, seconds binary, tpos binary, tlo binary, thi binary, "
+    "rows long, vol long, vslot binary, vpos binary, vflag binary"
+)
 
 
 def slots_of(blob: bytes) -> I64:
@@ -68,324 +103,592 @@ def story_slots(blob: bytes, text: str | None, n_units: int) -> I64:
     return np.unique(slots(codes if own is None else own).astype(np.int64))
 
 
-def fewest(cfg: DedupConfig) -> int:
-    """The fewest kept stories a slot must be in for the guard to read it: two with chrome
-    passages (a passage's shingles are seen in two), else ``common_after``."""
-    if cfg.common_after <= 0:
-        return 0
-    return min(PASSAGE_STORIES, cfg.common_after) if cfg.chrome_passage > 0 else cfg.common_after
+def common_candidates(side: DataFrame, cfg: DedupConfig, n_parts: int = 1) -> I64:
+    """Slots found in :func:`fewest` or more original documents (sorted): a superset of the
+    slots the guard can ever read (count as common, or as seen for a passage), whichever of
+    them are kept (a byte-identical copy is never kept, and quoted lines only add slots).
 
-
-def common_candidates(docs: DataFrame, cfg: DedupConfig, n_parts: int = 1) -> I64:
-    """Slots found in :func:`fewest` or more of ``docs`` (``_sh``; sorted): given the
-    original documents, a superset of the slots the guard can ever read (count as common,
-    or as seen for a passage), whichever of them are kept (a byte-identical copy is never
-    kept, and quoted lines only add slots).
-
-    Each input partition counts its slots, cut into ``n_parts`` ranges of the slot space;
-    a range travels as one row (the slots and counts as bytes), and the partition that gets
-    a range adds up its counts. A partition's distinct slots run into the millions on news,
-    and as one row each, Spark's per-row cost of the shuffle and the sum was most of the
-    template stage's time."""
+    ``side``: the sketch stage's slot counts (``_side``, ``_b``, of kind ``SIDE_SLOTS``:
+    each input partition's counts of one range of
+    :func:`~neardup.spark.columns.slot_range_starts`, as bytes,
+    :class:`~neardup.spark.columns.SlotCounts`); the partition that gets a range adds its
+    counts up in a table of the range."""
     from pyspark.sql import functions as F
 
     limit = fewest(cfg)
     if limit <= 0:
         return np.zeros(0, dtype=np.int64)
     ranges = max(1, n_parts)
-
-    def count(batches: Batches) -> Iterator[pa.RecordBatch]:
-        import pyarrow as pa
-
-        parts = [slots_of(blob) for batch in batches for blob in batch.column("_sh").to_pylist()]
-        if not parts:
-            return
-        found, counts = np.unique(np.concatenate(parts), return_counts=True)
-        # a count past the limit says no more (the sum only meets the limit or not)
-        counts = np.minimum(counts, limit).astype("<u4")
-        cut = np.searchsorted(found, _range_starts(ranges))
-        ids, blobs = [], []
-        for r in range(ranges):
-            lo, hi = cut[r], cut[r + 1]
-            if hi > lo:
-                ids.append(r)
-                blobs.append(found[lo:hi].astype("<u4").tobytes() + counts[lo:hi].tobytes())
-        if ids:
-            yield pa.RecordBatch.from_arrays(
-                [pa.array(ids, pa.int32()), pa.array(blobs, pa.binary())], names=["_r", "_b"]
-            )
+    kind = SlotCounts(limit).kind
 
     def add(batches: Batches) -> Iterator[pa.RecordBatch]:
         import pyarrow as pa
 
-        parts, tallies = [], []
+        starts = slot_range_starts(ranges)
+        totals: dict[int, npt.NDArray[Any]] = {}  # range -> its counts, up to the limit
         for batch in batches:
             for blob in batch.column("_b").to_pylist():
                 both = np.frombuffer(blob, dtype="<u4")
                 half = len(both) // 2
-                parts.append(both[:half])
-                tallies.append(both[half:])
-        if not parts:
-            return
-        every = np.concatenate(parts)
-        order = np.argsort(every, kind="stable")
-        every, tally = every[order], np.concatenate(tallies)[order]
-        starts = np.flatnonzero(np.r_[True, every[1:] != every[:-1]])
-        sums = np.add.reduceat(tally.astype(np.int64), starts)
-        common = every[starts[sums >= limit]].astype(np.int32)
-        step = 1 << 20
-        for lo in range(0, len(common), step):
-            yield pa.RecordBatch.from_arrays([pa.array(common[lo : lo + step])], names=["slot"])
+                found = both[:half].astype(np.int64)
+                r = int(slot_range(found[:1], ranges)[0])
+                if r not in totals:
+                    totals[r] = np.zeros(int(starts[r + 1] - starts[r]), dtype=kind)
+                at = found - starts[r]
+                # one input partition's slots are distinct: a fancy += adds each once
+                summed = totals[r][at].astype(np.int64) + both[half:]
+                totals[r][at] = np.minimum(summed, limit).astype(kind)
+        for r, total in totals.items():
+            common = (np.flatnonzero(total >= limit) + starts[r]).astype(np.int32)
+            yield pa.RecordBatch.from_arrays([pa.array(common)], names=["slot"])
 
+    if "_kind" in side.columns:
+        side = side.filter(F.col("_kind") == SIDE_SLOTS)
     found = (
-        docs.select("_sh")
-        .mapInArrow(count, "_r int, _b binary")
-        .repartition(ranges, F.col("_r"))
-        .mapInArrow(add, "slot int")
+        side.select("_side", "_b").repartition(ranges, F.col("_side")).mapInArrow(add, "slot int")
     )
     return np.sort(column(found, "slot"))
 
 
-def _range_starts(ranges: int) -> I64:
-    """The first slot of each of ``ranges`` equal ranges of the slot space, and its end."""
-    return (np.arange(ranges + 1, dtype=np.int64) << SLOT_BITS) // ranges
+@dataclass
+class Guard:
+    """The (slot, document) memberships the template guard can ever need: ``frame`` holds
+    them as rows of bytes, whole ranges of the slot space to a partition, persisted.
+
+    :meth:`table` is one round's table; :meth:`unpersist` lets the rows go. The first
+    table also brings the memberships of the volatile slots to the driver when they are few
+    (:data:`DRIVER_MEMBERSHIPS`): the other slots' entries never change, and the later
+    tables are computed here (:meth:`_here`)."""
+
+    spark: SparkSession
+    frame: DataFrame
+    cfg: DedupConfig
+    positions: int
+    ranges: int
+    #: the entries of the slots that are not volatile, and the volatile slots' memberships
+    #: (slot, position, flags; sorted), once on the driver
+    stable: Table | None = None
+    held: _Held | None = None
+    rows: int = 0
+
+    def table(
+        self, removed: I64 | None = None, before: I64 | None = None
+    ) -> tuple[Table, I64, I64, I64, int]:
+        """The table when the documents at the sorted positions ``removed`` are not kept
+        (None: every document that is the later one of a passed pair), and, given the
+        ``removed`` of the table ``before``, the paired documents holding a slot whose
+        position differs between the two: ``(table, tpos, tlo, thi, memberships)``. A pair
+        ``(i, j)`` with ``i`` or ``j`` in ``tpos`` and ``tlo < j <= thi`` may have another
+        verdict with the new table (:func:`at_risk`); ``memberships`` counts the rows."""
+        if self.held is not None:
+            return self._here(removed, before)
+        sc = self.spark.sparkContext
+        first = self.stable is None
+        cap = DRIVER_MEMBERSHIPS // max(1, self.ranges) if first else 0
+        bits = (
+            _bits(removed, self.positions),
+            _bits(before, self.positions),
+            before is not None,
+            cap,
+        )
+        shared = sc.broadcast(bits)
+        rows = to_arrow(self.frame.mapInArrow(_table_pass(shared, self.cfg), _PASS_SCHEMA))
+        shared.destroy()
+        cols: dict[str, list[I64]] = {}
+        for name in ("slots", "firsts", "seconds", "tpos", "tlo", "thi"):
+            cols[name] = [unbinary(v, "<i8") for v in rows.column(name).to_pylist()]
+        slot_ids, firsts, seconds, tpos, tlo, thi = (
+            np.concatenate(cols[name]) if cols[name] else np.zeros(0, dtype=np.int64)
+            for name in ("slots", "firsts", "seconds", "tpos", "tlo", "thi")
+        )
+        order = np.argsort(slot_ids, kind="stable")
+        table = (slot_ids[order], firsts[order], seconds[order])
+        self.rows = int(sum(rows.column("rows").to_pylist()))
+        if first:
+            self.stable = table
+            vol = rows.column("vol").to_pylist()
+            vslot = rows.column("vslot").to_pylist()
+            if all(b is not None or n == 0 for b, n in zip(vslot, vol, strict=True)):
+                self._hold(vslot, rows.column("vpos").to_pylist(), rows.column("vflag").to_pylist())
+        return table, tpos, tlo, thi, self.rows
+
+    def _hold(self, slot: list[Any], pos: list[Any], flag: list[Any]) -> None:
+        """Keep the volatile slots' memberships here (:class:`_Held`), and the other slots'
+        entries of the first table (which never change) as :attr:`stable`."""
+        # each range's rows come sorted by slot and position, and the ranges are disjoint
+        order = sorted(
+            (k for k, b in enumerate(slot) if b), key=lambda k: int(unbinary(slot[k][:4], "<i4")[0])
+        )
+        s = np.concatenate([unbinary(slot[k], "<i4") for k in order] or [np.zeros(0, np.int64)])
+        p = np.concatenate([unbinary(pos[k], "<i8") for k in order] or [np.zeros(0, np.int64)])
+        f = np.concatenate(
+            [np.frombuffer(flag[k], dtype=np.uint8) for k in order] or [np.zeros(0, np.uint8)]
+        )
+        if len(s) > 1 and not bool(
+            np.all((s[1:] > s[:-1]) | ((s[1:] == s[:-1]) & (p[1:] > p[:-1])))
+        ):
+            by = np.lexsort((p, s))
+            s, p, f = s[by], p[by], f[by]
+        assert self.stable is not None
+        held = _Held(s, p, f, self.cfg, self.positions)
+        ids = self.stable[0]
+        at = np.minimum(np.searchsorted(held.slot_ids, ids), max(0, len(held.slot_ids) - 1))
+        steady = ~(held.slot_ids[at] == ids) if len(held.slot_ids) else np.ones(len(ids), bool)
+        self.stable = (ids[steady], self.stable[1][steady], self.stable[2][steady])
+        self.held = held
+
+    def _here(self, removed: I64 | None, before: I64 | None) -> tuple[Table, I64, I64, I64, int]:
+        """:meth:`table` from the memberships held here."""
+        assert self.held is not None and self.stable is not None
+        held = self.held
+        moved = [np.zeros(0, dtype=np.int64)] * 3
+        if before is not None:
+            held.settle(before)
+            moved = held.settle(removed)
+        else:
+            held.settle(removed)
+        ids, firsts, seconds = (
+            np.concatenate([a, b]) for a, b in zip(self.stable, held.table(), strict=True)
+        )
+        order = np.argsort(ids, kind="stable")
+        tpos, tlo, thi = moved
+        return (ids[order], firsts[order], seconds[order]), tpos, tlo, thi, self.rows
+
+    def unpersist(self) -> None:
+        self.frame.unpersist()
 
 
-def guard_rows(
+class _Held:
+    """The volatile slots' memberships on the driver (sorted by slot and position) and each
+    slot's entries for the documents last removed: a round recomputes only the slots held by
+    a document whose removal changed (:meth:`settle`)."""
+
+    def __init__(
+        self, slot: I64, pos: I64, flag: npt.NDArray[np.uint8], cfg: DedupConfig, positions: int
+    ) -> None:
+        self.pos, self.flag, self.cfg, self.positions = pos, flag, cfg, positions
+        self.starts, self.sizes, self.group = groups(slot)
+        self.slot_ids = slot[self.starts].astype(np.int64)
+        self.by_pos = np.argsort(pos, kind="stable")
+        self.sorted_pos = pos[self.by_pos]
+        n = len(self.starts)
+        self.first = np.full(n, NO_POSITION, dtype=np.int64)
+        self.second = np.full(n, NO_POSITION, dtype=np.int64)
+        self.removed: I64 | None = None
+        self.unsure = True  # the entries are for the unsure documents removed
+
+    def table(self) -> Table:
+        """The entries of the slots held by :func:`fewest` kept documents."""
+        ok = self.second != NO_POSITION  # the second is set whenever fewest() hold it
+        return self.slot_ids[ok], self.first[ok], self.second[ok]
+
+    def settle(self, removed: I64 | None) -> list[I64]:
+        """Take the entries for ``removed`` (sorted; None: the unsure documents) and return
+        the paired documents holding a slot whose entry moved, with the interval it moved
+        over: ``[tpos, tlo, thi]`` (see :meth:`Guard.table`)."""
+        if removed is None or self.unsure or self.removed is None:
+            every = np.arange(len(self.starts))
+        else:
+            changed = np.setxor1d(self.removed, removed)
+            lo = np.searchsorted(self.sorted_pos, changed, side="left")
+            hi = np.searchsorted(self.sorted_pos, changed, side="right")
+            rows = self.by_pos[_spans(lo, hi)]
+            every = np.unique(self.group[rows])
+        was1, was2 = self.first[every], self.second[every]
+        now1, now2 = self._entries(every, removed)
+        self.first[every], self.second[every] = now1, now2
+        self.removed, self.unsure = removed, removed is None
+        out: list[list[I64]] = [[], [], []]
+        for was, now in ((was1, now1), (was2, now2)):
+            differ = np.flatnonzero(was != now)
+            if len(differ) == 0:
+                continue
+            g = every[differ]
+            rows = _spans(self.starts[g], self.starts[g] + self.sizes[g])
+            which = np.repeat(differ, self.sizes[g])
+            paired = (self.flag[rows] & PAIRED) != 0
+            out[0].append(self.pos[rows][paired])
+            out[1].append(np.minimum(was, now)[which][paired])
+            out[2].append(np.maximum(was, now)[which][paired])
+        return [np.concatenate(o) if o else np.zeros(0, dtype=np.int64) for o in out]
+
+    def _entries(self, every: I64, removed: I64 | None) -> tuple[I64, I64]:
+        """The first and second entries of the slots ``every`` (group numbers, sorted) when
+        ``removed`` are not kept (:func:`_firsts`; NO_POSITION for both when fewer than
+        :func:`fewest` hold a slot)."""
+        cfg = self.cfg
+        limit, low = cfg.common_after, fewest(cfg)
+        sizes = self.sizes[every]
+        rows = _spans(self.starts[every], self.starts[every] + sizes)
+        local = np.repeat(np.arange(len(every)), sizes)
+        kept = (self.flag[rows] & KEEP) != 0
+        if removed is None:
+            kept &= (self.flag[rows] & SURE) != 0
+        elif len(removed):
+            at = np.minimum(np.searchsorted(removed, self.pos[rows]), len(removed) - 1)
+            kept &= removed[at] != self.pos[rows]
+        kp, kg = self.pos[rows][kept], local[kept]
+        count = np.bincount(kg, minlength=len(every))
+        begin = np.cumsum(count) - count
+        first = np.full(len(every), NO_POSITION, dtype=np.int64)
+        full = count >= limit
+        first[full] = kp[begin[full] + limit - 1]
+        ok = count >= low
+        first[~ok] = NO_POSITION
+        if cfg.chrome_passage > 0:
+            second = np.full(len(every), NO_POSITION, dtype=np.int64)
+            second[ok] = kp[begin[ok] + min(PASSAGE_STORIES, low) - 1]
+        else:
+            second = first.copy()
+        return first, second
+
+
+def _spans(lo: npt.NDArray[Any], hi: npt.NDArray[Any]) -> I64:
+    """The indices ``lo[k] .. hi[k] - 1`` of every k, in order."""
+    sizes = (hi - lo).astype(np.int64)
+    total = int(sizes.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    shift = np.repeat(lo.astype(np.int64) - (np.cumsum(sizes) - sizes), sizes)
+    out: I64 = shift + np.arange(total, dtype=np.int64)
+    return out
+
+
+def build_guard(
     spark: SparkSession,
-    sketches: DataFrame,
-    originals: DataFrame,
-    later: DataFrame,
+    docs: DataFrame,
+    side: DataFrame,
     cfg: DedupConfig,
     n_parts: int,
+    positions: int,
     stats: dict[str, Any],
-) -> DataFrame:
-    """The (slot, document) memberships the template guard can ever need, partitioned by
-    slot (persisted): ``slot, _pos, _sure, _keep, _vol``.
+    flags: tuple[I64, I64] | None = None,
+) -> Guard:
+    """The guard's memberships for the original documents ``docs`` (``_pos, _sh, _n,
+    _ptext``), in ``n_parts`` ranges of the slot space (persisted, computed by the first
+    :meth:`Guard.table`).
 
-    Only original documents are counted (a byte-identical copy is never kept), and only in
-    the candidate slots of :func:`common_candidates`. A document that is the later one of
-    no passed pair (``_sure``) is kept whatever the verdicts, so a slot's table entry is
-    never after ``t``, the position of its ``common_after``-th sure document: the rows after
-    ``t`` never matter and are dropped (``_keep`` marks the rest). A slot is volatile
-    (``_vol``: its entry may change between rounds) when an unsure document comes before
-    ``t``; all its rows are kept for the lists of :func:`pairs_at_risk`.
+    Only the candidate slots of :func:`common_candidates` (of the slot counts ``side``) are
+    kept, each flagged ``OWN`` where the document holds it as a story counts it
+    (:func:`story_slots`). Which documents are the later one of a passed pair (not sure to
+    be kept) and which are in a pair at all: the sorted positions ``flags`` (later, paired),
+    or else the column ``_u`` of ``docs`` (true: a later one; false: an earlier one only;
+    null: in no pair). A slot's table entry is never after ``t``, the position of its
+    ``common_after``-th sure document: the rows after ``t`` never matter and are dropped. A
+    slot is volatile (its entry may change between rounds) when an unsure document comes
+    before ``t``; all its rows are kept, to find the pairs a change puts at risk.
+    ``positions``: one more than the largest input position.
     """
     from pyspark.sql import functions as F
     from pyspark.storagelevel import StorageLevel
 
-    if cfg.common_after <= 0:
+    limit = cfg.common_after
+    ranges = max(1, n_parts)
+    if limit <= 0:
         stats["template_candidates"] = 0
-        return spark.createDataFrame([], GUARD_SCHEMA)
-    flags = originals.join(later.withColumn("_u", F.lit(True)), "_pos", "left").persist()
-    small = stats["documents"] <= BROADCAST_ROWS
-    # a story counts the lines it does not quote: the prepared text of those that quote
-    quoting = F.when(F.col("_ptext").rlike("(?md)" + QUOTE_START), F.col("_ptext"))
-    docs = sketches.select("_pos", "_sh", "_n", quoting.alias("_qt")).join(
-        F.broadcast(flags) if small else flags, "_pos"
-    )
-    candidates = common_candidates(docs, cfg, n_parts)
+        empty = spark.createDataFrame([], _BLOB_SCHEMA)
+        return Guard(spark, empty, cfg, positions, ranges)
+    candidates = common_candidates(side, cfg, n_parts)
     stats["template_candidates"] = len(candidates)
-    common = spark.sparkContext.broadcast(candidates)
-    rows = (
-        docs.mapInArrow(slot_rows(common), _SLOT_ROWS_SCHEMA)
-        .repartition(n_parts, "slot")
-        .mapInArrow(trim_rows(cfg.common_after, fewest(cfg)), GUARD_SCHEMA)
-        .persist(StorageLevel.MEMORY_AND_DISK)
-    )
-    stats["template_rows"] = rows.count()
-    flags.unpersist()
-    common.destroy()
-    return rows
+    sc = spark.sparkContext
+    common = sc.broadcast(candidates)
+    marks = sc.broadcast(flags) if flags is not None else None
+    keys = partition_keys(ranges)
 
-
-def slot_rows(common: Any) -> BatchFn:
-    """Each document's distinct slots among the broadcast candidates, one row each, with
-    whether the document is sure to be kept (``_u`` null: the later one of no pair) and
-    whether it holds the slot as a story counts it (``_own``: not only on quoted lines,
-    :func:`story_slots`)."""
-
-    def run(batches: Batches) -> Iterator[pa.RecordBatch]:
-        import pyarrow as pa
-
+    def memberships(batches: Batches) -> Iterator[pa.RecordBatch]:
         cand: I64 = common.value
-        schema = arrow_schema(_SLOT_ROWS_SCHEMA)
         if len(cand) == 0:
             return
+        wanted = np.zeros(1 << SLOT_BITS, dtype=np.bool_)
+        wanted[cand] = True
+        found: list[I64] = []
+        held: list[I64] = []
+        flag_parts: list[npt.NDArray[Any]] = []
         for batch in batches:
             if batch.num_rows == 0:
                 continue
             pos = np.asarray(batch.column("_pos").to_numpy(), dtype=np.int64)
-            sure = np.asarray(batch.column("_u").is_null().to_numpy(zero_copy_only=False))
-            found, owned = [], []
-            for blob, text, n in zip(
-                batch.column("_sh").to_pylist(),
-                batch.column("_qt").to_pylist(),
-                batch.column("_n").to_pylist(),
-                strict=True,
-            ):
-                slots = slots_of(blob)
-                at = np.minimum(np.searchsorted(cand, slots), len(cand) - 1)
-                slots = slots[cand[at] == slots]
-                found.append(slots)
-                if text is None:
-                    owned.append(np.ones(len(slots), dtype=np.bool_))
-                else:
-                    owned.append(np.isin(slots, story_slots(blob, text, n), assume_unique=True))
-            counts = [len(f) for f in found]
-            yield pa.RecordBatch.from_arrays(
-                [
-                    pa.array(np.concatenate(found).astype(np.int32)),
-                    pa.array(np.repeat(pos, counts)),
-                    pa.array(np.repeat(sure, counts)),
-                    pa.array(np.concatenate(owned)),
-                ],
-                schema=schema,
-            )
+            if marks is not None:
+                later, paired = marks.value
+                unsure = _member(pos, later)
+                in_pair = _member(pos, paired)
+            else:
+                u = batch.column("_u")
+                in_pair = np.asarray(u.is_valid().to_numpy(zero_copy_only=False))
+                unsure = np.asarray(u.fill_null(False).to_numpy(zero_copy_only=False))
+            flag = np.where(unsure, 0, SURE) | np.where(in_pair, PAIRED, 0)
+            texts = batch.column("_qt").to_pylist()
+            units = batch.column("_n").to_pylist()
+            blobs = [b or b"" for b in batch.column("_sh").to_pylist()]
+            # every document's distinct wanted slots at once: (row << SLOT_BITS) | slot, unique
+            codes = np.frombuffer(b"".join(blobs), dtype="<u4")
+            row = np.repeat(np.arange(len(blobs), dtype=np.int64), [len(b) // 4 for b in blobs])
+            at = slots(codes).astype(np.int64)
+            take = wanted[at]
+            key = np.unique((row[take] << SLOT_BITS) | at[take])
+            k_of, s = key >> SLOT_BITS, key & ((1 << SLOT_BITS) - 1)
+            own = np.full(len(s), OWN, dtype=np.uint8)
+            for k in (k for k, text in enumerate(texts) if text is not None and blobs[k]):
+                lo, hi = np.searchsorted(k_of, [k, k + 1])
+                mine = np.isin(s[lo:hi], story_slots(blobs[k], texts[k], units[k]))
+                own[lo:hi][~mine] = 0
+            found.append(s)
+            held.append(pos[k_of])
+            flag_parts.append(own | flag[k_of].astype(np.uint8))
+        if not found:
+            return
+        slot = np.concatenate(found)
+        where = np.concatenate(held)
+        flag = np.concatenate(flag_parts)
+        r = slot_range(slot, ranges)
+        order = np.argsort(r, kind="stable")
+        slot, where, flag, r = slot[order], where[order], flag[order], r[order]
+        cut = np.searchsorted(r, np.arange(ranges + 1))
+        for k in range(ranges):
+            for lo in range(int(cut[k]), int(cut[k + 1]), ROW_MEMBERSHIPS):
+                hi = min(lo + ROW_MEMBERSHIPS, int(cut[k + 1]))
+                yield _blob_batch(keys[k], slot[lo:hi], where[lo:hi], flag[lo:hi])
 
-    return run
+    cols = ["_pos", "_sh", "_n"] if flags is not None else ["_pos", "_sh", "_n", "_u"]
+    # a story counts the lines it does not quote: the prepared text of those that quote
+    quoting = F.when(F.col("_ptext").rlike("(?md)" + QUOTE_START), F.col("_ptext"))
+    frame = (
+        docs.select(*cols, quoting.alias("_qt"))
+        .mapInArrow(memberships, _BLOB_SCHEMA)
+        .repartition(ranges, F.col("_r"))
+        .mapInArrow(_trimmed(limit, fewest(cfg)), _BLOB_SCHEMA)
+        .persist(StorageLevel.MEMORY_AND_DISK)
+    )
+    return Guard(spark, frame, cfg, positions, ranges)
 
 
-def trim_rows(limit: int, low: int) -> BatchFn:
-    """The ``mapInArrow`` function of :func:`guard_rows` on a partition of whole slots: the
-    slots a story counts in ``low`` documents or more (:func:`fewest`), each up to its
+def _member(pos: I64, sorted_positions: I64) -> npt.NDArray[np.bool_]:
+    """Whether each of ``pos`` is in ``sorted_positions``."""
+    if len(sorted_positions) == 0:
+        return np.zeros(len(pos), dtype=np.bool_)
+    at = np.minimum(np.searchsorted(sorted_positions, pos), len(sorted_positions) - 1)
+    hit: npt.NDArray[np.bool_] = sorted_positions[at] == pos
+    return hit
+
+
+def _blob_batch(key: int, slot: I64, pos: I64, flag: npt.NDArray[Any]) -> pa.RecordBatch:
+    import pyarrow as pa
+
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.array([key], pa.int32()),
+            pa.array([binary(slot, "<i4")], pa.binary()),
+            pa.array([binary(pos, "<i8")], pa.binary()),
+            pa.array([flag.astype(np.uint8).tobytes()], pa.binary()),
+        ],
+        names=["_r", "slot", "pos", "flags"],
+    )
+
+
+def _ranges(batches: Batches) -> Iterator[tuple[int, I64, I64, npt.NDArray[np.uint8]]]:
+    """The memberships of each range a partition holds, sorted by slot and position."""
+    parts: dict[int, list[tuple[bytes, bytes, bytes]]] = {}
+    for batch in batches:
+        for key, s, p, f in zip(
+            batch.column("_r").to_pylist(),
+            batch.column("slot").to_pylist(),
+            batch.column("pos").to_pylist(),
+            batch.column("flags").to_pylist(),
+            strict=True,
+        ):
+            parts.setdefault(int(key), []).append((s, p, f))
+    for key, blobs in parts.items():
+        slot = np.concatenate([unbinary(s, "<i4") for s, _, _ in blobs])
+        pos = np.concatenate([unbinary(p, "<i8") for _, p, _ in blobs])
+        flag = np.concatenate([np.frombuffer(f, dtype=np.uint8) for _, _, f in blobs])
+        order = np.lexsort((pos, slot))
+        yield key, slot[order], pos[order], flag[order]
+
+
+def _trimmed(limit: int, low: int) -> BatchFn:
+    """The ``mapInArrow`` function of :func:`build_guard` on partitions of whole ranges:
+    each range's memberships with the rows that can matter, flagged ``KEEP``/``VOLATILE``:
+    the slots a story counts in ``low`` documents or more (:func:`fewest`), each up to its
     ``limit``-th sure such document; the rows of a document that holds a slot only on its
-    quoted lines (``_own`` false) never count, but stay with a volatile slot's rows, as the
+    quoted lines (no ``OWN``) never count, but stay with a volatile slot's rows, as the
     slot is read when that document is verified."""
 
     def run(batches: Batches) -> Iterator[pa.RecordBatch]:
-        import pyarrow as pa
-
-        cols = sorted_rows(batches, ["slot", "_pos", "_sure", "_own"])
-        if not cols:
-            return
-        slot, pos = cols[0].astype(np.int64), cols[1].astype(np.int64)
-        sure, own = cols[2].astype(np.bool_), cols[3].astype(np.bool_)
-        counted = sure & own
-        starts, sizes, group = groups(slot)
-        done = np.cumsum(counted, dtype=np.int64)  # counted rows up to and including each row
-        rank: I64 = done - (done[starts] - counted[starts])[group]
-        ends = np.full(len(starts), NO_POSITION, dtype=np.int64)
-        at = np.flatnonzero(counted & (rank == limit))
-        ends[group[at]] = pos[at]
-        end = ends[group]
-        owners = np.add.reduceat(own.astype(np.int64), starts) if len(starts) else sizes
-        reach = (owners >= low)[group]
-        keep = reach & own & (pos <= end)
-        vol_group = np.zeros(len(starts), dtype=np.bool_)
-        vol_group[group[~sure & own & (pos < end)]] = True
-        vol = reach & vol_group[group]
-        out = np.flatnonzero(keep | vol)
-        schema = arrow_schema(GUARD_SCHEMA)
-        step = 1 << 20
-        for lo in range(0, len(out), step):
-            take = out[lo : lo + step]
-            yield pa.RecordBatch.from_arrays(
-                [
-                    pa.array(slot[take].astype(np.int32)),
-                    pa.array(pos[take]),
-                    pa.array(sure[take]),
-                    pa.array(keep[take]),
-                    pa.array(vol[take]),
-                ],
-                schema=schema,
-            )
+        for key, slot, pos, flag in _ranges(batches):
+            sure, own = (flag & SURE) != 0, (flag & OWN) != 0
+            counted = sure & own
+            starts, sizes, group = groups(slot)
+            done = np.cumsum(counted, dtype=np.int64)  # counted rows up to each row
+            rank = done - (done[starts] - counted[starts])[group]
+            ends = np.full(len(starts), NO_POSITION, dtype=np.int64)
+            at = np.flatnonzero(counted & (rank == limit))
+            ends[group[at]] = pos[at]
+            end = ends[group]
+            owners = np.add.reduceat(own.astype(np.int64), starts) if len(starts) else sizes
+            reach = (owners >= low)[group]
+            keep = reach & own & (pos <= end)
+            vol_group = np.zeros(len(starts), dtype=np.bool_)
+            vol_group[group[~sure & own & (pos < end)]] = True
+            vol = reach & vol_group[group]
+            out = np.flatnonzero(keep | vol)
+            flags = (
+                (flag[out] & (SURE | PAIRED | OWN))
+                | np.where(keep[out], KEEP, 0)
+                | np.where(vol[out], VOLATILE, 0)
+            ).astype(np.uint8)
+            for lo in range(0, len(out), ROW_MEMBERSHIPS):
+                take = slice(lo, lo + ROW_MEMBERSHIPS)
+                yield _blob_batch(key, slot[out][take], pos[out][take], flags[take])
 
     return run
 
 
-def template_table(rows: DataFrame, cfg: DedupConfig) -> Table:
-    """For each slot held by :func:`fewest` of the documents in ``rows`` (``slot, _pos``,
-    partitioned by slot: the kept documents' rows of :func:`guard_rows`), the position of
-    the ``common_after``-th of them (from there on the engine counts the slot as a
-    template; :data:`NO_POSITION` when fewer hold it) and of the second (from there on it
-    is seen, for a passage of chrome)."""
-    limit, low, passage = cfg.common_after, fewest(cfg), cfg.chrome_passage > 0
-    if limit <= 0:
+def _bits(positions: I64 | None, n: int) -> npt.NDArray[np.uint8] | None:
+    """Sorted positions as a bitmap of ``n`` bits (an eighth of a byte a document)."""
+    if positions is None:
+        return None
+    mask = np.zeros(n, dtype=np.bool_)
+    mask[positions] = True
+    return np.packbits(mask, bitorder="little")
+
+
+def _in_bits(bits: npt.NDArray[np.uint8], pos: I64) -> npt.NDArray[np.bool_]:
+    found: npt.NDArray[np.bool_] = ((bits[pos >> 3] >> (pos & 7).astype(np.uint8)) & 1) == 1
+    return found
+
+
+def _firsts(
+    slot: I64, pos: I64, flag: npt.NDArray[np.uint8], removed: Any, cfg: DedupConfig
+) -> Table:
+    """For each slot held by :func:`fewest` kept documents, the position of its
+    ``common_after``-th (:data:`NO_POSITION` when fewer hold it) and of its second (with
+    chrome passages; else the first again): rows sorted by slot and position, ``removed``
+    the bitmap of documents not kept, None for the unsure ones."""
+    limit, low = cfg.common_after, fewest(cfg)
+    kept = (flag & KEEP) != 0
+    if removed is None:
+        kept &= (flag & SURE) != 0
+    else:
+        kept &= ~_in_bits(removed, pos)
+    s, p = slot[kept], pos[kept]
+    if len(s) == 0:
         none = np.zeros(0, dtype=np.int64)
         return none, none, none
+    starts, sizes, _ = groups(s)
+    ok = sizes >= low
+    first = np.full(len(starts), NO_POSITION, dtype=np.int64)
+    full = sizes >= limit
+    first[full] = p[starts[full] + limit - 1]
+    if cfg.chrome_passage > 0:
+        second = p[starts[ok] + min(PASSAGE_STORIES, low) - 1].astype(np.int64)
+    else:
+        second = first[ok]
+    return s[starts[ok]].astype(np.int64), first[ok], second
+
+
+def _table_pass(shared: Any, cfg: DedupConfig) -> BatchFn:
+    """The ``mapInArrow`` function of :meth:`Guard.table`: one row per range."""
 
     def run(batches: Batches) -> Iterator[pa.RecordBatch]:
         import pyarrow as pa
 
-        cols = sorted_rows(batches, ["slot", "_pos"])
-        if not cols:
-            return
-        slot, pos = cols[0].astype(np.int64), cols[1].astype(np.int64)
-        starts, sizes, _ = groups(slot)
-        ok = sizes >= low
-        first = np.full(len(starts), NO_POSITION, dtype=np.int64)
-        full = sizes >= limit
-        first[full] = pos[starts[full] + limit - 1]
-        second = pos[starts[ok] + min(PASSAGE_STORIES, low) - 1] if passage else first[ok]
-        yield pa.RecordBatch.from_arrays(
-            [pa.array(slot[starts[ok]]), pa.array(first[ok]), pa.array(second)],
-            schema=arrow_schema(_FIRSTS_SCHEMA),
-        )
+        removed, before, compare, cap = shared.value
+        for _, slot, pos, flag in _ranges(batches):
+            new = _firsts(slot, pos, flag, removed, cfg)
+            moved = [np.zeros(0, dtype=np.int64)] * 3
+            if compare:
+                old = _firsts(slot, pos, flag, before, cfg)
+                moved = _moved(slot, pos, flag, old, new)
+            vol = np.flatnonzero((flag & VOLATILE) != 0)
+            # the volatile memberships, for the driver, when the range's share fits
+            held: list[bytes | None] = [None, None, None]
+            if 0 < len(vol) <= cap:
+                held = [binary(slot[vol], "<i4"), binary(pos[vol], "<i8"), flag[vol].tobytes()]
+            yield pa.RecordBatch.from_arrays(
+                [
+                    *(pa.array([binary(t, "<i8")], pa.binary()) for t in new),
+                    *(pa.array([binary(m, "<i8")], pa.binary()) for m in moved),
+                    pa.array([len(slot)], pa.int64()),
+                    pa.array([len(vol)], pa.int64()),
+                    *(pa.array([b], pa.binary()) for b in held),
+                ],
+                names=[
+                    "slots", "firsts", "seconds", "tpos", "tlo", "thi",
+                    "rows", "vol", "vslot", "vpos", "vflag",
+                ],
+            )  # fmt: skip
 
-    found = rows.select("slot", "_pos").mapInArrow(run, _FIRSTS_SCHEMA)
-    slots, firsts, seconds = column(found, "slot"), column(found, "first"), column(found, "second")
-    order = np.argsort(slots, kind="stable")
-    return slots[order], firsts[order], seconds[order]
+    return run
+
+
+def _moved(slot: I64, pos: I64, flag: npt.NDArray[np.uint8], old: Table, new: Table) -> list[I64]:
+    """The paired documents holding a slot whose first or second position differs between
+    the tables ``old`` and ``new``, each with the interval (lo, hi] the position moved over:
+    ``[tpos, tlo, thi]`` (a row for each position that moved)."""
+    every = np.union1d(old[0], new[0])
+    out: list[list[I64]] = [[], [], []]
+    for k in (1, 2):
+        was, now = _spread(old, every, k), _spread(new, every, k)
+        differ = was != now
+        changed = every[differ]
+        if len(changed) == 0:
+            continue
+        at = np.minimum(np.searchsorted(changed, slot), len(changed) - 1)
+        rows = np.flatnonzero((changed[at] == slot) & ((flag & PAIRED) != 0))
+        out[0].append(pos[rows])
+        out[1].append(np.minimum(was, now)[differ][at[rows]])
+        out[2].append(np.maximum(was, now)[differ][at[rows]])
+    return [np.concatenate(o) if o else np.zeros(0, dtype=np.int64) for o in out]
+
+
+def _spread(table: Table, every: I64, k: int = 1) -> I64:
+    """The table's ``k``-th column (1: firsts, 2: seconds) for each of the sorted slots
+    ``every`` (NO_POSITION if absent)."""
+    out = np.full(len(every), NO_POSITION, dtype=np.int64)
+    out[np.searchsorted(every, table[0])] = table[k]
+    return out
 
 
 def same_table(a: Table, b: Table) -> bool:
     return all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
 
 
-def pairs_at_risk(
-    spark: SparkSession, pairs: DataFrame, slot_lists: DataFrame, old: Table, new: Table
-) -> DataFrame:
-    """The pairs one of whose documents holds a slot that the later document sees as common,
-    or as seen, under one table and not under the other: the only verdicts that can change
-    (coverage reads the shorter text's slots; where the shared text lies, the longer's too;
-    a passage of chrome, every slot of one text)."""
-    from pyspark.sql import functions as F
+def risk_intervals(tpos: I64, tlo: I64, thi: I64, positions: int) -> tuple[I64, I64]:
+    """The moved slots' intervals (``tlo``, ``thi``] of each document ``tpos``, merged, on
+    one line: document ``d``'s interval (lo, hi] is (d·(n + 1) + lo, d·(n + 1) + hi], ``n``
+    being ``positions`` (so the intervals of two documents never touch)."""
+    span = positions + 1
+    lo = tpos * span + tlo
+    hi = tpos * span + np.minimum(thi, positions)
+    order = np.argsort(lo, kind="stable")
+    lo, hi = lo[order], hi[order]
+    if len(lo) == 0:
+        return lo, hi
+    reach = np.maximum.accumulate(hi)
+    new = np.ones(len(lo), dtype=np.bool_)
+    new[1:] = lo[1:] > reach[:-1]
+    starts = np.flatnonzero(new)
+    ends = np.append(starts[1:], len(lo)) - 1
+    return lo[starts], reach[ends]
 
-    every = np.union1d(old[0], new[0])
 
-    def at(table: Table, k: int) -> I64:
-        out = np.full(len(every), NO_POSITION, dtype=np.int64)
-        out[np.searchsorted(every, table[0])] = table[k]
-        return out
+def at_risk(i: I64, j: I64, intervals: tuple[I64, I64], positions: int) -> npt.NDArray[np.bool_]:
+    """Which pairs ``(i, j)`` may get another verdict: ``i`` or ``j`` holds a slot whose
+    position moved across ``j`` — the later document sees it as common under one table and
+    not under the other (coverage reads the shorter text's slots; where the shared text
+    lies, the longer's too).
 
-    was1, now1, was2, now2 = at(old, 1), at(new, 1), at(old, 2), at(new, 2)
-    differ = (was1 != now1) | (was2 != now2)
-    delta = spark.sparkContext.broadcast(
-        (every[differ], was1[differ], now1[differ], was2[differ], now2[differ])
-    )
-    lists = slot_lists.select("_pos", "_s")
-    none = F.array().cast("array<int>")
-    joined = (
-        pairs.join(lists.toDF("i", "_si"), "i", "left")
-        .join(lists.toDF("j", "_sj"), "j", "left")
-        .withColumn("_s", F.concat(F.coalesce("_si", none), F.coalesce("_sj", none)))
-        .filter(F.size("_s") > 0)
-        .drop("_si", "_sj")
-    )
-
-    def run(batches: Batches) -> Iterator[pa.RecordBatch]:
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
-        slots, was, now, was2, now2 = delta.value
-        schema = arrow_schema(PAIR_SCHEMA)
-        if len(slots) == 0:
-            return
-        for batch in batches:
-            if batch.num_rows == 0:
-                continue
-            lists = batch.column("_s")
-            held = np.asarray(pc.list_flatten(lists).to_numpy(), dtype=np.int64)
-            row = np.asarray(pc.list_parent_indices(lists).to_numpy(), dtype=np.int64)
-            j = np.asarray(batch.column("j").to_numpy(), dtype=np.int64)[row]
-            at = np.minimum(np.searchsorted(slots, held), len(slots) - 1)
-            flips = (slots[at] == held) & (
-                ((was[at] < j) != (now[at] < j)) | ((was2[at] < j) != (now2[at] < j))
-            )
-            keep = np.unique(row[flips])
-            if len(keep):
-                out = batch.select(["i", "j", "ni", "nj"]).take(pa.array(keep))
-                yield pa.RecordBatch.from_arrays(list(out.columns), schema=schema)
-
-    return joined.mapInArrow(run, PAIR_SCHEMA).localCheckpoint()
+    >>> iv = risk_intervals(np.array([3, 6]), np.array([4, 2]), np.array([9, 8]), 20)
+    >>> at_risk(np.array([3, 3, 1, 3]), np.array([5, 4, 6, 12]), iv, 20).tolist()
+    [True, False, True, False]
+    """
+    starts, ends = intervals
+    hit = np.zeros(len(j), dtype=np.bool_)
+    if len(starts) == 0:
+        return hit
+    span = positions + 1
+    for doc in (i, j):
+        q = doc * span + j
+        k = np.searchsorted(starts, q, side="left") - 1
+        hit |= (k >= 0) & (q <= ends[np.maximum(k, 0)])
+    return hit

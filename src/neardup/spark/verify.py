@@ -29,7 +29,7 @@ from ..engine import (
 from ..engine.codec import from_row
 from ..engine.decide import stories
 from ..engine.verify import QUOTE_START
-from .columns import Batches, BatchFn, arrow_schema, sorted_rows
+from .columns import Batches, BatchFn, arrow_schema, frame_of, partition_keys, sorted_rows, to_arrow
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -40,8 +40,12 @@ __all__ = [
     "LINK_SCHEMA",
     "PAIR_SCHEMA",
     "VERDICT_SCHEMA",
+    "Grouped",
+    "Light",
     "Table",
     "best_matches",
+    "light_of",
+    "passed_pairs",
     "prefilter_batches",
     "to_verify_batches",
     "verify_pairs",
@@ -61,6 +65,43 @@ VERDICT_SCHEMA = (
 #: ``common_after``-th kept story holding each, and of the second) — see
 #: :class:`~neardup.engine.TemplateTable`.
 Table = tuple[I64, I64, I64]
+
+
+#: The light signatures of every original document, for a run whose documents are few:
+#: sorted positions, their units, their vocabulary sizes, one row of light values each,
+#: and how many figures each has.
+Light = tuple[I64, I64, I64, npt.NDArray[np.uint16], I64]
+
+
+def light_of(table: pa.Table) -> Light:
+    """:data:`Light` of an Arrow table of ``_pos, _n, _nv, _light, _nn`` (any order)."""
+    pos = np.asarray(table.column("_pos").to_numpy(), dtype=np.int64)
+    order = np.argsort(pos, kind="stable")
+    n, nv, nn = (
+        np.asarray(table.column(c).to_numpy(), dtype=np.int64)[order] for c in ("_n", "_nv", "_nn")
+    )
+    blobs = table.column("_light").to_pylist()
+    values = np.frombuffer(b"".join(blobs[k] for k in order), dtype="<u2")
+    width = len(values) // max(1, len(pos))
+    return pos[order], n, nv, values.reshape(len(pos), width).astype(np.uint16), nn
+
+
+def passed_pairs(
+    i: I64, j: I64, light: Light, cfg: DedupConfig
+) -> tuple[I64, I64, I64, I64, npt.NDArray[np.float64]]:
+    """Of the candidate pairs ``(i, j)`` (all of each later document ``j``'s), those the
+    engine verifies: the MinHash prefilter on the light signatures
+    (:func:`~neardup.engine.may_verify_counts`, a superset of its passes), then each later
+    document's ``max_verify`` most alike (:func:`~neardup.engine.to_verify`) — what
+    :func:`prefilter_batches` and :func:`to_verify_batches` do on joined rows. Returns
+    ``i, j, ni, nj, alike``."""
+    pos, n, nv, values, _ = light
+    a, b = np.searchsorted(pos, i), np.searchsorted(pos, j)
+    agree = alike(values[a], values[b])
+    ok = may_verify_counts(agree, nv[b], n[b], nv[a], n[a], cfg)
+    i, j, a, b, agree = i[ok], j[ok], a[ok], b[ok], agree[ok]
+    keep = to_verify(j, i, agree, cfg)
+    return i[keep], j[keep], n[a][keep], n[b][keep], agree[keep]
 
 
 def prefilter_batches(cfg: DedupConfig) -> BatchFn:
@@ -106,8 +147,14 @@ def to_verify_batches(cfg: DedupConfig) -> BatchFn:
         j, i, ni, nj, agree = cols
         keep = to_verify(j.astype(np.int64), i.astype(np.int64), agree.astype(np.float64), cfg)
         yield pa.RecordBatch.from_arrays(
-            [pa.array(i[keep]), pa.array(j[keep]), pa.array(ni[keep]), pa.array(nj[keep])],
-            schema=arrow_schema(PAIR_SCHEMA),
+            [
+                pa.array(i[keep]),
+                pa.array(j[keep]),
+                pa.array(ni[keep]),
+                pa.array(nj[keep]),
+                pa.array(agree[keep]),
+            ],
+            schema=arrow_schema(ALIKE_SCHEMA),
         )
 
     return run
@@ -194,6 +241,146 @@ def verify_pairs(
                 yield pa.RecordBatch.from_pydict(out, schema=schema)
 
     return joined.mapInArrow(run, VERDICT_SCHEMA)
+
+
+_SKETCH_COLS = ["_n", "_ptext", "_sh", "_sig", "_nums"]
+
+
+class Grouped:
+    """:func:`verify_pairs` for pairs known on the driver (``i, j, ni, nj``): the pairs of
+    each later document go to one of ``groups`` groups, each sketch they need travels once
+    to each group that needs it (a broadcast join gives it a row per group), and the group
+    verifies its pairs there. The grouped sketches are persisted: :meth:`verify` of a part
+    of the pairs (a template round's pairs at risk) is one pass over them, no shuffle.
+
+    A sketch travels with its text where verify may read it: the pair is compared as titles,
+    or one side has two figures or more (``numbers``: sorted positions and how many figures
+    each has; None: always), or it is the later document and has quoted lines — a superset
+    of where the texts travel in :func:`verify_pairs`."""
+
+    def __init__(
+        self,
+        spark: SparkSession,
+        pairs: tuple[I64, I64, I64, I64],
+        sketches: DataFrame,
+        numbers: tuple[I64, I64] | None,
+        cfg: DedupConfig,
+        groups: int,
+    ) -> None:
+        import pyarrow as pa
+        from pyspark.sql import functions as F
+        from pyspark.storagelevel import StorageLevel
+
+        self.spark, self.cfg = spark, cfg
+        i, j, ni, nj = pairs
+        self.n_groups = n_groups = max(1, groups)
+        self.keys = keys = np.asarray(partition_keys(n_groups), dtype=np.int32)
+        group = j % n_groups
+        text = np.minimum(ni, nj) < cfg.short_units
+        if numbers is None:
+            text |= True
+        else:
+            pos, count = numbers
+            text |= np.maximum(count[np.searchsorted(pos, i)], count[np.searchsorted(pos, j)]) >= 2
+        # each (document, group) once, with whether it carries its text, or does if quoted
+        code = np.concatenate([i * n_groups + group, j * n_groups + group])
+        always = np.concatenate([text, text])
+        quoted = np.concatenate([np.zeros(len(i), dtype=np.bool_), ~text])
+        order = np.lexsort((~always, code))
+        code, always, quoted = code[order], always[order], quoted[order]
+        first = np.r_[True, code[1:] != code[:-1]] if len(code) else np.zeros(0, dtype=np.bool_)
+        # the first row of a code has its text if any row has (sorted so); quoted if any is
+        quoted_any = np.maximum.reduceat(quoted, np.flatnonzero(first)) if len(code) else quoted
+        needs = pa.table(
+            {
+                "_pos": pa.array(code[first] // n_groups, pa.int64()),
+                "_g": pa.array(keys[code[first] % n_groups], pa.int32()),
+                "_t": pa.array(always[first], pa.bool_()),
+                "_q": pa.array(quoted_any.astype(np.bool_), pa.bool_()),
+            }
+        )
+        # the later text where it has quoted lines (verify sets them aside for the copy
+        # decision: engine.verify.has_quotes, the same lines in Java's regex)
+        has_quotes = F.col("_ptext").rlike("(?md)" + QUOTE_START)
+        carried = F.when(F.col("_t") | (F.col("_q") & has_quotes), F.col("_ptext"))
+        self.frame = (
+            sketches.select("_pos", *_SKETCH_COLS)
+            .join(F.broadcast(frame_of(spark, needs)), "_pos")
+            .withColumn("_ptext", carried)
+            .select("_g", "_pos", *_SKETCH_COLS)
+            .repartition(n_groups, F.col("_g"))
+            .persist(StorageLevel.MEMORY_AND_DISK)
+        )
+
+    def verify(self, pairs: tuple[I64, I64], table: Table | None) -> pa.Table:
+        """The same-story verdicts (:data:`VERDICT_SCHEMA`) of the pairs ``i, j`` (all of
+        them, or some, of those it was made for), on the driver."""
+        i, j = pairs
+        n_groups, keys, cfg = self.n_groups, self.keys, self.cfg
+        group = j % n_groups
+        by_group = np.argsort(group, kind="stable")
+        cut = np.searchsorted(group[by_group], np.arange(n_groups + 1))
+        work = [
+            (i[by_group[cut[g] : cut[g + 1]]], j[by_group[cut[g] : cut[g + 1]]])
+            for g in range(n_groups)
+        ]
+        shared = self.spark.sparkContext.broadcast((work, table))
+        limit, passage = cfg.common_after, cfg.chrome_passage
+        group_of = {int(key): g for g, key in enumerate(keys)}
+
+        def check(batches: Batches) -> Iterator[pa.RecordBatch]:
+            import pyarrow as pa
+
+            todo, guard_table = shared.value
+            needed = {g: np.union1d(a, b) for g, (a, b) in enumerate(todo)}
+            schema = arrow_schema(VERDICT_SCHEMA)
+            found: dict[int, dict[int, Sketch]] = {}
+            for batch in batches:
+                if batch.num_rows == 0:
+                    continue
+                gs = np.asarray(batch.column("_g").to_numpy(), dtype=np.int64)
+                ps = np.asarray(batch.column("_pos").to_numpy(), dtype=np.int64)
+                want = np.zeros(len(ps), dtype=np.bool_)
+                for key in np.unique(gs):
+                    rows = gs == key
+                    want[rows] = np.isin(ps[rows], needed[group_of[int(key)]])
+                if not want.any():
+                    continue
+                for row in batch.filter(pa.array(want)).to_pylist():
+                    found.setdefault(group_of[row["_g"]], {})[row["_pos"]] = from_row(row, "_")
+            for g, sketch_of in found.items():
+                out: dict[str, list[Any]] = {name: [] for name in schema.names}
+                for a_pos, b_pos in zip(todo[g][1].tolist(), todo[g][0].tolist(), strict=True):
+                    guard = None
+                    if guard_table is not None:
+                        slot_ids, firsts, seconds = guard_table
+                        guard = TemplateTable(
+                            slot_ids,
+                            firsts,
+                            at=a_pos,
+                            limit=limit,
+                            seconds=seconds,
+                            passage=passage,
+                        )
+                    v = verify(sketch_of[a_pos], sketch_of[b_pos], cfg, guard)
+                    if v.is_duplicate:
+                        out["i"].append(b_pos)
+                        out["j"].append(a_pos)
+                        out["score"].append(float(v.score))
+                        out["measure"].append(v.measure)
+                        out["same"].append(v.is_duplicate)
+                        out["copy"].append(float(v.copy_score))
+                        out["is_copy"].append(v.is_copy)
+                        out["repeated"].append(float(v.repeated))
+                if out["i"]:
+                    yield pa.RecordBatch.from_pydict(out, schema=schema)
+
+        out = to_arrow(self.frame.mapInArrow(check, VERDICT_SCHEMA))
+        shared.destroy()
+        return out
+
+    def unpersist(self) -> None:
+        self.frame.unpersist()
 
 
 #: The best match of each later document: :func:`best_matches`.
