@@ -635,8 +635,8 @@ class CompactRedisStore(RedisStore):
             self._call(self._r.set, self._k("keep_text"), "1")
 
     def check_config(self, fingerprint: Mapping[str, object]) -> None:
+        self._claim()  # first: a namespace with settings and no layout is a full one
         super().check_config(fingerprint)
-        self._claim()
 
     # -- the atomic section ---------------------------------------------------------------
 
@@ -1113,10 +1113,16 @@ def open_redis(url: str, namespace: str, query: Mapping[str, list[str]]) -> Redi
     probe = RedisStore(url, namespace=namespace)
     try:
         marked = probe._call(probe._r.get, probe._k("format"))
-        used = probe._call(probe._r.exists, probe._k("config"))
+        new = not marked and not probe._call(probe._r.exists, probe._k("config"))
+        if new and fmt != "full":
+            # a new compact namespace: claim it at once (SET NX), so that processes opening
+            # it at the same moment agree, whichever of them writes its settings first (a
+            # full one writes no mark: a namespace with settings and no mark is full)
+            probe._call(probe._r.set, probe._k("format"), "compact", None, None, True)
+            marked = probe._call(probe._r.get, probe._k("format"))
     finally:
         probe.close()
-    layout = marked.decode() if marked else ("full" if used else (fmt or "compact"))
+    layout = marked.decode() if marked else "full"  # used before compact stores: full
     if fmt and fmt != layout:
         raise ConfigError(
             f"store {redacted_url(url)} (namespace {namespace}) is a {layout} store, not "
