@@ -125,6 +125,7 @@ def test_a_signal_stops_the_batch_run_and_its_workers(
     assert proc.returncode == 128 + sig
     assert not _gone(workers), "sketch workers outlived the run"
     assert "Traceback" not in stderr, stderr
+    assert len(stderr.splitlines()) == 1, stderr  # one line, and nothing else
     (line,) = stderr.splitlines()
     assert line.startswith(f"neardup: interrupted by {sig.name} after reading ")
     assert "records; 0 of them are in CLUSTERS or ERRORS, and the outputs end there." in line
