@@ -884,12 +884,6 @@ class CompactRedisStore(RedisStore):
         size, logged = self._call(pipe.execute)
         return int(logged or 0) >= max(_LOG_BYTES, int(size or 0) // 2)
 
-    def load_common(self) -> tuple[int, bytes] | None:
-        blob = self._call(self._r.get, self._k("common"))
-        if blob is None:
-            return None
-        return int.from_bytes(blob[:8], "little"), bytes(blob[8:])
-
     def save_common(self, position: int, table: bytes) -> None:
         self._call(self._save, [], [self.ns, position, table])
 

@@ -511,7 +511,32 @@ class SQLiteStore(Store):
         except sqlite3.Error as exc:
             return [f"the check stopped where SQLite said: {exc}"]
 
+    #: the tables of this layout (``store check`` names those missing)
+    TABLES: tuple[str, ...] = ("meta", "docs", "buckets", "exact")
+
+    def _decode_sketch(self, blob: bytes) -> object:
+        """A stored sketch read back (``store check``: whether it decodes)."""
+        return decode(blob)
+
     def _check(self) -> list[str]:
+        problems, readable = self._check_tables_and_sketches()
+        if not readable:
+            return problems
+        checks = (
+            ("exact-text rows name no stored document",
+             "SELECT count(*) FROM exact e LEFT JOIN docs d ON d.id = e.id WHERE d.id IS NULL"),
+            ("bucket rows name no stored document",
+             "SELECT count(*) FROM buckets b LEFT JOIN docs d ON d.seq = b.seq"
+             " WHERE d.seq IS NULL"),
+            ("documents have neither a sketch nor the document they copy",
+             "SELECT count(*) FROM docs WHERE sketch IS NULL AND copy_of IS NULL"),
+        )  # fmt: skip
+        return problems + self._counted(checks)
+
+    def _check_tables_and_sketches(self) -> tuple[list[str], bool]:
+        """SQLite's integrity check, the layout's tables, the settings and every sketch:
+        the problems found, and whether the rest of the store can be read (not when the
+        file is damaged or a table is missing)."""
         db = self._db
         said = [
             line
@@ -523,34 +548,30 @@ class SQLiteStore(Store):
         if len(said) >= 20:
             problems[-1] += " (the check stops after 20 problems: there may be more)"
         tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        missing = [t for t in ("meta", "docs", "buckets", "exact") if t not in tables]
+        missing = [t for t in self.TABLES if t not in tables]
         if missing:
-            return [*problems, f"not a neardup store: no table {', '.join(missing)}"]
+            return [*problems, f"not a neardup store: no table {', '.join(missing)}"], False
         if problems:  # the rest would read damaged pages
-            return problems
+            return problems, False
         if db.execute("SELECT 1 FROM meta WHERE key = 'config'").fetchone() is None:
             problems.append("no sketch settings (meta 'config'): not filled by neardup")
         bad = 0
         for doc_id, blob in db.execute("SELECT id, sketch FROM docs WHERE sketch IS NOT NULL"):
             try:
-                decode(bytes(blob))
+                self._decode_sketch(bytes(blob))
             except Exception:  # any damage to the blob shows as some error of the decoder
                 bad += 1
                 if bad <= 5:
                     problems.append(f"the sketch of {_py(doc_id)!r} does not decode")
         if bad > 5:
             problems.append(f"{bad - 5:,} more sketches do not decode")
-        checks = (
-            ("exact-text rows name no stored document",
-             "SELECT count(*) FROM exact e LEFT JOIN docs d ON d.id = e.id WHERE d.id IS NULL"),
-            ("bucket rows name no stored document",
-             "SELECT count(*) FROM buckets b LEFT JOIN docs d ON d.seq = b.seq"
-             " WHERE d.seq IS NULL"),
-            ("documents have neither a sketch nor the document they copy",
-             "SELECT count(*) FROM docs WHERE sketch IS NULL AND copy_of IS NULL"),
-        )  # fmt: skip
+        return problems, True
+
+    def _counted(self, checks: Iterable[tuple[str, str]]) -> list[str]:
+        """A problem for each (what, SQL counting rows) whose count is not 0."""
+        problems = []
         for what, sql in checks:
-            (n,) = db.execute(sql).fetchone()
+            (n,) = self._db.execute(sql).fetchone()
             if n:
                 problems.append(f"{n:,} {what}")
         return problems

@@ -467,35 +467,16 @@ class CompactSQLiteStore(SQLiteStore):
         out["keeps_text"] = bool(texts) or self.keep_text
         return out
 
+    TABLES = ("meta", "docs", "exact", "lsh", "log")
+
+    def _decode_sketch(self, blob: bytes) -> object:
+        return decode(blob)
+
     def _check(self) -> list[str]:
-        db = self._db
-        said = [
-            line
-            for r in db.execute("PRAGMA integrity_check(20)")
-            for line in str(r[0]).splitlines()
-        ]
-        said = [line for line in said if line.strip() and not line.startswith("*** in database")]
-        problems = [] if said == ["ok"] else [f"SQLite's integrity check: {x}" for x in said]
-        if len(said) >= 20:
-            problems[-1] += " (the check stops after 20 problems: there may be more)"
-        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        missing = [t for t in ("meta", "docs", "exact", "lsh", "log") if t not in tables]
-        if missing:
-            return [*problems, f"not a neardup store: no table {', '.join(missing)}"]
-        if problems:
+        problems, readable = self._check_tables_and_sketches()
+        if not readable:
             return problems
-        if db.execute("SELECT 1 FROM meta WHERE key = 'config'").fetchone() is None:
-            problems.append("no sketch settings (meta 'config'): not filled by neardup")
-        bad = 0
-        for doc_id, blob in db.execute("SELECT id, sketch FROM docs WHERE sketch IS NOT NULL"):
-            try:
-                decode(bytes(blob))
-            except Exception:  # any damage to the blob shows as some error of the decoder
-                bad += 1
-                if bad <= 5:
-                    problems.append(f"the sketch of {_py(doc_id)!r} does not decode")
-        if bad > 5:
-            problems.append(f"{bad - 5:,} more sketches do not decode")
+        db = self._db
         layout = self._layout()
         records = broken = 0
         for shard, blob in db.execute("SELECT shard, records FROM lsh"):
@@ -516,11 +497,7 @@ class CompactSQLiteStore(SQLiteStore):
              "SELECT count(*) FROM docs WHERE sketch IS NULL AND copy_of IS NULL"
              " AND duplicate_of IS NULL"),
         )  # fmt: skip
-        for what, sql in checks:
-            (n,) = db.execute(sql).fetchone()
-            if n:
-                problems.append(f"{n:,} {what}")
-        return problems
+        return problems + self._counted(checks)
 
 
 def _records_of(blobs: Mapping[int, bytes]) -> tuple[Any, Any, Any]:
