@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterator
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -298,7 +297,8 @@ class LSHJoin:
     seen are kept as sorted runs, merged as a binary counter merges (each key is copied
     O(log n) times). A bucket is a (band, key) pair hashed to one 64-bit key, as the stores
     do; two buckets sharing such a key (odds about 2^-64 per pair) would add a candidate,
-    which verification then checks.
+    which verification then checks. The runs name a document by its ordinal (the how-many-th
+    document joined, 32 bits), and its position is looked up at the end.
 
     >>> from neardup.sketch.minhash import minhash_batch
     >>> x = np.arange(1, 300, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
@@ -308,14 +308,22 @@ class LSHJoin:
     ([], array([[0, 2]]))
     """
 
+    #: a run is merged into the one before it once it holds 1/MERGE of its keys
+    MERGE = 2
+
     def __init__(self, *, bucket_cap: int = 100) -> None:
         if bucket_cap < 1:
             raise ConfigError(f"bucket_cap must be at least 1, got {bucket_cap}")
         self.bucket_cap = bucket_cap
-        # sorted runs of (bucket key, position), oldest first; by position within a key;
-        # positions as 32-bit integers while they fit (12 bytes a key instead of 16)
+        # sorted runs of (bucket key, ordinal), oldest first; by ordinal within a key;
+        # ordinals as 32-bit integers while they fit (12 bytes a key instead of 16)
         self._runs: list[tuple[U64, Pos]] = []
         self._next = 0  # the smallest position the next block may start at
+        self._count = 0  # documents joined so far
+        self._positions = np.zeros(0, dtype=np.int64)  # each ordinal's position
+        # the compiled path's last later ordinal each earlier one was paired with, so that
+        # a pair found under several buckets is kept once
+        self._stamp = np.zeros(0, dtype=np.int64)
 
     def extend(self, bands: U64, positions: I64) -> I64:
         """Add documents (an (m, bands) array of band keys, at increasing ``positions``
@@ -331,7 +339,13 @@ class LSHJoin:
         if pos1d[0] < self._next or (m > 1 and bool(np.any(pos1d[1:] <= pos1d[:-1]))):
             raise ConfigError("positions must increase, within a block and from block to block")
         self._next = int(pos1d[-1]) + 1
-        flat = bucket_ids(keys2d).ravel()  # row by row: equal keys in position order
+        first_ord, self._count = self._count, self._count + m
+        if self._count > len(self._positions):
+            self._positions = np.resize(self._positions, max(2 * len(self._positions), self._count))
+        self._positions[first_ord : self._count] = pos1d
+        wide = self._count > np.iinfo(np.int32).max
+        rows: Pos = np.arange(first_ord, self._count, dtype=np.int64 if wide else np.int32)  # type: ignore[assignment]
+        flat = bucket_ids(keys2d).ravel()  # row by row: equal keys in ordinal order
         order = np.argsort(flat)  # not stable (6x quicker); equal keys are put back in order
         keys = flat[order]
         tied = np.flatnonzero(keys[1:] == keys[:-1])
@@ -340,16 +354,14 @@ class LSHJoin:
             in_run[tied] = in_run[tied + 1] = True
             runs = np.flatnonzero(in_run)
             order[runs] = order[runs][np.lexsort((order[runs], keys[runs]))]
-        narrow = pos1d.astype(np.int32) if pos1d[-1] < np.iinfo(np.int32).max else pos1d
-        pos: Pos = np.repeat(narrow, n_bands)[order]  # type: ignore[assignment]
+        pos: Pos = np.repeat(rows, n_bands)[order]  # type: ignore[assignment]
         cap = self.bucket_cap
         work = len(keys) + sum(len(run[0]) for run in self._runs)
         fast = kernels.wanted(work)
         if not fast:
             kernels.work_done(work)
         before = np.zeros(len(keys), dtype=np.int64)  # the bucket's members in earlier blocks
-        earlier: list[npt.NDArray[Any]] = []  # of positions, 32- or 64-bit
-        later: list[npt.NDArray[Any]] = []
+        found: list[tuple[I64, I64, Pos]] = []  # (first member, members taken, ordinals)
         for run_keys, run_pos in self._runs:
             if fast:
                 lo, hi = kernels.load("_join").sorted_ranges(run_keys, keys)
@@ -358,24 +370,53 @@ class LSHJoin:
                 hi = lo.copy()  # most keys are in no earlier bucket
                 seen = np.flatnonzero(run_keys[np.minimum(lo, len(run_keys) - 1)] == keys)
                 hi[seen] = _ends(run_keys, keys, seen, lo)
-            take = np.minimum(hi - lo, np.maximum(cap - before, 0))
-            earlier.append(run_pos[_ranges(lo, take)])
-            later.append(np.repeat(pos, take))
+            found.append((lo, np.minimum(hi - lo, np.maximum(cap - before, 0)), run_pos))
             before += hi - lo
         starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
         first = np.repeat(starts, np.diff(np.append(starts, len(keys))))
         rank = np.arange(len(keys), dtype=np.int64) - first  # members before it in this block
-        take = np.maximum(np.minimum(rank, cap - before), 0)
-        earlier.append(pos[_ranges(first, take)])
-        later.append(np.repeat(pos, take))
-        self._runs.append((keys, pos))
-        while len(self._runs) > 1 and 2 * len(self._runs[-1][0]) >= len(self._runs[-2][0]):
+        found.append((first, np.maximum(np.minimum(rank, cap - before), 0), pos))
+        if fast:
+            e, j = self._pairs_compiled(found, order, n_bands, rows)
+        else:
+            e = np.concatenate([p[_ranges(lo, take)] for lo, take, p in found]).astype(np.int64)
+            j = np.concatenate([np.repeat(pos, take) for _, take, _ in found]).astype(np.int64)
+            keep = e != j  # one document under one key twice (odds 2^-64) pairs with itself
+            e, j = e[keep], j[keep]
+        # a bucket's members past its first ``cap`` never pair with a later document: they
+        # are not kept (a bucket holds at most ``cap`` members in the runs, so ``before``
+        # stays what decides, and a flood of near-identical records adds nothing to keep)
+        kept = before + rank < cap
+        if not kept.all():
+            keys, pos = keys[kept], pos[kept]
+        if len(keys):
+            self._runs.append((keys, pos))
+        while len(self._runs) > 1 and self.MERGE * len(self._runs[-1][0]) >= len(self._runs[-2][0]):
             new = self._runs.pop()
             self._runs[-1] = _merge(self._runs[-1], new, fast)
-        e = np.concatenate(earlier).astype(np.int64, copy=False)
-        j = np.concatenate(later).astype(np.int64, copy=False)
-        keep = e != j  # one document under one key twice (odds 2^-64) would pair with itself
-        e, j = e[keep], j[keep]
         if len(j) == 0:
             return np.zeros((0, 2), dtype=np.int64)
-        return _sorted_pairs(e, j)
+        pairs = _sorted_pairs(e, j)  # ordinals sort as their positions do
+        out: I64 = self._positions[pairs]
+        return out
+
+    def _pairs_compiled(
+        self, found: list[tuple[I64, I64, Pos]], order: I64, n_bands: int, rows: Pos
+    ) -> tuple[I64, I64]:
+        """The pairs (earlier, later ordinals) of ``found``, each once: the kernel walks each
+        later document's buckets and skips an earlier one it has already paired it with (a
+        document's keys all lie in one run, so no pair comes from two runs)."""
+        if self._count > len(self._stamp):
+            old = len(self._stamp)
+            self._stamp = np.resize(self._stamp, max(2 * old, self._count))
+            self._stamp[old:] = -1
+        where = np.empty(len(order), dtype=np.int64)  # each (row, band)'s place in keys
+        where[order] = np.arange(len(order), dtype=np.int64)
+        total = sum(int(take.sum()) for _, take, _ in found)
+        e = np.empty(total, dtype=np.int64)
+        j = np.empty(total, dtype=np.int64)
+        n = 0
+        join = kernels.load("_join")
+        for lo, take, ordinals in found:
+            n = join.bucket_pairs(lo, take, ordinals, where, n_bands, rows, self._stamp, e, j, n)
+        return e[:n], j[:n]

@@ -6,7 +6,10 @@ compare with), in one pass over sorted arrays: a key is looked for from where th
 smaller key was found, by galloping (steps of 1, 2, 4, ... then a binary search), so the
 lookups of a block walk a big run forwards instead of binary searching it from the top for
 every key; and a merge is a linear walk of both runs instead of placing one run's keys by
-binary search.
+binary search. The pairs a block's documents find are made once each: a later document's
+buckets are walked together, and an earlier document found under several of them is kept
+the first time (the numpy path makes one pair per shared bucket, then sorts them all and
+keeps one of each).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import numpy as np
 
 from ._jit import jit
 
-__all__ = ["merge_runs", "sorted_ranges"]
+__all__ = ["bucket_pairs", "merge_runs", "sorted_ranges"]
 
 
 @jit
@@ -81,3 +84,26 @@ def merge_runs(old_keys, old_pos, new_keys, new_pos, keys, pos):
             keys[k] = new_keys[j]
             pos[k] = new_pos[j]
             j += 1
+
+
+@jit
+def bucket_pairs(lo, take, ordinals, where, n_bands, rows, stamp, e, j, n):
+    """Add to ``e`` and ``j`` from index ``n`` the pairs (earlier, later) of a block's
+    documents with one sorted run, each pair once, and return the new count. The key at
+    ``where[r * n_bands + b]`` (band ``b`` of the block's ``r``-th document, ``rows[r]``)
+    pairs with the run's members ``ordinals[lo[k] : lo[k] + take[k]]``; ``stamp[x]`` is the
+    last later document paired with ``x`` (never a later one's ordinal before it is seen)."""
+    for r in range(len(rows)):
+        later = rows[r]
+        for b in range(n_bands):
+            k = where[r * n_bands + b]
+            start = lo[k]
+            for x in range(start, start + take[k]):
+                earlier = ordinals[x]
+                if earlier == later or stamp[earlier] == later:
+                    continue
+                stamp[earlier] = later
+                e[n] = earlier
+                j[n] = later
+                n += 1
+    return n
