@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from neardup.engine.config import DedupConfig
 from neardup.engine.sketches import Sketch, _numpy_sketches, prepare
 from neardup.engine.templates import CommonShingles, TemplateTable, slots
+from neardup.shingling import astral_words, unit_classes
 
 from .strategies import PIECES
 
@@ -132,6 +133,53 @@ def test_verdicts_match_numpy(
         ref = [v.verify(a, b, CFG, guard), v.verify(b, a, CFG, guard)]
     event(f"duplicate: {ref[0].is_duplicate}, coverage: {ref[0].score > 0}")
     assert fast == ref
+
+
+LINE = st.tuples(
+    st.sampled_from(["", "> ", ">", "  > ", "\t>>", " x> ", ">\u3000"]),
+    st.lists(
+        st.sampled_from([p for p in PIECES if p != "\n"] + list("天气晴朗的早晨")), max_size=12
+    ),
+).map(lambda t: t[0] + "".join(t[1]))
+
+
+@st.composite
+def quoting(draw: st.DrawFn) -> tuple[Sketch, Sketch, list[Sketch]]:
+    """A reply quoting lines of an earlier post between lines of its own, the post, and a
+    few more texts for the template counts."""
+    post = draw(st.lists(LINE, min_size=1, max_size=12))
+    reply = [
+        draw(st.sampled_from(["> ", ">", " > "])) + line if draw(st.booleans()) else line
+        for line in post
+    ]
+    reply = draw(st.permutations(reply + draw(st.lists(LINE, max_size=6))))
+    texts = ["\n".join(post), "\n".join(reply)]
+    texts += ["\n".join(draw(st.lists(LINE, max_size=6))) + "\n".join(post[:2]) for _ in range(2)]
+    sketches = _numpy_sketches([prepare(t, CFG) for t in texts], CFG)
+    if draw(st.booleans()):
+        sketches = [_index_only(sk) for sk in sketches]
+    return sketches[0], sketches[1], sketches
+
+
+@settings(max_examples=200)
+@given(st.one_of(quoting(), pairs()), st.integers(0, 3), st.sampled_from([0, 4, 24]), st.data())
+def test_unquoted_placement_matches_numpy(
+    pair: tuple[Sketch, Sketch, list[Sketch]], kind: int, short: int, data: st.DataObject
+) -> None:
+    """The placement of a text's own unquoted units is the reference's, both ways, with
+    every kind of guard; so is the mask of its quoted units."""
+    a, b, docs = pair
+    guard = guard_of(kind, docs, data)
+    cfg = DedupConfig(short_units=short)
+    pairs_kernels = importlib.import_module("neardup.kernels._pairs")
+    for doc, other in ((b, a), (a, b)):
+        fast = v._unquoted(doc, other, cfg, guard, True)
+        assert fast == v._unquoted(doc, other, cfg, guard, False)
+        event(f"placed: {fast is not None}")
+        for n in (doc.n_units, doc.n_units + 3, max(0, doc.n_units - 2)):
+            cp = np.frombuffer(doc.text.encode("utf-32-le", "surrogatepass"), dtype="<u4")
+            mask = pairs_kernels.quoted_units(cp, unit_classes(), astral_words(cp), n)
+            assert mask.tolist() == v.quoted_units(doc.text, n).tolist()
 
 
 @settings(max_examples=300)

@@ -31,7 +31,7 @@ import numpy.typing as npt
 
 from .. import kernels
 from ..measures import lcsubstr, levenshtein
-from ..shingling import distinct, unit_offsets
+from ..shingling import astral_words, distinct, unit_classes, unit_offsets
 from .config import DedupConfig
 from .prefilter import estimated_containment
 from .sketches import Sketch, figures_at
@@ -150,7 +150,7 @@ def verify(a: Sketch, b: Sketch, cfg: DedupConfig, common: TemplateGuard | None 
     later, span = (mine, mine_span) if short is a else (theirs, theirs_span)
     own = _agreeing(copy_share(later, cfg), a, b, cfg, common, span)
     if own >= cfg.copy_threshold and has_quotes(a.text):
-        unquoted = _unquoted(a, b, cfg, common)
+        unquoted = _unquoted(a, b, cfg, common, fast)
         if unquoted is not None:
             own = min(own, copy_share(unquoted, cfg))
     repeated = later.shared / later.total if later.total else 0.0
@@ -383,15 +383,32 @@ def unquoted_codes(codes: U32, text: str, n_units: int) -> U32 | None:
 
 
 def _unquoted(
-    doc: Sketch, other: Sketch, cfg: DedupConfig, guard: TemplateGuard | None
+    doc: Sketch,
+    other: Sketch,
+    cfg: DedupConfig,
+    guard: TemplateGuard | None,
+    fast: bool = False,
 ) -> Placement | None:
     """:func:`placement` of ``doc`` against ``other`` over its own units that are not
     quoted (see :func:`quoted_units`): what the document itself says. None when fewer than
     ``short_units`` such units are left (a forwarded text, all quoted: the whole text is
-    what it brings)."""
-    codes, n = doc.shingles, doc.n_units
-    if len(codes) == 0 or len(other.vocab) == 0:
+    what it brings). With the compiled kernels when ``fast`` (the same placement)."""
+    n = doc.n_units
+    size = len(doc.shingles) if doc.keeps_shingles else len(doc.vocab_index)  # type: ignore[arg-type]
+    if size == 0 or len(other.vocab) == 0:
         return None
+    if fast:
+        codes = _kernel_codes(doc, guard)
+        index = doc.vocab_index
+        pairs = kernels.load("_pairs")
+        cp = np.frombuffer(doc.text.encode("utf-32-le", "surrogatepass"), dtype="<u4")
+        quoted = pairs.quoted_units(cp, unit_classes(), astral_words(cp), n)
+        head, tail, gap, total, shared = pairs.unquoted_placement(
+            codes, n, _NO_INDEX if index is None else index, doc.vocab, quoted, other.vocab,
+            cfg.short_units, cfg.cjk_width, cfg.word_width, *guard_arrays(guard, codes),
+        )  # fmt: skip
+        return None if total < 0 else Placement(head, tail, gap, total, shared)
+    codes = doc.shingles
     rare = np.ones(len(codes), dtype=np.bool_) if guard is None else ~guard.is_common(codes)
     own = ~quoted_units(doc.text, n) & units_in(codes, rare, n, cfg)
     if int(own.sum()) < cfg.short_units:

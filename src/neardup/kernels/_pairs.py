@@ -20,7 +20,7 @@ import numpy as np
 
 from ._jit import jit
 
-__all__ = ["alike_rows", "any_shared", "placement"]
+__all__ = ["alike_rows", "any_shared", "placement", "quoted_units", "unquoted_placement"]
 
 _SHIFT = np.uint32(6)  # templates.SLOT_BITS = 26 of the 32 bits of a code
 _PASSAGE_STORIES = 2  # templates.PASSAGE_STORIES
@@ -296,3 +296,120 @@ def alike_rows(light, a, b):
                 same += 1
         out[k] = same / width
     return out
+
+
+_NEWLINE = 10
+_SPACE = 32
+_TAB = 9
+_QUOTE = 62  # ">"
+_UNIT_WORD = 1  # shingling's classes of a BMP code point: 1 letter or digit, 2 CJK
+_UNIT_CJK = 2
+_ASTRAL_CJK_LO = 0x20000
+_ASTRAL_CJK_HI = 0x3134F
+
+
+@jit
+def quoted_units(cp, classes, astral_words, n):
+    """Which of a text's first ``n`` units (``cp``: its code points) lie on a quoted line —
+    one whose first character after spaces and tabs is ``>`` — as
+    :func:`neardup.engine.verify.quoted_units` says; units past the text's end are not
+    quoted. ``classes`` is the class table of the BMP, ``astral_words`` the sorted code
+    points beyond it that are letters or digits (not CJK)."""
+    out = np.zeros(n, dtype=np.bool_)
+    u = 0
+    quoted = False
+    opening = True  # still in the spaces and tabs that open the line
+    for i in range(len(cp)):
+        if u >= n:
+            break
+        c = cp[i]
+        if c == _NEWLINE:
+            quoted = False
+            opening = True
+            continue
+        if opening and c != _SPACE and c != _TAB:
+            opening = False
+            quoted = c == _QUOTE
+        if c < 0x10000:
+            k = classes[c]
+            unit = k == _UNIT_WORD or k == _UNIT_CJK
+        elif _ASTRAL_CJK_LO <= c <= _ASTRAL_CJK_HI:
+            unit = True
+        else:
+            j = np.searchsorted(astral_words, c)
+            unit = j < len(astral_words) and astral_words[j] == c
+        if unit:
+            out[u] = quoted
+            u += 1
+    return out
+
+
+@jit
+def unquoted_placement(
+    codes,  # uint32: the document's shingle codes, in text order (or empty: vocab[index])
+    n,  # its units
+    index,
+    vocab,
+    quoted,  # which of its units lie on quoted lines
+    other,  # the other document's sorted distinct codes
+    short_units,
+    cjk_width,
+    word_width,
+    kind,
+    counts,
+    limit,
+    slot_ids,
+    firsts,
+    seconds,
+    at,
+    passage,
+    mask,
+):
+    """(head, tail, gap, total, shared) of the document's units that are its own — not
+    quoted, inside a shingle that is not chrome — against ``other``, counted in those
+    units, as :func:`neardup.engine.verify._unquoted` works it out; total -1 when fewer
+    than ``short_units`` such units are left. ``codes`` (or ``index``) must not be empty."""
+    codes = _in_order(codes, index, vocab)
+    size = len(codes)
+    chrome = _chrome(codes, kind, counts, limit, slot_ids, firsts, seconds, at, passage, mask)
+    use_index = len(index) == size
+    found = np.empty(len(vocab) if use_index else 0, dtype=np.bool_)
+    if use_index:
+        _found(vocab, other, found)
+    rare_reach = 0  # one past the last unit inside a shingle not chrome so far
+    shared_reach = 0  # ... inside one that ``other`` has too
+    total = 0
+    hits = 0
+    first = -1
+    last = -1
+    gap = 0
+    for u in range(n):
+        if u < size and not chrome[u]:
+            code = codes[u]
+            e = u + (cjk_width if code & np.uint32(1) else word_width)
+            if e > n:
+                e = n
+            if e > rare_reach:
+                rare_reach = e
+            if use_index:
+                hit = found[index[u]]
+            else:
+                j = np.searchsorted(other, code)
+                hit = j < len(other) and other[j] == code
+            if hit and e > shared_reach:
+                shared_reach = e
+        if u >= rare_reach or quoted[u]:
+            continue
+        if u < shared_reach:
+            if first < 0:
+                first = total
+            elif total - last - 1 > gap:
+                gap = total - last - 1
+            last = total
+            hits += 1
+        total += 1
+    if total < short_units:
+        return 0, 0, 0, -1, 0
+    if hits == 0:
+        return total, 0, 0, total, 0
+    return first, total - 1 - last, gap, total, hits
