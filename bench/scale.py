@@ -25,9 +25,11 @@ Each input is deduplicated by ``python -m neardup dedup INPUT -o UNIQUE --cluste
 is measured), one run after another, never two at once. **CPU** is the user and system
 seconds of the command and every process it started (``os.wait4``: its sketch workers
 are waited for); **wall** its elapsed seconds; **peak RSS** the largest sum, over the
-command and its descendants, of their resident sets, sampled every 20 ms from ``/proc``
-(pages a worker shares with its parent after ``fork`` are counted in each); **PSS** the
-same with shared pages split between the processes that map them. Bytes per character are
+command and its descendants, of their resident sets, sampled every 20 ms from
+``/proc/PID/statm`` (pages a worker shares with its parent after ``fork`` are counted in
+each); **PSS** the same with shared pages split between the processes that map them,
+sampled every 0.5 s (``smaps_rollup`` walks a process's pages under its memory map's lock,
+which slows the process measured). Bytes per character are
 peak RSS over the characters of input text. ``--runs N`` runs each input N times and shows
 medians. The machine is shared: run it with ``nice``, alone.
 """
@@ -220,40 +222,57 @@ def _children(pid: int) -> list[int]:
     return out
 
 
-def _memory(pid: int) -> tuple[int, int]:
-    """Resident and proportional set sizes of one process, in bytes (0 when it is gone)."""
-    rss = pss = 0
+_PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def _rss(pid: int) -> int:
+    """Resident set size of one process, in bytes (0 when it is gone): from ``statm``, a
+    few counters the kernel keeps (``smaps_rollup`` walks every page of the process, and
+    holds its memory map's lock meanwhile: read 50 times a second, it slowed the process
+    it measured, the more the larger the process)."""
+    try:
+        with open(f"/proc/{pid}/statm") as f:
+            return int(f.read().split()[1]) * _PAGE
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def _pss(pid: int) -> int:
+    """Proportional set size of one process, in bytes (0 when it is gone)."""
     try:
         with open(f"/proc/{pid}/smaps_rollup") as f:
             for line in f:
-                if line.startswith("Rss:"):
-                    rss = int(line.split()[1]) * 1024
-                elif line.startswith("Pss:"):
-                    pss = int(line.split()[1]) * 1024
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) * 1024
     except OSError:
         pass
-    return rss, pss
+    return 0
 
 
 class TreeMemory(threading.Thread):
     """Samples the memory of a process and its descendants until told to stop: the peak
-    of their summed RSS and of their summed PSS."""
+    of their summed RSS (every ``every`` seconds) and of their summed PSS (every
+    ``pss_every``: reading it costs the processes measured)."""
 
-    def __init__(self, pid: int, every: float = 0.02) -> None:
+    def __init__(self, pid: int, every: float = 0.02, pss_every: float = 0.5) -> None:
         super().__init__(daemon=True)
         self.pid, self.every = pid, every
+        self.pss_ticks = max(1, round(pss_every / every))
         self.rss = self.pss = 0
         self._stop_event = threading.Event()
 
     def run(self) -> None:
+        tick = 0
         while not self._stop_event.is_set():
-            todo, rss, pss = [self.pid], 0, 0
+            todo, tree = [self.pid], []
             while todo:
                 p = todo.pop()
-                r, s = _memory(p)
-                rss, pss = rss + r, pss + s
+                tree.append(p)
                 todo.extend(_children(p))
-            self.rss, self.pss = max(self.rss, rss), max(self.pss, pss)
+            self.rss = max(self.rss, sum(_rss(p) for p in tree))
+            if tick % self.pss_ticks == 0:
+                self.pss = max(self.pss, sum(_pss(p) for p in tree))
+            tick += 1
             self._stop_event.wait(self.every)
 
     def stop(self) -> None:
