@@ -167,6 +167,13 @@ def test_compiled_lookups_and_merges_equal_numpy(run: list[int], keys: list[int]
     a, b = _merge(old, new), _merge(old, new, fast=True)
     assert a[0].tolist() == b[0].tolist() and a[1].tolist() == b[1].tolist()
     assert a[1].dtype == b[1].dtype == np.int64
+    # positions of one width: merged in place, into the old run grown, from the back
+    old32 = (r.copy(), np.arange(len(r), dtype=np.int32))
+    new32 = (k.copy(), np.arange(len(r), len(r) + len(k), dtype=np.int32))
+    want = _merge(old32, new32)
+    got = _merge((old32[0].copy(), old32[1].copy()), new32, fast=True)
+    assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
+    assert got[1].dtype == np.int32
 
 
 def test_join_in_blocks_checks_positions() -> None:

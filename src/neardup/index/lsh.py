@@ -270,6 +270,14 @@ def _merge(old: tuple[U64, Pos], new: tuple[U64, Pos], fast: bool = False) -> tu
     (with the compiled kernel when ``fast``: the same run)."""
     (old_keys, old_pos), (new_keys, new_pos) = old, new
     total = len(old_keys) + len(new_keys)
+    if fast and old_pos.dtype == new_pos.dtype and old_keys.flags.owndata and old_pos.flags.owndata:
+        # in place: the old run grown (realloc, most often without a copy) and merged from
+        # the back, so that the two runs and their merge are never all held at once
+        n = len(old_keys)
+        old_keys.resize(total, refcheck=False)
+        old_pos.resize(total, refcheck=False)
+        kernels.load("_join").merge_back(old_keys, old_pos, n, new_keys, new_pos)
+        return old_keys, old_pos
     if fast:
         merged_keys = np.empty(total, dtype=old_keys.dtype)
         merged_pos = np.empty(total, dtype=np.result_type(old_pos, new_pos))

@@ -18,7 +18,7 @@ import numpy as np
 
 from ._jit import jit
 
-__all__ = ["bucket_pairs", "merge_runs", "sorted_ranges"]
+__all__ = ["bucket_pairs", "merge_back", "merge_runs", "sorted_ranges"]
 
 
 @jit
@@ -84,6 +84,26 @@ def merge_runs(old_keys, old_pos, new_keys, new_pos, keys, pos):
             keys[k] = new_keys[j]
             pos[k] = new_pos[j]
             j += 1
+
+
+@jit
+def merge_back(keys, pos, n, new_keys, new_pos):
+    """Merge the run ``new_keys``, ``new_pos`` into the run held by the first ``n`` slots of
+    ``keys`` and ``pos`` (as long as both runs together), from the back: what
+    :func:`merge_runs` writes, an old member before a new one under the same key."""
+    i = n - 1
+    j = len(new_keys) - 1
+    k = n + len(new_keys) - 1
+    while j >= 0:
+        if i >= 0 and keys[i] > new_keys[j]:
+            keys[k] = keys[i]
+            pos[k] = pos[i]
+            i -= 1
+        else:
+            keys[k] = new_keys[j]
+            pos[k] = new_pos[j]
+            j -= 1
+        k -= 1
 
 
 @jit
