@@ -232,6 +232,12 @@ def main() -> None:
     parser.add_argument("--clients", default="1,8", help="client counts (default 1,8)")
     parser.add_argument("--stores", default="sqlite,redis", help="stores (default sqlite,redis)")
     parser.add_argument(
+        "--format",
+        choices=["compact", "full"],
+        help="the layout of the stores made (default: the stores' default, compact since "
+        "compact stores; full: the layout before them)",
+    )
+    parser.add_argument(
         "--workers",
         default=f"1,{os.cpu_count() or 1}",
         help="worker processes of the server (default: 1 and the CPUs, %(default)s; 0 leaves "
@@ -246,7 +252,8 @@ def main() -> None:
     clients = [int(c) for c in args.clients.split(",")]
     stores = args.stores.split(",")
     workers = list(dict.fromkeys(int(w) for w in args.workers.split(",")))
-    print(header("POST /v1/documents on a loopback server", {"runs": str(args.runs)}))
+    layout = {"format": args.format} if args.format else {}
+    print(header("POST /v1/documents on a loopback server", {"runs": str(args.runs), **layout}))
     print(f"{len(docs)} hkcnews articles of 1–5 KB (mean {kb:.1f} KB), each posted once per run\n")
     print(
         "| store | workers | clients | requests/s | vs 1 worker | p50 ms | p99 ms | CPU ms | "
@@ -262,8 +269,12 @@ def main() -> None:
                 def fresh(tag: str, kind: str = kind) -> str:
                     if kind == "redis":
                         assert redis is not None
-                        return redis.url()
-                    return f"sqlite:///{Path(tmp) / (tag + uuid.uuid4().hex[:8])}.db"
+                        url = redis.url()
+                    else:
+                        url = f"sqlite:///{Path(tmp) / (tag + uuid.uuid4().hex[:8])}.db"
+                    if args.format:
+                        url += ("&" if "?" in url else "?") + f"format={args.format}"
+                    return url
 
                 peer = statistics.median(library(fresh("lib"), docs) for _ in range(args.runs))
                 settings = [(w, n) for n in clients for w in workers]
