@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._jit import jit
+from ._sketch import _CJK, _WORD, unit_class
 
 __all__ = ["alike_rows", "any_shared", "placement", "quoted_units", "unquoted_placement"]
 
@@ -94,6 +95,34 @@ def _found(mine, theirs, out):
 
 
 @jit
+def _found_vocab(index, vocab, other, size):
+    """Whether each of a text's sorted distinct codes (``vocab``) is in ``other``, when the
+    text is read through its vocabulary ``index`` (as long as its ``size`` codes); else
+    empty (each code is looked up by :func:`_shared_at`)."""
+    found = np.empty(len(vocab) if len(index) == size else 0, dtype=np.bool_)
+    if len(index) == size:
+        _found(vocab, other, found)
+    return found
+
+
+@jit
+def _shared_at(i, code, found, index, other):
+    """Whether the text's ``i``-th shingle ``code`` is in ``other`` (``found``: see
+    :func:`_found_vocab`)."""
+    if len(found) > 0:
+        return found[index[i]]
+    j = np.searchsorted(other, code)
+    return j < len(other) and other[j] == code
+
+
+@jit
+def _end(i, code, n, cjk_width, word_width):
+    """One past the last unit of the shingle ``code`` starting at unit ``i`` of ``n``."""
+    e = i + (cjk_width if code & np.uint32(1) else word_width)
+    return n if e > n else e
+
+
+@jit
 def placement(
     codes,  # uint32: the document's shingle codes, in text order
     n,  # its units
@@ -120,10 +149,7 @@ def placement(
     size = len(codes)
     if size == 0 or len(other) == 0:
         return n, 0, 0, n, 0, 1, 0
-    use_index = len(index) == size
-    found = np.empty(len(vocab) if use_index else 0, dtype=np.bool_)
-    if use_index:
-        _found(vocab, other, found)
+    found = _found_vocab(index, vocab, other, size)
     total_closed = 0  # units of the own runs (not chrome) before the current one
     c_begin = -1
     c_reach = -1
@@ -140,9 +166,7 @@ def placement(
         code = codes[i]
         if chrome[i]:
             continue
-        e = i + (cjk_width if code & np.uint32(1) else word_width)
-        if e > n:
-            e = n
+        e = _end(i, code, n, cjk_width, word_width)
         if c_reach < 0 or i > c_reach:  # a new run of own units
             if c_reach >= 0:
                 total_closed += c_reach - c_begin
@@ -150,12 +174,7 @@ def placement(
             c_reach = e
         elif e > c_reach:
             c_reach = e
-        if use_index:
-            hit = found[index[i]]
-        else:
-            j = np.searchsorted(other, code)
-            hit = j < len(other) and other[j] == code
-        if not hit:
+        if not _shared_at(i, code, found, index, other):
             continue
         if first < 0:
             first = i
@@ -302,10 +321,6 @@ _NEWLINE = 10
 _SPACE = 32
 _TAB = 9
 _QUOTE = 62  # ">"
-_UNIT_WORD = 1  # shingling's classes of a BMP code point: 1 letter or digit, 2 CJK
-_UNIT_CJK = 2
-_ASTRAL_CJK_LO = 0x20000
-_ASTRAL_CJK_HI = 0x3134F
 
 
 @jit
@@ -330,15 +345,8 @@ def quoted_units(cp, classes, astral_words, n):
         if opening and c != _SPACE and c != _TAB:
             opening = False
             quoted = c == _QUOTE
-        if c < 0x10000:
-            k = classes[c]
-            unit = k == _UNIT_WORD or k == _UNIT_CJK
-        elif _ASTRAL_CJK_LO <= c <= _ASTRAL_CJK_HI:
-            unit = True
-        else:
-            j = np.searchsorted(astral_words, c)
-            unit = j < len(astral_words) and astral_words[j] == c
-        if unit:
+        k = unit_class(c, classes, astral_words)
+        if k == _WORD or k == _CJK:  # a letter, digit or CJK character
             out[u] = quoted
             u += 1
     return out
@@ -372,10 +380,7 @@ def unquoted_placement(
     codes = _in_order(codes, index, vocab)
     size = len(codes)
     chrome = _chrome(codes, kind, counts, limit, slot_ids, firsts, seconds, at, passage, mask)
-    use_index = len(index) == size
-    found = np.empty(len(vocab) if use_index else 0, dtype=np.bool_)
-    if use_index:
-        _found(vocab, other, found)
+    found = _found_vocab(index, vocab, other, size)
     rare_reach = 0  # one past the last unit inside a shingle not chrome so far
     shared_reach = 0  # ... inside one that ``other`` has too
     total = 0
@@ -386,17 +391,10 @@ def unquoted_placement(
     for u in range(n):
         if u < size and not chrome[u]:
             code = codes[u]
-            e = u + (cjk_width if code & np.uint32(1) else word_width)
-            if e > n:
-                e = n
+            e = _end(u, code, n, cjk_width, word_width)
             if e > rare_reach:
                 rare_reach = e
-            if use_index:
-                hit = found[index[u]]
-            else:
-                j = np.searchsorted(other, code)
-                hit = j < len(other) and other[j] == code
-            if hit and e > shared_reach:
+            if e > shared_reach and _shared_at(u, code, found, index, other):
                 shared_reach = e
         if u >= rare_reach or quoted[u]:
             continue

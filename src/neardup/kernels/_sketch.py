@@ -13,7 +13,7 @@ import numpy as np
 
 from ._jit import jit
 
-__all__ = ["sketch_chunk"]
+__all__ = ["sketch_chunk", "unit_class"]
 
 _B2 = np.uint64(0x9E3779B97F4A7C15)  # shingling._B2
 _STEP = np.uint64(0x9E3779B97F4A7C15)  # minhash._STEP
@@ -24,6 +24,19 @@ _S30, _S27, _S31, _S32 = np.uint64(30), np.uint64(27), np.uint64(31), np.uint64(
 _EVEN = np.uint32(0xFFFFFFFE)
 _WORD, _CJK = 1, 2
 _ASTRAL_CJK_LO, _ASTRAL_CJK_HI = 0x20000, 0x3134F
+
+
+@jit
+def unit_class(c, table, astral_words):
+    """A code point's class as the shingles see it: 1 (_WORD) a letter or digit, 2 (_CJK) a
+    CJK character, else not a unit. ``table`` is the class table of the BMP,
+    ``astral_words`` the sorted code points beyond it that are letters or digits (not CJK)."""
+    if c < 0x10000:
+        return table[c]
+    if _ASTRAL_CJK_LO <= c <= _ASTRAL_CJK_HI:
+        return _CJK
+    j = np.searchsorted(astral_words, c)
+    return _WORD if j < len(astral_words) and astral_words[j] == c else 0
 
 
 @jit
@@ -106,6 +119,7 @@ def sketch_chunk(
         m = 0
         for p in range(offsets[k], offsets[k + 1]):
             c = cp[p]
+            # unit_class, written out: called here, sketching took 5-8 % longer
             if c < 0x10000:
                 cls = table[c]
             elif _ASTRAL_CJK_LO <= c <= _ASTRAL_CJK_HI:
