@@ -28,7 +28,7 @@ from ..engine import (
 )
 from ..engine.codec import from_row
 from ..engine.decide import stories
-from ..engine.verify import QUOTE_START
+from ..engine.verify import QUOTE_START, Verdict
 from .columns import Batches, BatchFn, arrow_schema, frame_of, partition_keys, sorted_rows, to_arrow
 
 if TYPE_CHECKING:
@@ -229,18 +229,24 @@ def verify_pairs(
                     )
                 v = verify(a, b, cfg, guard)
                 if v.is_duplicate or keep_all:
-                    out["i"].append(i)
-                    out["j"].append(j)
-                    out["score"].append(float(v.score))
-                    out["measure"].append(v.measure)
-                    out["same"].append(v.is_duplicate)
-                    out["copy"].append(float(v.copy_score))
-                    out["is_copy"].append(v.is_copy)
-                    out["repeated"].append(float(v.repeated))
+                    _add_verdict(out, i, j, v)
             if out["i"]:
                 yield pa.RecordBatch.from_pydict(out, schema=schema)
 
     return joined.mapInArrow(run, VERDICT_SCHEMA)
+
+
+def _add_verdict(out: dict[str, list[Any]], i: int, j: int, v: Verdict) -> None:
+    """Append the verdict on the pair (earlier ``i``, later ``j``) to the columns of a batch
+    of :data:`VERDICT_SCHEMA`."""
+    out["i"].append(i)
+    out["j"].append(j)
+    out["score"].append(float(v.score))
+    out["measure"].append(v.measure)
+    out["same"].append(v.is_duplicate)
+    out["copy"].append(float(v.copy_score))
+    out["is_copy"].append(v.is_copy)
+    out["repeated"].append(float(v.repeated))
 
 
 _SKETCH_COLS = ["_n", "_ptext", "_sh", "_sig", "_nums"]
@@ -364,14 +370,7 @@ class Grouped:
                         )
                     v = verify(sketch_of[a_pos], sketch_of[b_pos], cfg, guard)
                     if v.is_duplicate:
-                        out["i"].append(b_pos)
-                        out["j"].append(a_pos)
-                        out["score"].append(float(v.score))
-                        out["measure"].append(v.measure)
-                        out["same"].append(v.is_duplicate)
-                        out["copy"].append(float(v.copy_score))
-                        out["is_copy"].append(v.is_copy)
-                        out["repeated"].append(float(v.repeated))
+                        _add_verdict(out, b_pos, a_pos, v)
                 if out["i"]:
                     yield pa.RecordBatch.from_pydict(out, schema=schema)
 
