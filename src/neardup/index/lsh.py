@@ -316,9 +316,6 @@ class LSHJoin:
     ([], array([[0, 2]]))
     """
 
-    #: a run is merged into the one before it once it holds 1/MERGE of its keys
-    MERGE = 2
-
     def __init__(self, *, bucket_cap: int = 100) -> None:
         if bucket_cap < 1:
             raise ConfigError(f"bucket_cap must be at least 1, got {bucket_cap}")
@@ -399,7 +396,8 @@ class LSHJoin:
             keys, pos = keys[kept], pos[kept]
         if len(keys):
             self._runs.append((keys, pos))
-        while len(self._runs) > 1 and self.MERGE * len(self._runs[-1][0]) >= len(self._runs[-2][0]):
+        # a run is merged into the one before it once it holds half as many keys
+        while len(self._runs) > 1 and 2 * len(self._runs[-1][0]) >= len(self._runs[-2][0]):
             new = self._runs.pop()
             self._runs[-1] = _merge(self._runs[-1], new, fast)
         if len(j) == 0:
