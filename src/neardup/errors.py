@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
 
 class NeardupError(Exception):
     """Root of every error neardup raises on purpose."""
@@ -46,3 +50,44 @@ class Interrupted(KeyboardInterrupt):
     @property
     def status(self) -> int:
         return 128 + self.signum
+
+
+#: how deep the main thread is in sections a signal must not cut (see :func:`shielded`)
+_shield_depth = 0
+#: what a signal handler asked to do while the main thread was in one
+_deferred: list[Callable[[], None]] = []
+
+
+@contextmanager
+def shielded() -> Iterator[None]:
+    """A section of the main thread that a signal handler going through :func:`when_safe`
+    does not cut: such a handler's action (raising :class:`Interrupted`) waits for the
+    section's end. For two steps that must both happen or neither, e.g. unlinking a
+    shared-memory block and telling the resource tracker so: cut between them, the tracker
+    would be left a name to clean up that is gone, and warn about it on standard error.
+
+    (Masking the signals with ``pthread_sigmask`` does not do it: the kernel then delivers
+    them to another thread, and Python runs the handler in the main thread all the same.)
+    In any thread but the main one it does nothing: handlers run in the main thread only."""
+    global _shield_depth
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    _shield_depth += 1
+    try:
+        yield
+    finally:
+        _shield_depth -= 1
+        if not _shield_depth and _deferred:
+            act = _deferred.pop()
+            _deferred.clear()
+            act()
+
+
+def when_safe(act: Callable[[], None]) -> None:
+    """What a signal handler calls to act: now, or at the end of the :func:`shielded`
+    section the main thread is in."""
+    if _shield_depth:
+        _deferred.append(act)
+    else:
+        act()

@@ -197,3 +197,70 @@ def test_an_interrupted_run_with_a_db_resumes(tmp_path: Path, sig: signal.Signal
     assert again.wait(timeout=300) == 0
     for name in ("u.jsonl", "c.jsonl"):
         assert (run / name).read_text() == (ref / name).read_text()
+
+
+def test_a_signal_inside_a_shielded_section_stops_the_run_at_its_end() -> None:
+    """Freeing a shared-memory block (unlink, then the resource tracker told) is one step for
+    a signal: one that comes between the two stops the run once the block is freed, not
+    between (which left the tracker a name that was gone, and a warning on stderr)."""
+    from neardup.errors import Interrupted, shielded
+    from neardup.run.local import _interruptible
+
+    steps: list[str] = []
+    with pytest.raises(Interrupted) as stopped, _interruptible(lambda name: f"stopped: {name}"):
+        with shielded():
+            steps.append("unlinked")
+            signal.raise_signal(signal.SIGTERM)
+            with shielded():  # nested: the outer section's end is where it stops
+                steps.append("inner")
+            steps.append("unregistered")
+        steps.append("after the section")
+    assert steps == ["unlinked", "inner", "unregistered"]
+    assert stopped.value.signum == signal.SIGTERM
+    assert str(stopped.value) == "stopped: SIGTERM"
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # the handler given back
+
+
+def test_a_shared_memory_block_freed_under_a_signal_leaves_the_tracker_nothing(
+    tmp_path: Path,
+) -> None:
+    """A real block shared and taken back in a child process (with a second thread, as a run
+    with workers has) with a SIGTERM sent to it from inside the unlink: the run stops with
+    its one line, the block is gone, and the resource tracker has nothing to warn about at
+    exit."""
+    script = tmp_path / "take.py"
+    script.write_text(
+        "import os, signal, sys\n"
+        "import numpy as np\n"
+        "from multiprocessing import resource_tracker, shared_memory\n"
+        "from neardup.engine import codec\n"
+        "from neardup.engine.sketches import make_sketches\n"
+        "from neardup.engine import DedupConfig\n"
+        "from neardup.run.local import _interruptible\n"
+        "import threading, time\n"
+        "resource_tracker.ensure_running()\n"
+        "# another thread (a run has the pool's): the kernel gives it a signal the main\n"
+        "# thread masks, and Python runs the handler in the main thread all the same\n"
+        "threading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n"
+        "cfg = DedupConfig()\n"
+        "packed = codec.pack(make_sketches(['一篇文章的正文' * 40], cfg), shingles=False)\n"
+        "shared = codec.share(packed, f'ndtest{os.getpid()}')\n"
+        "assert isinstance(shared, codec.Shared), 'no /dev/shm here'\n"
+        "real = shared_memory.SharedMemory.unlink\n"
+        "def unlink(self):\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)  # between the unlink and the unregister\n"
+        "    real(self)\n"
+        "shared_memory.SharedMemory.unlink = unlink\n"
+        "try:\n"
+        "    with _interruptible(lambda name: f'stopped by {name}'):\n"
+        "        codec.take(shared)\n"
+        "except KeyboardInterrupt as e:\n"
+        "    print(e, file=sys.stderr)\n"
+        "    print(os.path.exists('/dev/shm/' + shared.name))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines() == ["stopped by SIGTERM"], done.stderr
+    assert done.stdout.split() == ["False"]

@@ -30,7 +30,7 @@ from typing import Any, NamedTuple, cast
 
 import numpy as np
 
-from ..errors import NeardupError
+from ..errors import NeardupError, shielded
 from .sketches import Sketch, distinct
 
 __all__ = [
@@ -223,20 +223,12 @@ def free(name: str) -> None:
 
 
 def _unlink(block: Any) -> None:
-    """Close and unlink a shared-memory block with SIGINT and SIGTERM held back: a signal
-    handler raising between the unlink and the resource tracker's unregister would leave
-    the tracker a name to clean up that is gone (and a warning on stderr)."""
-    import signal
-
-    held = {signal.SIGINT, signal.SIGTERM}
-    mask = getattr(signal, "pthread_sigmask", None)
-    old = mask(signal.SIG_BLOCK, held) if mask is not None else None
-    try:
+    """Close and unlink a shared-memory block in a section SIGINT and SIGTERM do not cut: a
+    signal's Interrupted raised between the unlink and the resource tracker's unregister
+    would leave the tracker a name to clean up that is gone (and a warning on stderr)."""
+    with shielded():
         block.close()
         block.unlink()
-    finally:
-        if mask is not None and old is not None:
-            mask(signal.SIG_SETMASK, old)
 
 
 def take(shared: Shared | Packed) -> Packed:

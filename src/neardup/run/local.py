@@ -21,7 +21,7 @@ from typing import Any
 from ..batch import BatchRun
 from ..deduper import Deduper
 from ..engine import Decision, DedupConfig, KeepPolicy
-from ..errors import ConfigError, Interrupted
+from ..errors import ConfigError, Interrupted, when_safe
 from ..records import (
     DEFAULT_MAX_RECORD,
     BadRecord,
@@ -222,6 +222,10 @@ class _Outputs:
                 out.close()
 
 
+def _raise_interrupted(signum: int) -> None:
+    raise Interrupted(signum)
+
+
 @contextmanager
 def _interruptible(say: Callable[[str], str]) -> Iterator[None]:
     """Run the block so that SIGINT (Ctrl-C) and SIGTERM stop it: each raises
@@ -238,7 +242,7 @@ def _interruptible(say: Callable[[str], str]) -> Iterator[None]:
     def handler(signum: int, frame: object) -> None:
         if not fired:
             fired.append(signum)
-            raise Interrupted(signum)
+            when_safe(functools.partial(_raise_interrupted, signum))
 
     saved: dict[int, Any] = {}
     if threading.current_thread() is threading.main_thread():
