@@ -283,3 +283,21 @@ def test_distinct_is_np_unique(values: list[int], dtype: type) -> None:
     a = np.array(values, dtype=dtype)
     got = distinct(a)
     assert got.dtype == a.dtype and np.array_equal(got, np.unique(a))
+
+
+@given(
+    st.lists(st.integers(0, 40), max_size=60),
+    st.lists(st.integers(0, 40), max_size=60),
+    st.sampled_from([np.uint32, np.int64, np.uint64]),
+)
+def test_set_operations_are_numpys(left: list[int], right: list[int], dtype: type) -> None:
+    from neardup.shingling import difference, symmetric_difference, union
+
+    a, b = np.array(left, dtype=dtype), np.array(right, dtype=dtype)
+    for ours, theirs in (
+        (union, np.union1d),
+        (difference, np.setdiff1d),
+        (symmetric_difference, np.setxor1d),
+    ):
+        got, want = ours(a, b), theirs(a, b)
+        assert got.dtype == want.dtype and np.array_equal(got, want), ours.__name__

@@ -32,9 +32,12 @@ __all__ = [
     "Shingles",
     "astral_words",
     "covered_units",
+    "difference",
     "distinct",
     "pack_codes",
     "shingle_hashes",
+    "symmetric_difference",
+    "union",
     "unit_classes",
     "unit_codes",
     "unit_offsets",
@@ -56,6 +59,42 @@ def distinct(values: A) -> A:
     if len(out) > 1:
         out = out[np.concatenate(([True], out[1:] != out[:-1]))]
     return out  # type: ignore[return-value]
+
+
+def union(a: A, b: npt.NDArray[Any]) -> A:
+    """``np.union1d(a, b)`` without its ``np.unique`` (see :func:`distinct`).
+
+    >>> union(np.array([3, 1]), np.array([2, 3])).tolist()
+    [1, 2, 3]
+    """
+    both: A = np.concatenate((a, b))  # type: ignore[assignment]
+    return distinct(both)
+
+
+def difference(a: A, b: npt.NDArray[Any]) -> A:
+    """``np.setdiff1d(a, b)``: the distinct values of ``a`` not in ``b``, sorted.
+
+    >>> difference(np.array([3, 1, 3, 2]), np.array([2])).tolist()
+    [1, 3]
+    """
+    mine = distinct(a)
+    return mine[~np.isin(mine, b)]  # type: ignore[return-value]
+
+
+def symmetric_difference(a: A, b: npt.NDArray[Any]) -> A:
+    """``np.setxor1d(a, b)``: the distinct values in one of ``a`` and ``b`` only, sorted.
+
+    >>> symmetric_difference(np.array([1, 2, 2]), np.array([2, 3])).tolist()
+    [1, 3]
+    """
+    both = np.sort(np.concatenate((distinct(a), distinct(b))))
+    if len(both) < 2:
+        return both  # type: ignore[return-value]
+    alone = np.ones(len(both), dtype=np.bool_)
+    same = both[1:] == both[:-1]
+    alone[1:] &= ~same
+    alone[:-1] &= ~same
+    return both[alone]  # type: ignore[return-value]
 
 
 _SEP, _WORD, _CJK, _JOIN = 0, 1, 2, 3
@@ -90,7 +129,7 @@ def astral_words(cp: npt.NDArray[np.uint32]) -> npt.NDArray[np.uint32]:
     CJK (sorted): what the class table cannot say of them."""
     if len(cp) == 0 or int(cp.max()) < 0x10000:
         return np.zeros(0, dtype=np.uint32)
-    astral = np.unique(cp[cp >= 0x10000])
+    astral = distinct(cp[cp >= 0x10000])
     cjk = (astral >= _ASTRAL_CJK[0]) & (astral <= _ASTRAL_CJK[1])
     words = [c for c in astral[~cjk].tolist() if chr(c).isalnum()]
     return np.array(words, dtype=np.uint32)

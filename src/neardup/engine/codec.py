@@ -3,7 +3,7 @@ workers of a batch run) and Arrow columns (the Spark engine).
 
 Every carrier keeps the same fields — the prepared text, the shingle codes, the MinHash
 signature, the band keys, the units and the figures — and every decoder rebuilds the
-vocabulary the same way (:func:`~neardup.engine.sketches.distinct`, or
+vocabulary the same way (:func:`~neardup.shingling.distinct`, or
 :func:`~neardup.engine.sketches.distinct_with_index` where the carrier holds the index).
 
 Bytes: the shingle codes, signature and band keys raw and little-endian (they are

@@ -61,6 +61,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import NeardupError
+from ..shingling import difference, union
 from .config import DedupConfig
 from .sketches import Sketch, distinct, figures_at
 
@@ -332,7 +333,7 @@ _NO_BANDS = np.zeros(0, dtype=np.uint64)
 
 def _absent(avoid_a: U32, avoid_b: U32, n: int) -> U32:
     """``n`` distinct codes in neither array (placeholders that match nothing)."""
-    avoid = np.union1d(avoid_a & MASK, avoid_b & MASK)
+    avoid = union(avoid_a & MASK, avoid_b & MASK)
     out = np.zeros(0, dtype=np.uint32)
     start = 0x9E3779B9
     while len(out) < n:
@@ -341,9 +342,9 @@ def _absent(avoid_a: U32, avoid_b: U32, n: int) -> U32:
             cand = (np.arange(want, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
                     + np.uint64(start)).astype(np.uint32) & MASK  # fmt: skip
         start += want
-        cand = np.setdiff1d(cand, avoid)
-        out = np.union1d(out, cand)
-        avoid = np.union1d(avoid, cand)
+        cand = difference(cand, avoid)
+        out = union(out, cand)
+        avoid = union(avoid, cand)
     return out[:n]
 
 

@@ -24,7 +24,7 @@ from .. import kernels
 from ..boilerplate import strip_boilerplate, strip_boilerplate_all
 from ..index.lsh import band_keys
 from ..kernels import tables
-from ..shingling import astral_words, pack_codes, shingle_hashes, unit_classes
+from ..shingling import astral_words, distinct, pack_codes, shingle_hashes, unit_classes
 from ..sketch.minhash import check_num_perm, minhash_batch
 from .config import DedupConfig
 
@@ -138,14 +138,6 @@ def prepare_all(texts: Sequence[str], cfg: DedupConfig) -> list[str]:
     if cfg.strip_boilerplate:
         return strip_boilerplate_all(texts)
     return list(texts)
-
-
-def distinct(codes: U32) -> U32:
-    """The sorted distinct values (np.sort and a neighbour mask; faster than np.unique here)."""
-    out = np.sort(codes)
-    if len(out) > 1:
-        out = out[np.concatenate(([True], out[1:] != out[:-1]))]
-    return out
 
 
 def distinct_with_index(codes: U32) -> tuple[U32, npt.NDArray[np.integer[Any]]]:

@@ -185,7 +185,7 @@ def bucket_pairs(members: I64, starts: I64, sizes: I64, cap: int) -> Iterator[I6
     among the bucket's first ``cap`` members — the bucket cap, which bounds what a flood of
     copies of one page costs. ``members`` lists each bucket's members in input order, the
     buckets one after another (bucket k at ``starts[k]``, ``sizes[k]`` long)."""
-    for size in np.unique(sizes).tolist():
+    for size in distinct(sizes).tolist():
         if size < 2:
             continue
         s = starts[sizes == size]

@@ -14,6 +14,8 @@ import functools
 import numpy as np
 import numpy.typing as npt
 
+from ..shingling import distinct
+
 __all__ = ["DECIMAL", "PRINTABLE", "SPACE", "code_points", "keyed", "props_table"]
 
 #: Property bits (the same as in :mod:`neardup.kernels._text`).
@@ -56,7 +58,7 @@ def keyed(cp: U32) -> tuple[U32, U8]:
     if len(cp) == 0 or int(cp.max()) < 0x10000:
         return cp, props_table()
     far = cp >= 0x10000
-    astral = np.unique(cp[far])
+    astral = distinct(cp[far])
     props = np.array([_props(chr(c)) for c in astral.tolist()], dtype=np.uint8)
     key = cp.copy()
     key[far] = 0x10000 + np.searchsorted(astral, cp[far]).astype(np.uint32)

@@ -17,6 +17,7 @@ import numpy.typing as npt
 
 from ..engine import best_of, roots
 from ..engine.decide import stories
+from ..shingling import distinct
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -173,7 +174,7 @@ def components(pos: I64, parent: I64) -> tuple[I64, I64]:
     >>> [c.tolist() for c in components(np.array([5, 7, 9]), np.array([2, 5, 3]))]
     [[2, 3, 5, 7, 9], [2, 3, 2, 2, 3]]
     """
-    nodes = np.unique(np.concatenate([pos, parent]))
+    nodes = distinct(np.concatenate([pos, parent]))
     up = np.full(len(nodes), -1, dtype=np.int64)
     up[np.searchsorted(nodes, pos)] = np.searchsorted(nodes, parent)
     root = nodes[np.asarray(roots(up.tolist()), dtype=np.int64)]

@@ -37,6 +37,7 @@ from ..engine import IDENTICAL, DedupConfig, KeepPolicy, check_keep, choose_kept
 from ..errors import ConfigError
 from ..index.lsh import bucket_pairs
 from ..records.document import NO_TEXT
+from ..shingling import distinct
 from ..timing import Stages
 from .columns import (
     SIDE_BUCKETS,
@@ -597,7 +598,7 @@ def _bucket_pair_blobs(cap: int, n_parts: int, positions: int) -> BatchFn:
         found = list(bucket_pairs(pos, starts.astype(np.int64), sizes.astype(np.int64), cap))
         if not found:
             return
-        code = np.unique(np.concatenate([f[:, 0] * span + f[:, 1] for f in found]))
+        code = distinct(np.concatenate([f[:, 0] * span + f[:, 1] for f in found]))
         i, j = code // span, code % span
         target = j % n_parts
         order = np.argsort(target, kind="stable")
@@ -627,7 +628,7 @@ def _partition_pairs(batches: Batches, positions: int) -> tuple[I64, I64]:
             codes.append(unbinary(b, "<i8") * span + unbinary(a, "<i8"))
     if not codes:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    code = np.unique(np.concatenate(codes))
+    code = distinct(np.concatenate(codes))
     return code % span, code // span
 
 
@@ -799,11 +800,11 @@ class _Here:
 
     def flags(self) -> tuple[I64, I64]:
         """The later documents of the pairs, and all of theirs (sorted)."""
-        return np.unique(self.j), np.unique(np.concatenate([self.i, self.j]))
+        return distinct(self.j), distinct(np.concatenate([self.i, self.j]))
 
     def guess(self) -> I64:
         """The later documents the first round guesses are not stories (sorted)."""
-        return np.unique(self.j[guessed_copies(self.alike, self.ni, self.nj)])
+        return distinct(self.j[guessed_copies(self.alike, self.ni, self.nj)])
 
     def _verified(self, keep: npt.NDArray[np.bool_] | slice, table: Table) -> Verdicts:
         run = self.run

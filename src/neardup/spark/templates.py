@@ -32,6 +32,7 @@ import numpy.typing as npt
 from ..engine import DedupConfig
 from ..engine.templates import PASSAGE_STORIES, SLOT_BITS, slots
 from ..engine.verify import QUOTE_START, unquoted_codes
+from ..shingling import distinct, symmetric_difference, union
 from .columns import (
     SIDE_SLOTS,
     Batches,
@@ -91,7 +92,7 @@ _PASS_SCHEMA = (
 def slots_of(blob: bytes) -> I64:
     """The distinct template-guard slots of a document's shingle codes."""
     codes = np.frombuffer(blob, dtype="<u4")
-    return np.unique(slots(codes).astype(np.int64))
+    return distinct(slots(codes).astype(np.int64))
 
 
 def story_slots(blob: bytes, text: str | None, n_units: int) -> I64:
@@ -100,7 +101,7 @@ def story_slots(blob: bytes, text: str | None, n_units: int) -> I64:
     with no quoted line)."""
     codes = np.frombuffer(blob, dtype="<u4")
     own = None if text is None else unquoted_codes(codes, text, n_units)
-    return np.unique(slots(codes if own is None else own).astype(np.int64))
+    return distinct(slots(codes if own is None else own).astype(np.int64))
 
 
 def common_candidates(side: DataFrame, cfg: DedupConfig, n_parts: int = 1) -> I64:
@@ -224,9 +225,7 @@ class Guard:
         f = np.concatenate(
             [np.frombuffer(flag[k], dtype=np.uint8) for k in order] or [np.zeros(0, np.uint8)]
         )
-        if len(s) > 1 and not bool(
-            np.all((s[1:] > s[:-1]) | ((s[1:] == s[:-1]) & (p[1:] > p[:-1])))
-        ):
+        if not _in_order(s, p):
             by = np.lexsort((p, s))
             s, p, f = s[by], p[by], f[by]
         assert self.stable is not None
@@ -247,15 +246,25 @@ class Guard:
             moved = held.settle(removed)
         else:
             held.settle(removed)
-        ids, firsts, seconds = (
-            np.concatenate([a, b]) for a, b in zip(self.stable, held.table(), strict=True)
-        )
-        order = np.argsort(ids, kind="stable")
         tpos, tlo, thi = moved
-        return (ids[order], firsts[order], seconds[order]), tpos, tlo, thi, self.rows
+        return _merged(self.stable, held.table()), tpos, tlo, thi, self.rows
 
     def unpersist(self) -> None:
         self.frame.unpersist()
+
+
+def _merged(a: Table, b: Table) -> Table:
+    """The entries of two tables of distinct slots (each sorted by slot) in one, sorted."""
+    n = len(a[0]) + len(b[0])
+    at = np.searchsorted(a[0], b[0]) + np.arange(len(b[0]))
+    mine = np.ones(n, dtype=np.bool_)
+    mine[at] = False
+    out: list[I64] = []
+    for x, y in zip(a, b, strict=True):
+        both = np.empty(n, dtype=np.result_type(x, y))
+        both[mine], both[at] = x, y
+        out.append(both)
+    return out[0], out[1], out[2]
 
 
 class _Held:
@@ -289,11 +298,11 @@ class _Held:
         if removed is None or self.unsure or self.removed is None:
             every = np.arange(len(self.starts))
         else:
-            changed = np.setxor1d(self.removed, removed)
+            changed = symmetric_difference(self.removed, removed)
             lo = np.searchsorted(self.sorted_pos, changed, side="left")
             hi = np.searchsorted(self.sorted_pos, changed, side="right")
             rows = self.by_pos[_spans(lo, hi)]
-            every = np.unique(self.group[rows])
+            every = distinct(self.group[rows])
         was1, was2 = self.first[every], self.second[every]
         now1, now2 = self._entries(every, removed)
         self.first[every], self.second[every] = now1, now2
@@ -422,10 +431,11 @@ def build_guard(
             blobs = [b or b"" for b in batch.column("_sh").to_pylist()]
             # every document's distinct wanted slots at once: (row << SLOT_BITS) | slot, unique
             codes = np.frombuffer(b"".join(blobs), dtype="<u4")
-            row = np.repeat(np.arange(len(blobs), dtype=np.int64), [len(b) // 4 for b in blobs])
-            at = slots(codes).astype(np.int64)
-            take = wanted[at]
-            key = np.unique((row[take] << SLOT_BITS) | at[take])
+            at = slots(codes)
+            take = np.flatnonzero(wanted[at])
+            ends = np.cumsum([len(b) // 4 for b in blobs])
+            row = np.searchsorted(ends, take, side="right").astype(np.int64)
+            key = distinct((row << SLOT_BITS) | at[take])
             k_of, s = key >> SLOT_BITS, key & ((1 << SLOT_BITS) - 1)
             own = np.full(len(s), OWN, dtype=np.uint8)
             for k in (k for k, text in enumerate(texts) if text is not None and blobs[k]):
@@ -501,8 +511,22 @@ def _ranges(batches: Batches) -> Iterator[tuple[int, I64, I64, npt.NDArray[np.ui
         slot = np.concatenate([unbinary(s, "<i4") for s, _, _ in blobs])
         pos = np.concatenate([unbinary(p, "<i8") for _, p, _ in blobs])
         flag = np.concatenate([np.frombuffer(f, dtype=np.uint8) for _, _, f in blobs])
+        if _in_order(slot, pos):  # as :func:`_trimmed` wrote them
+            yield key, slot, pos, flag
+            continue
         order = np.lexsort((pos, slot))
         yield key, slot[order], pos[order], flag[order]
+
+
+def _in_order(slot: I64, pos: I64) -> bool:
+    """Whether the rows are sorted by slot and then position."""
+    if len(slot) < 2:
+        return True
+    up = slot[1:] >= slot[:-1]
+    if not bool(np.all(up)):
+        return False
+    tie = np.flatnonzero(slot[1:] == slot[:-1])
+    return bool(np.all(pos[tie + 1] >= pos[tie]))
 
 
 def _trimmed(limit: int, low: int) -> BatchFn:
@@ -625,7 +649,7 @@ def _moved(slot: I64, pos: I64, flag: npt.NDArray[np.uint8], old: Table, new: Ta
     """The paired documents holding a slot whose first or second position differs between
     the tables ``old`` and ``new``, each with the interval (lo, hi] the position moved over:
     ``[tpos, tlo, thi]`` (a row for each position that moved)."""
-    every = np.union1d(old[0], new[0])
+    every = union(old[0], new[0])
     out: list[list[I64]] = [[], [], []]
     for k in (1, 2):
         was, now = _spread(old, every, k), _spread(new, every, k)

@@ -29,6 +29,7 @@ from ..engine import (
 from ..engine.codec import from_row
 from ..engine.decide import stories
 from ..engine.verify import QUOTE_START, Verdict
+from ..shingling import distinct, union
 from .columns import Batches, BatchFn, arrow_schema, frame_of, partition_keys, sorted_rows, to_arrow
 
 if TYPE_CHECKING:
@@ -338,7 +339,7 @@ class Grouped:
             import pyarrow as pa
 
             todo, guard_table = shared.value
-            needed = {g: np.union1d(a, b) for g, (a, b) in enumerate(todo)}
+            needed = {g: union(a, b) for g, (a, b) in enumerate(todo)}
             schema = arrow_schema(VERDICT_SCHEMA)
             found: dict[int, dict[int, Sketch]] = {}
             for batch in batches:
@@ -347,7 +348,7 @@ class Grouped:
                 gs = np.asarray(batch.column("_g").to_numpy(), dtype=np.int64)
                 ps = np.asarray(batch.column("_pos").to_numpy(), dtype=np.int64)
                 want = np.zeros(len(ps), dtype=np.bool_)
-                for key in np.unique(gs):
+                for key in distinct(gs):
                     rows = gs == key
                     want[rows] = np.isin(ps[rows], needed[group_of[int(key)]])
                 if not want.any():

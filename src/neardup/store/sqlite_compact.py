@@ -42,6 +42,7 @@ from ..engine.decide import story_codes
 from ..engine.templates import CommonShingles
 from ..errors import ConfigError
 from ..hashing import signed64
+from ..shingling import distinct
 from . import BandKey, Entry, LogPage, NewEntry, Stored
 from ._packed import LEVEL, RECORD, Layout, keys40, pack, sized, split, unpack
 from .sqlite import SQLiteStore, _db, _guarded, _ids, _py
@@ -211,7 +212,7 @@ class CompactSQLiteStore(SQLiteStore):
         layout = self._layout()
         floor = self._floor()
         shards = layout.shards(keys)
-        wanted = np.unique(shards).tolist()
+        wanted = distinct(shards).tolist()
         old = self._shards(wanted)
         old_keys, old_seqs, old_shards = _records_of(old)
         live = old_seqs >= floor
@@ -267,8 +268,8 @@ class CompactSQLiteStore(SQLiteStore):
         with self._lock:
             layout = self._layout()
         short = keys40(wanted)
-        found, seqs, _ = _records_of(self._shards(np.unique(layout.shards(short)).tolist()))
-        hit = _member(np.unique(short), found)
+        found, seqs, _ = _records_of(self._shards(distinct(layout.shards(short)).tolist()))
+        hit = _member(distinct(short), found)
         found, seqs = found[hit], seqs[hit]
         order = np.lexsort((seqs, found))
         found, seqs = found[order], seqs[order]
@@ -276,7 +277,7 @@ class CompactSQLiteStore(SQLiteStore):
             int(q): (_py(i), ts)
             for q, i, ts in self._select(
                 "SELECT seq, id, ts FROM docs WHERE sketch IS NOT NULL AND seq IN ({})",
-                np.unique(seqs).tolist(),
+                distinct(seqs).tolist(),
             )
         }
         lo = np.searchsorted(found, short, side="left").tolist()
@@ -408,7 +409,7 @@ class CompactSQLiteStore(SQLiteStore):
                 self._db.execute("DELETE FROM lsh")
                 self._put_shards({
                     int(s): pack(every_key[shards == s], every_seq[shards == s])
-                    for s in np.unique(shards).tolist()
+                    for s in distinct(shards).tolist()
                 })  # fmt: skip
                 self._db.execute(
                     "INSERT OR REPLACE INTO meta VALUES ('lsh', ?)", (json.dumps(list(new)),)
