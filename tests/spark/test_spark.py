@@ -438,6 +438,10 @@ def test_texts_of_nothing_are_found_as_the_local_readers_find_them(spark: Any) -
         "\u200b" * 3 + "a",
         "！",
         "<p>\n\t \u3000</p>",
+        "\u3000\u200b\n",
+        "\u3000\u200b文<p></p>",
+        " \t<p></p>x",
+        "&nbsp;字",
     ]
     frame = spark.createDataFrame([(t,) for t in texts], "t string")
     got = [r[0] for r in frame.select(holds_no_text(frame["t"])).collect()]

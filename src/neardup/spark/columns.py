@@ -235,20 +235,22 @@ def arrow_schema(ddl: str) -> pa.Schema:
 
 def blank(text: Column) -> Column:
     """Whether a string holds only whitespace (Unicode whitespace, as ``str.strip`` sees it)."""
-    from pyspark.sql import functions as F
 
-    return F.length(F.regexp_replace(text, r"(?U)\s+", "")) == 0
+    return ~text.rlike(r"(?U)\S")  # the first non-space character ends the search
 
 
 #: What :func:`~neardup.records.document.no_text` can find empty, as Java's regex sees it,
 #: a little wider: tags, character references (of anything up to the ``;``) and the
 #: characters Python calls whitespace or that are invisible. A text with anything else left
 #: once these are taken out holds text; only the others go to Python to be sure.
-_MAYBE_NOTHING = (
-    r"<[^<>]*>|&#?[^;\s]{1,32};"
-    r"|[\t\n\x0b\f\r\x1c-\x20\x85\xa0\u1680\u2000-\u200f\u2028-\u202f\u205f\u3000"
-    r"\u00ad\u061c\u180e\u2060-\u2064\u2066-\u206f\ufeff]"
+_INVISIBLE = (
+    r"\t\n\x0b\f\r\x1c-\x20\x85\xa0\u1680\u2000-\u200f\u2028-\u202f\u205f\u3000"
+    r"\u00ad\u061c\u180e\u2060-\u2064\u2066-\u206f\ufeff"
 )
+_MAYBE_NOTHING = r"<[^<>]*>|&#?[^;\s]{1,32};|[" + _INVISIBLE + "]"
+#: A text whose first visible character starts no tag or reference holds text (the test
+#: looks at the text's head only, where the whole-text one reads all of it)
+_STARTS_PLAIN = "^[" + _INVISIBLE + "]*[^<&" + _INVISIBLE + "]"
 
 
 def holds_no_text(text: Column) -> Column:
@@ -269,7 +271,7 @@ def holds_no_text(text: Column) -> Column:
     # strings: give it the types themselves
     nothing.__annotations__ = {"texts": pd.Series, "return": pd.Series}
     udf = F.pandas_udf(nothing, "boolean")  # type: ignore[attr-defined]
-    maybe = F.regexp_replace(text, _MAYBE_NOTHING, "") == ""
+    maybe = ~text.rlike(_STARTS_PLAIN) & (F.regexp_replace(text, _MAYBE_NOTHING, "") == "")
     return udf(F.when(maybe, text))  # type: ignore[no-any-return]
 
 
