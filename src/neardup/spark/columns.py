@@ -235,7 +235,6 @@ def arrow_schema(ddl: str) -> pa.Schema:
 
 def blank(text: Column) -> Column:
     """Whether a string holds only whitespace (Unicode whitespace, as ``str.strip`` sees it)."""
-
     return ~text.rlike(r"(?U)\S")  # the first non-space character ends the search
 
 
