@@ -226,21 +226,22 @@ def checked(
 
 def with_position(df: DataFrame, *, order_by: str | None = None) -> DataFrame:
     """``df`` with ``_pos``: 0, 1, 2... in the frame's order (or sorted by ``order_by``),
-    numbered where the rows are (one small job counts each partition's rows). The result
-    is checkpointed: the numbers must not change if the frame were computed again.
+    numbered where the rows are (one small job counts each partition's rows). The rows are
+    checkpointed with their partition and place in it before they are numbered: the numbers
+    must not change if the frame were computed again (the numbering itself is a broadcast
+    join on the checkpoint, the same every time).
 
     The pipeline checkpoints (rather than caches) the frames it reuses: a cached frame's plan
     is printed inside every plan that reads it, and those descriptions grow past the
     driver's memory on a plan as deep as this one."""
     from pyspark.sql import functions as F
-    from pyspark.storagelevel import StorageLevel
 
     if order_by is not None:
         df = df.orderBy(order_by).drop(order_by)
     tagged = (
         df.withColumn("_pid", F.spark_partition_id())
         .withColumn("_mid", F.monotonically_increasing_id())
-        .persist(StorageLevel.MEMORY_AND_DISK)
+        .localCheckpoint()
     )
     counts = sorted((r[0], r[1]) for r in tagged.groupBy("_pid").count().collect())
     offsets, total = [], 0
@@ -250,14 +251,11 @@ def with_position(df: DataFrame, *, order_by: str | None = None) -> DataFrame:
     table = df.sparkSession.createDataFrame(offsets or [(0, 0)], "_pid int, _offset long")
     # monotonically_increasing_id is (partition index << 33) + the row's place in it
     within = F.col("_mid") - F.shiftleft(F.col("_pid").cast("long"), 33)
-    numbered = (
+    return (
         tagged.join(F.broadcast(table), "_pid")
         .withColumn("_pos", F.col("_offset") + within)
         .drop("_pid", "_mid", "_offset")
-        .localCheckpoint()
     )
-    tagged.unpersist()
-    return numbered
 
 
 def run_pipeline(
