@@ -281,8 +281,9 @@ def test_distinct_is_np_unique(values: list[int], dtype: type) -> None:
     from neardup.shingling import distinct
 
     a = np.array(values, dtype=dtype)
-    got = distinct(a)
-    assert got.dtype == a.dtype and np.array_equal(got, np.unique(a))
+    for kind in ("quicksort", "stable"):
+        got = distinct(a, kind=kind)  # type: ignore[arg-type]
+        assert got.dtype == a.dtype and np.array_equal(got, np.unique(a))
 
 
 @given(

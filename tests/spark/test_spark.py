@@ -315,6 +315,29 @@ def test_pairs_at_risk_are_those_a_moved_slot_crosses() -> None:
     assert got.tolist() == want and 0 < sum(want) < len(want)
 
 
+def test_wanted_slots_are_each_documents_own() -> None:
+    """The guard's memberships start from each document's distinct wanted slots, found a
+    step of documents at a time: the same as one document at a time (empty ones too)."""
+    from neardup.engine.templates import SLOT_BITS
+    from neardup.spark.templates import SLOTS_STEP, _wanted_slots, slots_of
+
+    rng = np.random.default_rng(11)
+    pool = rng.integers(0, 1 << 32, 500, dtype=np.uint64).astype("<u4")
+    blobs = [
+        rng.choice(pool, int(rng.integers(0, 40))).tobytes() for _ in range(SLOTS_STEP * 2 + 7)
+    ]
+    wanted = np.zeros(1 << SLOT_BITS, dtype=np.bool_)
+    every = np.concatenate([slots_of(b) for b in blobs])
+    wanted[every[::2]] = True
+    want = [
+        (row << SLOT_BITS) | int(s)
+        for row, blob in enumerate(blobs)
+        for s in slots_of(blob)
+        if wanted[s]
+    ]
+    assert _wanted_slots(blobs, wanted).tolist() == want
+
+
 @pytest.mark.parametrize(("n_parts", "passage"), [(1, 0), (3, 0), (8, 0), (3, 96)])
 def test_common_candidates_are_the_slots_counted_naively(
     spark: Any, n_parts: int, passage: int

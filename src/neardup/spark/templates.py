@@ -410,9 +410,10 @@ def build_guard(
             return
         wanted = np.zeros(1 << SLOT_BITS, dtype=np.bool_)
         wanted[cand] = True
-        found: list[I64] = []
-        held: list[I64] = []
-        flag_parts: list[npt.NDArray[Any]] = []
+        # each range's memberships, a piece a batch (in the batches' order, each piece in
+        # its rows' order, and their slots in order)
+        parts: list[list[tuple[I64, I64, npt.NDArray[np.uint8]]]] = [[] for _ in range(ranges)]
+        by_range = np.min_scalar_type(ranges)  # a radix sort of the ranges
         for batch in batches:
             if batch.num_rows == 0:
                 continue
@@ -429,34 +430,30 @@ def build_guard(
             texts = batch.column("_qt").to_pylist()
             units = batch.column("_n").to_pylist()
             blobs = [b or b"" for b in batch.column("_sh").to_pylist()]
-            # every document's distinct wanted slots at once: (row << SLOT_BITS) | slot, unique
-            codes = np.frombuffer(b"".join(blobs), dtype="<u4")
-            at = slots(codes)
-            take = np.flatnonzero(wanted[at])
-            ends = np.cumsum([len(b) // 4 for b in blobs])
-            row = np.searchsorted(ends, take, side="right").astype(np.int64)
-            key = distinct((row << SLOT_BITS) | at[take])
+            key = _wanted_slots(blobs, wanted)
             k_of, s = key >> SLOT_BITS, key & ((1 << SLOT_BITS) - 1)
             own = np.full(len(s), OWN, dtype=np.uint8)
             for k in (k for k, text in enumerate(texts) if text is not None and blobs[k]):
                 lo, hi = np.searchsorted(k_of, [k, k + 1])
-                mine = np.isin(s[lo:hi], story_slots(blobs[k], texts[k], units[k]))
+                mine = _member(s[lo:hi], story_slots(blobs[k], texts[k], units[k]))
                 own[lo:hi][~mine] = 0
-            found.append(s)
-            held.append(pos[k_of])
-            flag_parts.append(own | flag[k_of].astype(np.uint8))
-        if not found:
-            return
-        slot = np.concatenate(found)
-        where = np.concatenate(held)
-        flag = np.concatenate(flag_parts)
-        r = slot_range(slot, ranges)
-        order = np.argsort(r, kind="stable")
-        slot, where, flag, r = slot[order], where[order], flag[order], r[order]
-        cut = np.searchsorted(r, np.arange(ranges + 1))
-        for k in range(ranges):
-            for lo in range(int(cut[k]), int(cut[k + 1]), ROW_MEMBERSHIPS):
-                hi = min(lo + ROW_MEMBERSHIPS, int(cut[k + 1]))
+            where = pos[k_of]
+            flags_of = own | flag[k_of].astype(np.uint8)
+            r = slot_range(s, ranges).astype(by_range)
+            order = np.argsort(r, kind="stable")
+            cut = np.searchsorted(r[order], np.arange(ranges + 1))
+            for k in range(ranges):
+                if cut[k + 1] > cut[k]:
+                    take = order[cut[k] : cut[k + 1]]
+                    parts[k].append((s[take], where[take], flags_of[take]))
+        for k, pieces in enumerate(parts):
+            if not pieces:
+                continue
+            slot = np.concatenate([p[0] for p in pieces])
+            where = np.concatenate([p[1] for p in pieces])
+            flag = np.concatenate([p[2] for p in pieces])
+            for lo in range(0, len(slot), ROW_MEMBERSHIPS):
+                hi = min(lo + ROW_MEMBERSHIPS, len(slot))
                 yield _blob_batch(keys[k], slot[lo:hi], where[lo:hi], flag[lo:hi])
 
     cols = ["_pos", "_sh", "_n"] if flags is not None else ["_pos", "_sh", "_n", "_u"]
@@ -470,6 +467,26 @@ def build_guard(
         .persist(StorageLevel.MEMORY_AND_DISK)
     )
     return Guard(spark, frame, cfg, positions, ranges)
+
+
+#: Documents whose wanted slots :func:`_wanted_slots` finds at once (a few MB of arrays,
+#: which the allocator keeps: fresh pages for a whole batch's cost more than the work)
+SLOTS_STEP = 256
+
+
+def _wanted_slots(blobs: list[bytes], wanted: npt.NDArray[np.bool_]) -> I64:
+    """Each document's distinct slots that are ``wanted``, of its shingle codes ``blobs``
+    (little-endian u4), as ``(row << SLOT_BITS) | slot``, sorted."""
+    sizes = np.array([len(b) // 4 for b in blobs], dtype=np.int64)
+    out: list[I64] = [np.zeros(0, dtype=np.int64)]
+    for lo in range(0, len(blobs), SLOTS_STEP):
+        hi = min(lo + SLOTS_STEP, len(blobs))
+        at = slots(np.frombuffer(b"".join(blobs[lo:hi]), dtype="<u4"))
+        keep = wanted[at]
+        row = np.repeat(np.arange(lo, hi, dtype=np.int64), sizes[lo:hi])[keep]
+        # rows come in order, so the keys come in sorted blocks: a stable sort is faster
+        out.append(distinct((row << SLOT_BITS) | at[keep], kind="stable"))
+    return np.concatenate(out)
 
 
 def _member(pos: I64, sorted_positions: I64) -> npt.NDArray[np.bool_]:
