@@ -531,7 +531,10 @@ def _ranges(batches: Batches) -> Iterator[tuple[int, I64, I64, npt.NDArray[np.ui
         if _in_order(slot, pos):  # as :func:`_trimmed` wrote them
             yield key, slot, pos, flag
             continue
-        order = np.lexsort((pos, slot))
+        if len(pos) and int(pos.max()) >> 32 == 0:  # one key: a third of lexsort's time
+            order = np.argsort((slot.astype(np.int64) << 32) | pos, kind="stable")
+        else:
+            order = np.lexsort((pos, slot))
         yield key, slot[order], pos[order], flag[order]
 
 
