@@ -43,6 +43,7 @@ __all__ = [
     "slot_range",
     "slot_range_starts",
     "sorted_rows",
+    "split_by",
     "to_arrow",
     "unbinary",
 ]
@@ -130,11 +131,7 @@ def sketch_batches(cfg: DedupConfig, ranges: int) -> BatchFn:
         if bids:
             every = np.concatenate(bids)
             held = np.concatenate(members)
-            r_of = bucket_range(every, len(keys))
-            order = np.argsort(r_of, kind="stable")
-            cut = np.searchsorted(r_of[order], np.arange(len(keys) + 1))
-            for r in range(len(keys)):
-                take = order[cut[r] : cut[r + 1]]
+            for r, take in enumerate(split_by(bucket_range(every, len(keys)), len(keys))):
                 if len(take):
                     side["_side"].append(keys[r])
                     side["_kind"].append(SIDE_BUCKETS)
@@ -386,6 +383,19 @@ def sorted_rows(batches: Batches, names: Sequence[str]) -> list[npt.NDArray[Any]
     out = [np.concatenate(c) for c in cols]
     order = np.lexsort((out[1], out[0]))
     return [c[order] for c in out]
+
+
+def split_by(part: npt.NDArray[Any], n: int) -> list[npt.NDArray[np.intp]]:
+    """The rows of each part ``0 .. n - 1`` (``part`` holds each row's), in their order: a
+    stable radix sort of the part numbers, cut where they change.
+
+    >>> [rows.tolist() for rows in split_by(np.array([1, 0, 1, 0]), 3)]
+    [[1, 3], [0, 2], []]
+    """
+    small = np.asarray(part).astype(np.min_scalar_type(max(n - 1, 0)))
+    order = np.argsort(small, kind="stable")
+    cut = np.searchsorted(small[order], np.arange(n + 1))
+    return [order[cut[k] : cut[k + 1]] for k in range(n)]
 
 
 def groups(key: I64) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp], npt.NDArray[np.intp]]:

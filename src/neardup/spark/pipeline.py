@@ -54,6 +54,7 @@ from .columns import (
     partition_keys,
     sketch_batches,
     sorted_rows,
+    split_by,
     to_arrow,
     unbinary,
 )
@@ -598,12 +599,8 @@ def _bucket_pair_blobs(cap: int, n_parts: int, positions: int) -> BatchFn:
             return
         code = distinct(np.concatenate([f[:, 0] * span + f[:, 1] for f in found]))
         i, j = code // span, code % span
-        target = j % n_parts
-        order = np.argsort(target, kind="stable")
-        cut = np.searchsorted(target[order], np.arange(n_parts + 1))
         out: dict[str, list[Any]] = {"_t": [], "_i": [], "_j": []}
-        for t in range(n_parts):
-            take = order[cut[t] : cut[t + 1]]
+        for t, take in enumerate(split_by(j % n_parts, n_parts)):
             if len(take):
                 out["_t"].append(keys[t])
                 out["_i"].append(binary(i[take], "<i8"))

@@ -45,6 +45,7 @@ from .columns import (
     partition_keys,
     slot_range,
     slot_range_starts,
+    split_by,
     to_arrow,
     unbinary,
 )
@@ -413,7 +414,6 @@ def build_guard(
         # each range's memberships, a piece a batch (in the batches' order, each piece in
         # its rows' order, and their slots in order)
         parts: list[list[tuple[I64, I64, npt.NDArray[np.uint8]]]] = [[] for _ in range(ranges)]
-        by_range = np.min_scalar_type(ranges)  # a radix sort of the ranges
         for batch in batches:
             if batch.num_rows == 0:
                 continue
@@ -439,12 +439,8 @@ def build_guard(
                 own[lo:hi][~mine] = 0
             where = pos[k_of]
             flags_of = own | flag[k_of].astype(np.uint8)
-            r = slot_range(s, ranges).astype(by_range)
-            order = np.argsort(r, kind="stable")
-            cut = np.searchsorted(r[order], np.arange(ranges + 1))
-            for k in range(ranges):
-                if cut[k + 1] > cut[k]:
-                    take = order[cut[k] : cut[k + 1]]
+            for k, take in enumerate(split_by(slot_range(s, ranges), ranges)):
+                if len(take):
                     parts[k].append((s[take], where[take], flags_of[take]))
         for k, pieces in enumerate(parts):
             if not pieces:

@@ -30,7 +30,16 @@ from ..engine.codec import from_row
 from ..engine.decide import stories
 from ..engine.verify import QUOTE_START, Verdict
 from ..shingling import distinct, union
-from .columns import Batches, BatchFn, arrow_schema, frame_of, partition_keys, sorted_rows, to_arrow
+from .columns import (
+    Batches,
+    BatchFn,
+    arrow_schema,
+    frame_of,
+    partition_keys,
+    sorted_rows,
+    split_by,
+    to_arrow,
+)
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -324,13 +333,7 @@ class Grouped:
         them, or some, of those it was made for), on the driver."""
         i, j = pairs
         n_groups, keys, cfg = self.n_groups, self.keys, self.cfg
-        group = j % n_groups
-        by_group = np.argsort(group, kind="stable")
-        cut = np.searchsorted(group[by_group], np.arange(n_groups + 1))
-        work = [
-            (i[by_group[cut[g] : cut[g + 1]]], j[by_group[cut[g] : cut[g + 1]]])
-            for g in range(n_groups)
-        ]
+        work = [(i[take], j[take]) for take in split_by(j % n_groups, n_groups)]
         shared = self.spark.sparkContext.broadcast((work, table))
         limit, passage = cfg.common_after, cfg.chrome_passage
         group_of = {int(key): g for g, key in enumerate(keys)}
