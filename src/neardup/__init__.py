@@ -13,6 +13,7 @@ from .deduper import BatchResult, Decision, Deduper, dedup_batch
 from .engine import DedupConfig
 from .errors import (
     ConfigError,
+    EngineError,
     InputError,
     MissingDependencyError,
     NeardupError,
@@ -38,6 +39,7 @@ __all__ = [
     "Decision",
     "DedupConfig",
     "Deduper",
+    "EngineError",
     "IDFTable",
     "InputError",
     "MissingDependencyError",

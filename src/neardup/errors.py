@@ -35,6 +35,10 @@ class StoreError(NeardupError, OSError):
     """A store (SQLite file, Redis server) cannot be reached or fails while in use."""
 
 
+class EngineError(NeardupError, RuntimeError):
+    """The engine a run was given could not finish it (Spark's JVM out of memory, or gone)."""
+
+
 class Interrupted(KeyboardInterrupt):
     """A run stopped by a signal: SIGINT (Ctrl-C) or SIGTERM. A KeyboardInterrupt, so that
     nothing that catches Exception takes it for an error of a record; ``status`` is the exit

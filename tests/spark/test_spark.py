@@ -536,6 +536,32 @@ def test_cli_engine_spark_writes_what_the_local_engine_writes(spark: Any, tmp_pa
     assert len(local["errors"].splitlines()) == 4
 
 
+def test_cli_a_spark_out_of_memory_is_one_line_exit_2(
+    spark: Any,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A run whose JVM ran out of memory exits 2 with one line saying what to set, not a
+    traceback (the JVM's own log is its own)."""
+    import neardup.spark.cli as spark_cli
+
+    def out_of_memory(*args: Any, **kw: Any) -> Any:
+        try:
+            raise RuntimeError("Job aborted: java.lang.OutOfMemoryError: Java heap space")
+        except RuntimeError:
+            raise ConnectionRefusedError(111, "Connection refused")  # noqa: B904 (as Spark)
+
+    monkeypatch.setattr(spark_cli, "run_pipeline", out_of_memory)
+    source = tmp_path / "in.jsonl"
+    write_jsonl(source)
+    out = ["-o", str(tmp_path / "u.jsonl"), "--clusters", str(tmp_path / "c.jsonl")]
+    status = main(["dedup", str(source), *out, "--engine", "spark"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert status == 2
+    assert len(err) == 1 and "out of memory" in err[0] and "spark.driver.memory" in err[0]
+
+
 def test_cli_engine_spark_reads_parquet(spark: Any, tmp_path: Path) -> None:
     """A Parquet input: every row in CLUSTERS, the kept rows as JSON lines in UNIQUE."""
     source = tmp_path / "in.parquet"

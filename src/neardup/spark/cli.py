@@ -8,13 +8,13 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..engine import Decision, DedupConfig, KeepPolicy
-from ..errors import ConfigError, InputError, OutputError
+from ..errors import ConfigError, EngineError, InputError, OutputError
 from ..records import BadRecord, Document, Fields, LineWriter, UniqueWriter
 from ..run import RunResult, RunSummary, Tally, cluster_line, output_names
 from ..timing import Stages
 from .columns import Batches, BatchFn, arrow_schema, blank
 from .pipeline import checked, run_pipeline, with_position
-from .session import check_executors, require_pyspark, spark_session
+from .session import check_executors, jvm_failure, require_pyspark, spark_session
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -148,6 +148,11 @@ def run_cli(
                 if unique_out is not None and not dup:
                     unique_out.write(doc)
                 tally.add(doc, decision)
+    except Exception as e:
+        failure = jvm_failure(e)
+        if failure is None:
+            raise
+        raise EngineError(failure) from None
     finally:
         for out in (unique_out, clusters_out, errors_out):
             if out is not None:

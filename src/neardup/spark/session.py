@@ -31,8 +31,11 @@ __all__ = [
     "INSTALL_HINT",
     "SHIP_HINT",
     "check_executors",
+    "driver_heap",
     "executor_python",
     "is_set",
+    "jvm_failure",
+    "local_driver_memory",
     "require_pyspark",
     "spark_session",
 ]
@@ -84,6 +87,104 @@ def require_pyspark() -> None:
         raise MissingDependencyError(f"{INSTALL_HINT} ({e})") from None
 
 
+#: A local master runs every task in the driver's JVM. Unless the user set its heap
+#: (``spark.driver.memory``, ``SPARK_DRIVER_MEMORY``, ``--driver-memory`` or
+#: spark-defaults.conf), it is this share of the machine's memory, from Spark's default of
+#: 1 GB (too little: 10,000 news articles ran out of it) to :data:`LOCAL_HEAP_MAX_MB`.
+LOCAL_HEAP_SHARE = 4
+LOCAL_HEAP_MAX_MB = 32 * 1024
+
+
+def local_driver_memory(master: str, conf: Mapping[str, str] | None = None) -> str | None:
+    """The ``spark.driver.memory`` a new session on ``master`` gets when the user set none:
+    a quarter of the machine's memory (its cgroup's limit, in a container) for a local
+    master, from 1 GB to 32 GB; None for a cluster, or when the user said."""
+    if not master.startswith("local"):
+        return None
+    key = "spark.driver.memory"
+    if key in (conf or {}) or os.environ.get("SPARK_DRIVER_MEMORY"):
+        return None
+    if "--driver-memory" in os.environ.get("PYSPARK_SUBMIT_ARGS", ""):
+        return None
+    if _in_spark_defaults(key):
+        return None
+    mb = machine_memory() // LOCAL_HEAP_SHARE >> 20
+    return f"{min(max(mb, 1024), LOCAL_HEAP_MAX_MB)}m"
+
+
+def machine_memory() -> int:
+    """The bytes of memory this process may use: the machine's, or its cgroup's limit if
+    lower (a container's); 0 when neither can be read."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        total = 0
+    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            limit = Path(path).read_text().strip()
+        except OSError:
+            continue
+        if limit.isdigit() and (total == 0 or 0 < int(limit) < total):
+            total = int(limit)
+    return total
+
+
+def _in_spark_defaults(key: str) -> bool:
+    """Whether spark-defaults.conf (in ``SPARK_CONF_DIR``, else ``SPARK_HOME/conf``) sets
+    ``key``."""
+    folder = os.environ.get("SPARK_CONF_DIR")
+    if not folder and os.environ.get("SPARK_HOME"):
+        folder = os.path.join(os.environ["SPARK_HOME"], "conf")
+    if not folder:
+        return False
+    try:
+        text = Path(folder, "spark-defaults.conf").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    return any(line.split(None, 1)[:1] == [key] for line in text.splitlines())
+
+
+def driver_heap(spark: SparkSession) -> int:
+    """The most bytes the driver's JVM heap may grow to (what results brought to the
+    driver must fit in); 1 GB, Spark's default, when the JVM cannot be asked."""
+    try:
+        jvm: Any = spark.sparkContext._jvm
+        return int(jvm.java.lang.Runtime.getRuntime().maxMemory())
+    except Exception:
+        return 1 << 30
+
+
+def jvm_failure(e: BaseException) -> str | None:
+    """One line for a Spark failure a user can act on — the JVM out of memory, or gone —
+    found in ``e`` or the exceptions it came from; None for any other exception."""
+    seen: set[int] = set()
+    chain: list[BaseException] = []
+    at: BaseException | None = e
+    while at is not None and id(at) not in seen:
+        seen.add(id(at))
+        chain.append(at)
+        at = at.__cause__ or at.__context__
+    texts = []
+    for x in chain:
+        try:  # a Java exception's text is asked of the JVM, which may be gone
+            texts.append(str(x))
+        except Exception:
+            texts.append(str(getattr(x, "errmsg", "")))
+    if any("OutOfMemoryError" in t for t in texts):
+        return f"Spark ran out of memory (java.lang.OutOfMemoryError): {_MORE_MEMORY}"
+    if any(type(x).__module__.startswith("py4j") for x in chain) and any(
+        isinstance(x, ConnectionError) or type(x).__name__ == "Py4JNetworkError" for x in chain
+    ):
+        return f"Spark's JVM stopped during the run (its log above says why; most often it ran out of memory): {_MORE_MEMORY}"
+    return None
+
+
+_MORE_MEMORY = (
+    "give it more with --spark-conf spark.driver.memory=8g (a local master runs every task "
+    "in the driver), or spark.executor.memory on a cluster"
+)
+
+
 def executor_python(conf: Mapping[str, str] | None = None) -> str:
     """The Python the executors run: ``PYSPARK_PYTHON``, else ``spark.pyspark.python`` of
     ``conf``, else this interpreter."""
@@ -100,7 +201,8 @@ def spark_session(
 ) -> SparkSession:
     """A SparkSession for ``master`` (an existing session is reused, as Spark does).
 
-    A new session's executors run :func:`executor_python`. ``quiet``: the JVM logs WARN and
+    A new session's executors run :func:`executor_python`; on a local master its heap is
+    :func:`local_driver_memory` unless the user set one. ``quiet``: the JVM logs WARN and
     above without saying so, its start-up notices are left out, and PySpark's warning about
     the pandas version (the engine does not use pandas) is not shown. A local master binds
     to the loopback address unless ``SPARK_LOCAL_IP`` says otherwise.
@@ -112,6 +214,7 @@ def spark_session(
     from pyspark.sql import SparkSession
 
     settings = {"spark.ui.showConsoleProgress": "false", **(conf or {})}
+    memory = local_driver_memory(master, settings)
     if SparkContext._active_spark_context is not None:  # reuse it as it is
         builder = SparkSession.builder
         for key, value in settings.items():
@@ -122,6 +225,8 @@ def spark_session(
         settings["spark.driver.extraJavaOptions"] = (
             f"{options} -Dlog4j2.configurationFile={_log4j2_file().as_uri()}".strip()
         )
+    if memory is not None:
+        settings["spark.driver.memory"] = memory
     env = {"PYSPARK_PYTHON": executor_python(settings)}
     if master.startswith("local") and "SPARK_LOCAL_IP" not in os.environ:
         env["SPARK_LOCAL_IP"] = "127.0.0.1"

@@ -49,6 +49,7 @@ from .columns import (
     to_arrow,
     unbinary,
 )
+from .session import driver_heap
 from .verify import Table
 
 if TYPE_CHECKING:
@@ -78,10 +79,21 @@ NO_POSITION = np.iinfo(np.int64).max
 SURE, KEEP, VOLATILE, PAIRED, OWN = 1, 2, 4, 8, 16
 
 #: Memberships in one row of bytes at most (13 bytes each).
-ROW_MEMBERSHIPS = 1 << 22
+ROW_MEMBERSHIPS = 1 << 20
 #: Up to this many memberships of volatile slots (13 bytes each), they come to the driver
-#: with the first table, and the rounds after it run there, without a Spark job.
+#: with the first table, and the rounds after it run there, without a Spark job ...
 DRIVER_MEMBERSHIPS = 16_000_000
+#: ... and up to one for this many bytes of the driver's heap: they pass through it
+#: serialized, into buffers that grow by doubling (10,000 articles' 4.7 million ran
+#: Spark's default 1 GB heap out). Where they are more, each round is a Spark job.
+HEAP_PER_MEMBERSHIP = 13 * 32
+
+
+def driver_memberships(spark: SparkSession) -> int:
+    """How many volatile memberships may come to the driver (:data:`DRIVER_MEMBERSHIPS`,
+    :data:`HEAP_PER_MEMBERSHIP`)."""
+    return min(DRIVER_MEMBERSHIPS, driver_heap(spark) // HEAP_PER_MEMBERSHIP)
+
 
 _BLOB_SCHEMA = "_r int, slot binary, pos binary, flags binary"
 _PASS_SCHEMA = (
@@ -159,7 +171,7 @@ class Guard:
 
     :meth:`table` is one round's table; :meth:`unpersist` lets the rows go. The first
     table also brings the memberships of the volatile slots to the driver when they are few
-    (:data:`DRIVER_MEMBERSHIPS`): the other slots' entries never change, and the later
+    (:func:`driver_memberships`): the other slots' entries never change, and the later
     tables are computed here (:meth:`_here`)."""
 
     spark: SparkSession
@@ -186,7 +198,7 @@ class Guard:
             return self._here(removed, before)
         sc = self.spark.sparkContext
         first = self.stable is None
-        cap = DRIVER_MEMBERSHIPS // max(1, self.ranges) if first else 0
+        cap = driver_memberships(self.spark) // max(1, self.ranges) if first else 0
         bits = (
             _bits(removed, self.positions),
             _bits(before, self.positions),
