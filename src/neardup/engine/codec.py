@@ -31,7 +31,7 @@ from typing import Any, NamedTuple, cast
 import numpy as np
 
 from ..errors import NeardupError, shielded
-from .sketches import Sketch, distinct
+from .sketches import Sketch, distinct, distinct_with_index
 
 __all__ = [
     "COLUMNS",
@@ -320,8 +320,11 @@ def to_columns(sketches: Sequence[Sketch]) -> list[dict[str, Any]]:
 def from_row(row: Mapping[str, Any], prefix: str = "") -> Sketch:
     """The sketch of one row of :func:`to_columns` (its keys prefixed by ``prefix``).
     Missing band keys (a row that carries only what verification reads) become none, and a
-    missing text (null) an empty one: coverage reads codes, signatures and figures alone."""
+    missing text (null) an empty one: coverage reads codes, signatures and figures alone.
+    The sketch has its vocabulary index (the compiled placement reads the text through it,
+    a linear walk, instead of searching the other vocabulary for each shingle)."""
     shingles = np.frombuffer(row[prefix + "sh"], dtype="<u4").astype(np.uint32)
+    vocab, index = distinct_with_index(shingles)
     bands = row.get(prefix + "bands")
     return Sketch(
         text=row.get(prefix + "ptext") or "",
@@ -331,6 +334,7 @@ def from_row(row: Mapping[str, Any], prefix: str = "") -> Sketch:
         bands=np.zeros(0, dtype=np.uint64)
         if bands is None
         else np.array(bands, dtype=np.int64).view(np.uint64),
-        vocab=distinct(shingles),
+        vocab=vocab,
         numbers=frozenset(row.get(prefix + "nums") or ()),
+        vocab_index=index,
     )

@@ -255,10 +255,10 @@ class Guard:
         held = self.held
         moved = [np.zeros(0, dtype=np.int64)] * 3
         if before is not None:
-            held.settle(before)
+            held.settle(before, moved=False)
             moved = held.settle(removed)
         else:
-            held.settle(removed)
+            held.settle(removed, moved=False)
         tpos, tlo, thi = moved
         return _merged(self.stable, held.table()), tpos, tlo, thi, self.rows
 
@@ -291,8 +291,6 @@ class _Held:
         self.pos, self.flag, self.cfg, self.positions = pos, flag, cfg, positions
         self.starts, self.sizes, self.group = groups(slot)
         self.slot_ids = slot[self.starts].astype(np.int64)
-        self.by_pos = np.argsort(pos, kind="stable")
-        self.sorted_pos = pos[self.by_pos]
         n = len(self.starts)
         self.first = np.full(n, NO_POSITION, dtype=np.int64)
         self.second = np.full(n, NO_POSITION, dtype=np.int64)
@@ -304,24 +302,27 @@ class _Held:
         ok = self.second != NO_POSITION  # the second is set whenever fewest() hold it
         return self.slot_ids[ok], self.first[ok], self.second[ok]
 
-    def settle(self, removed: I64 | None) -> list[I64]:
+    def settle(self, removed: I64 | None, moved: bool = True) -> list[I64]:
         """Take the entries for ``removed`` (sorted; None: the unsure documents) and return
         the paired documents holding a slot whose entry moved, with the interval it moved
-        over: ``[tpos, tlo, thi]`` (see :meth:`Guard.table`)."""
+        over: ``[tpos, tlo, thi]`` (see :meth:`Guard.table`); nothing unless ``moved``."""
         if removed is None or self.unsure or self.removed is None:
-            every = np.arange(len(self.starts))
+            every = None
         else:
             changed = symmetric_difference(self.removed, removed)
-            lo = np.searchsorted(self.sorted_pos, changed, side="left")
-            hi = np.searchsorted(self.sorted_pos, changed, side="right")
-            rows = self.by_pos[_spans(lo, hi)]
+            rows = np.flatnonzero(self._marks(changed)[self.pos])
             every = distinct(self.group[rows])
-        was1, was2 = self.first[every], self.second[every]
         now1, now2 = self._entries(every, removed)
-        self.first[every], self.second[every] = now1, now2
+        if every is None:
+            every = np.arange(len(self.starts))
+            was1, was2 = self.first, self.second
+            self.first, self.second = now1, now2
+        else:
+            was1, was2 = self.first[every], self.second[every]
+            self.first[every], self.second[every] = now1, now2
         self.removed, self.unsure = removed, removed is None
         out: list[list[I64]] = [[], [], []]
-        for was, now in ((was1, now1), (was2, now2)):
+        for was, now in ((was1, now1), (was2, now2)) if moved else ():
             differ = np.flatnonzero(was != now)
             if len(differ) == 0:
                 continue
@@ -334,31 +335,40 @@ class _Held:
             out[2].append(np.maximum(was, now)[which][paired])
         return [np.concatenate(o) if o else np.zeros(0, dtype=np.int64) for o in out]
 
-    def _entries(self, every: I64, removed: I64 | None) -> tuple[I64, I64]:
-        """The first and second entries of the slots ``every`` (group numbers, sorted) when
-        ``removed`` are not kept (:func:`_firsts`; NO_POSITION for both when fewer than
-        :func:`fewest` hold a slot)."""
+    def _marks(self, positions: I64) -> npt.NDArray[np.bool_]:
+        """A bitmap of the document ``positions``, to look rows' positions up in."""
+        marks = np.zeros(self.positions + 1, dtype=np.bool_)
+        marks[positions] = True
+        return marks
+
+    def _entries(self, every: I64 | None, removed: I64 | None) -> tuple[I64, I64]:
+        """The first and second entries of the slots ``every`` (group numbers, sorted; None:
+        all of them) when ``removed`` are not kept (:func:`_firsts`; NO_POSITION for both
+        when fewer than :func:`fewest` hold a slot)."""
         cfg = self.cfg
         limit, low = cfg.common_after, fewest(cfg)
-        sizes = self.sizes[every]
-        rows = _spans(self.starts[every], self.starts[every] + sizes)
-        local = np.repeat(np.arange(len(every)), sizes)
-        kept = (self.flag[rows] & KEEP) != 0
+        if every is None:  # every row, in place
+            n, pos, flag, local = len(self.starts), self.pos, self.flag, self.group
+        else:
+            sizes = self.sizes[every]
+            rows = _spans(self.starts[every], self.starts[every] + sizes)
+            n, pos, flag = len(every), self.pos[rows], self.flag[rows]
+            local = np.repeat(np.arange(n), sizes)
+        kept = (flag & KEEP) != 0
         if removed is None:
-            kept &= (self.flag[rows] & SURE) != 0
+            kept &= (flag & SURE) != 0
         elif len(removed):
-            at = np.minimum(np.searchsorted(removed, self.pos[rows]), len(removed) - 1)
-            kept &= removed[at] != self.pos[rows]
-        kp, kg = self.pos[rows][kept], local[kept]
-        count = np.bincount(kg, minlength=len(every))
+            kept &= ~self._marks(removed)[pos]
+        kp, kg = pos[kept], local[kept]
+        count = np.bincount(kg, minlength=n)
         begin = np.cumsum(count) - count
-        first = np.full(len(every), NO_POSITION, dtype=np.int64)
+        first = np.full(n, NO_POSITION, dtype=np.int64)
         full = count >= limit
         first[full] = kp[begin[full] + limit - 1]
         ok = count >= low
         first[~ok] = NO_POSITION
         if cfg.chrome_passage > 0:
-            second = np.full(len(every), NO_POSITION, dtype=np.int64)
+            second = np.full(n, NO_POSITION, dtype=np.int64)
             second[ok] = kp[begin[ok] + min(PASSAGE_STORIES, low) - 1]
         else:
             second = first.copy()

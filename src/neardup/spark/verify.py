@@ -289,6 +289,7 @@ class Grouped:
 
         self.spark, self.cfg = spark, cfg
         i, j, ni, nj = pairs
+        self.size = len(i)
         self.n_groups = n_groups = max(1, groups)
         self.keys = keys = np.asarray(partition_keys(n_groups), dtype=np.int32)
         group = j % n_groups
@@ -331,10 +332,27 @@ class Grouped:
     def verify(self, pairs: tuple[I64, I64], table: Table | None) -> pa.Table:
         """The same-story verdicts (:data:`VERDICT_SCHEMA`) of the pairs ``i, j`` (all of
         them, or some, of those it was made for), on the driver."""
+        import pyarrow as pa
+        from pyspark.sql import functions as F
+
         i, j = pairs
         n_groups, keys, cfg = self.n_groups, self.keys, self.cfg
         work = [(i[take], j[take]) for take in split_by(j % n_groups, n_groups)]
         shared = self.spark.sparkContext.broadcast((work, table))
+        frame = self.frame
+        if len(i) < self.size:
+            # a template round's pairs at risk (a few): only the rows they need leave the
+            # JVM (a semi join on the broadcast needs keeps each row where it is)
+            need = [union(a, b) for a, b in work]
+            needs = pa.table(
+                {
+                    "_g": pa.array(np.repeat(keys, [len(n) for n in need]), pa.int32()),
+                    "_pos": pa.array(np.concatenate(need), pa.int64()),
+                }
+            )
+            frame = frame.join(
+                F.broadcast(frame_of(self.spark, needs)), ["_g", "_pos"], "left_semi"
+            )
         limit, passage = cfg.common_after, cfg.chrome_passage
         group_of = {int(key): g for g, key in enumerate(keys)}
 
@@ -378,7 +396,7 @@ class Grouped:
                 if out["i"]:
                     yield pa.RecordBatch.from_pydict(out, schema=schema)
 
-        out = to_arrow(self.frame.mapInArrow(check, VERDICT_SCHEMA))
+        out = to_arrow(frame.mapInArrow(check, VERDICT_SCHEMA))
         shared.destroy()
         return out
 
