@@ -71,9 +71,9 @@ def test_the_machine_memory_is_known_here() -> None:
 
 def test_what_comes_to_the_driver_is_bounded_by_its_heap(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(templates, "driver_heap", lambda spark: GIB)
-    assert templates.driver_memberships(None) == GIB // templates.HEAP_PER_MEMBERSHIP
+    assert templates.driver_memberships(None, 4) == GIB // templates.HEAP_PER_MEMBERSHIP // 4
     monkeypatch.setattr(templates, "driver_heap", lambda spark: 64 * GIB)
-    assert templates.driver_memberships(None) == templates.DRIVER_MEMBERSHIPS
+    assert templates.driver_memberships(None, 4) == templates.DRIVER_MEMBERSHIPS // 4
 
 
 def _chained(*errors: BaseException) -> BaseException:

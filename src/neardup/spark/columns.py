@@ -398,7 +398,9 @@ def split_by(part: npt.NDArray[Any], n: int) -> list[npt.NDArray[np.intp]]:
     return [order[cut[k] : cut[k + 1]] for k in range(n)]
 
 
-def groups(key: I64) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp], npt.NDArray[np.intp]]:
+def groups(
+    key: npt.NDArray[np.integer[Any]],
+) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp], npt.NDArray[np.intp]]:
     """For a sorted key: each group's start and size, and each row's group."""
     edge = np.ones(len(key), dtype=np.bool_)
     edge[1:] = key[1:] != key[:-1]

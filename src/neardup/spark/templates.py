@@ -80,19 +80,22 @@ SURE, KEEP, VOLATILE, PAIRED, OWN = 1, 2, 4, 8, 16
 
 #: Memberships in one row of bytes at most (13 bytes each).
 ROW_MEMBERSHIPS = 1 << 20
-#: Up to this many memberships of volatile slots (13 bytes each), they come to the driver
-#: with the first table, and the rounds after it run there, without a Spark job ...
-DRIVER_MEMBERSHIPS = 16_000_000
+#: Up to this many memberships of volatile slots (9 bytes each as they come, about 21 held),
+#: they come to the driver with the first table, and the rounds after it run there,
+#: without a Spark job ...
+DRIVER_MEMBERSHIPS = 32_000_000
 #: ... and up to one for this many bytes of the driver's heap: they pass through it
-#: serialized, into buffers that grow by doubling (10,000 articles' 4.7 million ran
-#: Spark's default 1 GB heap out). Where they are more, each round is a Spark job.
-HEAP_PER_MEMBERSHIP = 13 * 32
+#: serialized, into buffers that grow by doubling (10,000 articles' 4.7 million, then 13
+#: bytes each, ran Spark's default 1 GB heap out). Where they are more, each round is a
+#: Spark job.
+HEAP_PER_MEMBERSHIP = 9 * 32
 
 
-def driver_memberships(spark: SparkSession) -> int:
-    """How many volatile memberships may come to the driver (:data:`DRIVER_MEMBERSHIPS`,
-    :data:`HEAP_PER_MEMBERSHIP`)."""
-    return min(DRIVER_MEMBERSHIPS, driver_heap(spark) // HEAP_PER_MEMBERSHIP)
+def driver_memberships(spark: SparkSession, ranges: int) -> int:
+    """How many volatile memberships of each of ``ranges`` ranges may come to the driver
+    (:data:`DRIVER_MEMBERSHIPS`, :data:`HEAP_PER_MEMBERSHIP`, shared by the ranges)."""
+    total = min(DRIVER_MEMBERSHIPS, driver_heap(spark) // HEAP_PER_MEMBERSHIP)
+    return total // max(1, ranges)
 
 
 _BLOB_SCHEMA = "_r int, slot binary, pos binary, flags binary"
@@ -198,12 +201,13 @@ class Guard:
             return self._here(removed, before)
         sc = self.spark.sparkContext
         first = self.stable is None
-        cap = driver_memberships(self.spark) // max(1, self.ranges) if first else 0
+        cap = driver_memberships(self.spark, self.ranges) if first else 0
         bits = (
             _bits(removed, self.positions),
             _bits(before, self.positions),
             before is not None,
             cap,
+            self._pos_type,
         )
         shared = sc.broadcast(bits)
         rows = to_arrow(self.frame.mapInArrow(_table_pass(shared, self.cfg), _PASS_SCHEMA))
@@ -223,18 +227,24 @@ class Guard:
             vol = rows.column("vol").to_pylist()
             vslot = rows.column("vslot").to_pylist()
             if all(b is not None or n == 0 for b, n in zip(vslot, vol, strict=True)):
-                self._hold(vslot, rows.column("vpos").to_pylist(), rows.column("vflag").to_pylist())
+                self._hold(*(_views(rows.column(c)) for c in ("vslot", "vpos", "vflag")))
         return table, tpos, tlo, thi, self.rows
 
     def _hold(self, slot: list[Any], pos: list[Any], flag: list[Any]) -> None:
         """Keep the volatile slots' memberships here (:class:`_Held`), and the other slots'
-        entries of the first table (which never change) as :attr:`stable`."""
+        entries of the first table (which never change) as :attr:`stable`: ``slot``, ``pos``
+        and ``flag`` hold each range's bytes (or None)."""
         # each range's rows come sorted by slot and position, and the ranges are disjoint
-        order = sorted(
-            (k for k, b in enumerate(slot) if b), key=lambda k: int(unbinary(slot[k][:4], "<i4")[0])
+        taken = [k for k, b in enumerate(slot) if b is not None and len(b)]
+        order = sorted(taken, key=lambda k: int(np.frombuffer(slot[k], "<i4", count=1)[0]))
+        s = np.concatenate(
+            [np.frombuffer(slot[k], "<i4") for k in order] or [np.zeros(0, np.int32)],
+            dtype=np.int32,
         )
-        s = np.concatenate([unbinary(slot[k], "<i4") for k in order] or [np.zeros(0, np.int64)])
-        p = np.concatenate([unbinary(pos[k], "<i8") for k in order] or [np.zeros(0, np.int64)])
+        p = np.concatenate(
+            [np.frombuffer(pos[k], self._pos_type) for k in order] or [np.zeros(0, np.int64)],
+            dtype=np.int64,
+        )
         f = np.concatenate(
             [np.frombuffer(flag[k], dtype=np.uint8) for k in order] or [np.zeros(0, np.uint8)]
         )
@@ -262,6 +272,11 @@ class Guard:
         tpos, tlo, thi = moved
         return _merged(self.stable, held.table()), tpos, tlo, thi, self.rows
 
+    @property
+    def _pos_type(self) -> str:
+        """How the volatile memberships' positions come to the driver: 4 bytes when they fit."""
+        return "<i4" if self.positions < 1 << 31 else "<i8"
+
     def unpersist(self) -> None:
         self.frame.unpersist()
 
@@ -286,7 +301,12 @@ class _Held:
     a document whose removal changed (:meth:`settle`)."""
 
     def __init__(
-        self, slot: I64, pos: I64, flag: npt.NDArray[np.uint8], cfg: DedupConfig, positions: int
+        self,
+        slot: npt.NDArray[np.integer[Any]],
+        pos: I64,
+        flag: npt.NDArray[np.uint8],
+        cfg: DedupConfig,
+        positions: int,
     ) -> None:
         self.pos, self.flag, self.cfg, self.positions = pos, flag, cfg, positions
         self.starts, self.sizes, self.group = groups(slot)
@@ -556,10 +576,18 @@ def _ranges(batches: Batches) -> Iterator[tuple[int, I64, I64, npt.NDArray[np.ui
         yield key, slot[order], pos[order], flag[order]
 
 
-def _in_order(slot: I64, pos: I64) -> bool:
+def _views(column: Any) -> list[Any]:
+    """Each value of an Arrow binary column as a buffer (no copy), or None."""
+    return [None if v is None else v.as_buffer() for v in column]
+
+
+def _in_order(slot: npt.NDArray[np.integer[Any]], pos: I64) -> bool:
     """Whether the rows are sorted by slot and then position."""
     if len(slot) < 2:
         return True
+    if int(pos.min()) >= 0 and int(pos.max()) >> 32 == 0:  # one comparison of 64-bit keys
+        key = (slot.astype(np.int64) << 32) | pos
+        return bool(np.all(key[1:] >= key[:-1]))
     up = slot[1:] >= slot[:-1]
     if not bool(np.all(up)):
         return False
@@ -654,7 +682,7 @@ def _table_pass(shared: Any, cfg: DedupConfig) -> BatchFn:
     def run(batches: Batches) -> Iterator[pa.RecordBatch]:
         import pyarrow as pa
 
-        removed, before, compare, cap = shared.value
+        removed, before, compare, cap, pos_type = shared.value
         for _, slot, pos, flag in _ranges(batches):
             new = _firsts(slot, pos, flag, removed, cfg)
             moved = [np.zeros(0, dtype=np.int64)] * 3
@@ -665,7 +693,7 @@ def _table_pass(shared: Any, cfg: DedupConfig) -> BatchFn:
             # the volatile memberships, for the driver, when the range's share fits
             held: list[bytes | None] = [None, None, None]
             if 0 < len(vol) <= cap:
-                held = [binary(slot[vol], "<i4"), binary(pos[vol], "<i8"), flag[vol].tobytes()]
+                held = [binary(slot[vol], "<i4"), binary(pos[vol], pos_type), flag[vol].tobytes()]
             yield pa.RecordBatch.from_arrays(
                 [
                     *(pa.array([binary(t, "<i8")], pa.binary()) for t in new),
