@@ -212,21 +212,17 @@ class Guard:
         shared = sc.broadcast(bits)
         rows = to_arrow(self.frame.mapInArrow(_table_pass(shared, self.cfg), _PASS_SCHEMA))
         shared.destroy()
-        cols: dict[str, list[I64]] = {}
-        for name in ("slots", "firsts", "seconds", "tpos", "tlo", "thi"):
-            cols[name] = [unbinary(v, "<i8") for v in rows.column(name).to_pylist()]
-        slot_ids, firsts, seconds, tpos, tlo, thi = (
-            np.concatenate(cols[name]) if cols[name] else np.zeros(0, dtype=np.int64)
-            for name in ("slots", "firsts", "seconds", "tpos", "tlo", "thi")
-        )
+        slot_ids = _column_in(rows.column("slots"), "<i4")
+        firsts, seconds = (_positions_in(rows.column(c), self._pos_type) for c in _ENTRIES)
+        tpos, tlo, thi = (_column_in(rows.column(c), "<i8") for c in ("tpos", "tlo", "thi"))
         order = np.argsort(slot_ids, kind="stable")
         table = (slot_ids[order], firsts[order], seconds[order])
         self.rows = int(sum(rows.column("rows").to_pylist()))
         if first:
             self.stable = table
             vol = rows.column("vol").to_pylist()
-            vslot = rows.column("vslot").to_pylist()
-            if all(b is not None or n == 0 for b, n in zip(vslot, vol, strict=True)):
+            vslot = rows.column("vslot").is_valid().to_pylist()
+            if all(b or n == 0 for b, n in zip(vslot, vol, strict=True)):
                 self._hold(*(_views(rows.column(c)) for c in ("vslot", "vpos", "vflag")))
         return table, tpos, tlo, thi, self.rows
 
@@ -576,6 +572,31 @@ def _ranges(batches: Batches) -> Iterator[tuple[int, I64, I64, npt.NDArray[np.ui
         yield key, slot[order], pos[order], flag[order]
 
 
+#: The table's position columns (:func:`_positions_in`).
+_ENTRIES = ("firsts", "seconds")
+
+
+def _column_in(column: Any, dtype: str) -> I64:
+    """A binary column's values (each an array of ``dtype``) as one int64 array."""
+    parts = [np.frombuffer(b, dtype) for b in _views(column) if b is not None]
+    return np.concatenate(parts or [np.zeros(0, np.int64)], dtype=np.int64)
+
+
+def _positions_out(values: I64, pos_type: str) -> bytes:
+    """Table positions as bytes of ``pos_type`` (``<i4``: :data:`NO_POSITION` as -1)."""
+    if pos_type == "<i4":
+        values = np.where(values == NO_POSITION, -1, values)
+    return binary(values, pos_type)
+
+
+def _positions_in(column: Any, pos_type: str) -> I64:
+    """The positions :func:`_positions_out` wrote, as int64 (with :data:`NO_POSITION`)."""
+    out = _column_in(column, pos_type)
+    if pos_type == "<i4":
+        out[out == -1] = NO_POSITION
+    return out
+
+
 def _views(column: Any) -> list[Any]:
     """Each value of an Arrow binary column as a buffer (no copy), or None."""
     return [None if v is None else v.as_buffer() for v in column]
@@ -696,7 +717,8 @@ def _table_pass(shared: Any, cfg: DedupConfig) -> BatchFn:
                 held = [binary(slot[vol], "<i4"), binary(pos[vol], pos_type), flag[vol].tobytes()]
             yield pa.RecordBatch.from_arrays(
                 [
-                    *(pa.array([binary(t, "<i8")], pa.binary()) for t in new),
+                    pa.array([binary(new[0], "<i4")], pa.binary()),
+                    *(pa.array([_positions_out(t, pos_type)], pa.binary()) for t in new[1:]),
                     *(pa.array([binary(m, "<i8")], pa.binary()) for m in moved),
                     pa.array([len(slot)], pa.int64()),
                     pa.array([len(vol)], pa.int64()),
