@@ -12,9 +12,10 @@ import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
+from neardup.engine import templates
 from neardup.engine.config import DedupConfig
 from neardup.engine.sketches import Sketch, _numpy_sketches, prepare
-from neardup.engine.templates import CommonShingles, TemplateTable, slots
+from neardup.engine.templates import CommonShingles, TemplateTable, slot_buckets, slots
 from neardup.shingling import astral_words, unit_classes
 
 from .strategies import PIECES
@@ -88,7 +89,11 @@ def guard_of(kind: int, docs: list[Sketch], data: st.DataObject) -> Any:
         later = data.draw(st.lists(st.integers(0, 3), min_size=n, max_size=n))
         firsts = seconds + np.asarray(later, dtype=np.int64)  # common no sooner than seen
         at = data.draw(st.integers(0, 5))
-        return TemplateTable(slot_ids, firsts, at=at, limit=2, seconds=seconds, passage=passage)
+        # with or without the bucket index the kernels search slots in
+        buckets = slot_buckets(slot_ids) if data.draw(st.booleans()) else None
+        return TemplateTable(
+            slot_ids, firsts, at=at, limit=2, seconds=seconds, passage=passage, buckets=buckets
+        )
     return EveryThird()
 
 
@@ -253,3 +258,25 @@ def test_alike_rows_is_alike_of_the_rows(docs: int, pairs: int, width: int, seed
         ref = alike_rows(light, a, b)
     assert np.array_equal(ref, alike(light[a], light[b]) if pairs else np.zeros(0))
     assert fast.dtype == ref.dtype and np.array_equal(fast, ref)
+
+
+def test_the_kernels_cut_slots_as_the_engine_does() -> None:
+    """The compiled kernels' copies of the engine's constants are the engine's."""
+    compiled = importlib.import_module("neardup.kernels._pairs")
+    assert int(compiled._SHIFT) == 32 - templates.SLOT_BITS
+    assert int(compiled._BUCKET_SHIFT) == templates.BUCKET_SHIFT
+    assert compiled._PASSAGE_STORIES == templates.PASSAGE_STORIES
+
+
+def test_a_slot_is_found_in_its_bucket() -> None:
+    """Every slot, present or not, is placed where a binary search places it."""
+    compiled = importlib.import_module("neardup.kernels._pairs")
+    rng = np.random.default_rng(7)
+    slot_ids = np.unique(rng.integers(0, 1 << templates.SLOT_BITS, 5000)).astype(np.int64)
+    slot_ids = np.union1d(slot_ids, np.arange(640, 700, dtype=np.int64))  # full buckets
+    buckets = slot_buckets(slot_ids)
+    probes = np.concatenate([slot_ids, rng.integers(0, 1 << templates.SLOT_BITS, 5000)])
+    for s in [*probes.tolist(), 0, (1 << templates.SLOT_BITS) - 1]:
+        want = int(np.searchsorted(slot_ids, s))
+        assert compiled._slot_at(np.int64(s), buckets, slot_ids) == want
+        assert compiled._slot_at(np.int64(s), np.zeros(1, np.uint8), slot_ids) == want

@@ -47,6 +47,7 @@ __all__ = [
     "TemplateGuard",
     "TemplateTable",
     "passages",
+    "slot_buckets",
     "slots",
 ]
 
@@ -60,6 +61,10 @@ _SHIFT = np.uint32(32 - SLOT_BITS)
 
 #: The stories every shingle of a chrome passage has been seen in.
 PASSAGE_STORIES = 2
+
+#: A :class:`TemplateTable`'s bucket index (:func:`slot_buckets`) has a bucket for every
+#: 2^BUCKET_SHIFT slots (2^20 buckets, 8 MB).
+BUCKET_SHIFT = 6
 
 
 def slots(codes: U32) -> npt.NDArray[np.intp]:
@@ -162,6 +167,19 @@ class CommonShingles:
         return out
 
 
+def slot_buckets(slot_ids: I64) -> I64:
+    """Where each bucket of 2^:data:`BUCKET_SHIFT` slots starts in the sorted ``slot_ids``
+    (and, last, their end): a slot ``s`` is among ``slot_ids[b[s >> BUCKET_SHIFT] :
+    b[(s >> BUCKET_SHIFT) + 1]]``.
+
+    >>> slot_buckets(np.array([3, 64, 65, 200], dtype=np.int64))[:5].tolist()
+    [0, 1, 3, 3, 4]
+    """
+    edges = np.arange(0, (1 << SLOT_BITS) + 1, 1 << BUCKET_SHIFT, dtype=np.int64)
+    out: I64 = np.searchsorted(slot_ids, edges).astype(np.int64)
+    return out
+
+
 class TemplateTable:
     """The guard as the document at input position ``at`` sees it, from a summary of the
     whole run: the sorted slots that are ever counted in :data:`PASSAGE_STORIES` kept
@@ -180,10 +198,14 @@ class TemplateTable:
         limit: int,
         seconds: I64 | None = None,
         passage: int = 0,
+        buckets: I64 | None = None,
     ) -> None:
         self.slot_ids, self.firsts, self.at, self.limit = slot_ids, firsts, at, limit
         self.seconds = firsts if seconds is None else seconds
         self.passage = passage if seconds is not None else 0
+        #: :func:`slot_buckets` of ``slot_ids`` (made once for many tables of one run), for
+        #: the compiled kernels to find a slot in its bucket; None: a binary search
+        self.buckets = buckets
 
     def is_common(self, codes: U32) -> npt.NDArray[np.bool_]:
         if self.limit <= 0 or len(self.slot_ids) == 0:

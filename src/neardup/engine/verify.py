@@ -271,9 +271,10 @@ def guard_arrays(guard: TemplateGuard | None, codes: U32) -> tuple[Any, ...]:
         slot_ids = np.ascontiguousarray(guard.slot_ids, dtype=np.int64)
         firsts = np.ascontiguousarray(guard.firsts, dtype=np.int64)
         seconds = np.ascontiguousarray(guard.seconds, dtype=np.int64)
+        buckets = guard.buckets
         return (
             2,
-            _NO_COUNTS,
+            _NO_COUNTS if buckets is None else buckets,
             guard.limit,
             slot_ids,
             firsts,

@@ -9,7 +9,8 @@ built as arrays.
 A template guard reaches a kernel as a kind and its arrays: ``0`` none; ``1`` a count table
 (:class:`~neardup.engine.templates.CommonShingles`: ``counts``, ``limit``); ``2`` the slots
 that became seen and common and when (:class:`~neardup.engine.templates.TemplateTable`:
-``slot_ids``, ``firsts``, ``seconds``, ``at``); ``3`` a flag per shingle, worked out
+``slot_ids``, ``firsts``, ``seconds``, ``at``, and in ``counts`` its bucket index, or one
+value for none); ``3`` a flag per shingle, worked out
 beforehand (``mask``). With kinds 1 and 2, ``passage`` > 0 makes every run of that many
 shingles seen in two stories chrome too (:func:`~neardup.engine.templates.passages`).
 """
@@ -24,6 +25,7 @@ from ._sketch import _CJK, _WORD, unit_class
 __all__ = ["alike_rows", "any_shared", "placement", "quoted_units", "unquoted_placement"]
 
 _SHIFT = np.uint32(6)  # templates.SLOT_BITS = 26 of the 32 bits of a code
+_BUCKET_SHIFT = np.int64(6)  # templates.BUCKET_SHIFT: a bucket of the index is 2^6 slots
 _PASSAGE_STORIES = 2  # templates.PASSAGE_STORIES
 _PASSAGE_REST = 0.25  # templates.PASSAGE_REST
 
@@ -51,7 +53,7 @@ def _chrome(codes, kind, counts, limit, slot_ids, firsts, seconds, at, passage, 
     else:
         for i in range(size):
             s = np.int64(codes[i] >> _SHIFT)
-            j = np.searchsorted(slot_ids, s)
+            j = _slot_at(s, counts, slot_ids)
             if j < len(slot_ids) and slot_ids[j] == s:
                 out[i] = firsts[j] < at
                 if passage > 0:
@@ -222,10 +224,25 @@ def _seen_at(code, kind, counts, limit, slot_ids, firsts, seconds, at):
         c = counts[code >> _SHIFT]
         return c >= limit, c >= _PASSAGE_STORIES
     s = np.int64(code >> _SHIFT)
-    j = np.searchsorted(slot_ids, s)
+    j = _slot_at(s, counts, slot_ids)
     if j < len(slot_ids) and slot_ids[j] == s:
         return firsts[j] < at, seconds[j] < at
     return False, False
+
+
+@jit
+def _slot_at(s, starts, slot_ids):
+    """Where slot ``s`` is, or would be, in the sorted ``slot_ids``: searched in its bucket
+    of ``starts`` (a guard of kind 2's bucket index, :func:`slot_buckets`; a binary search
+    of a large table waits on memory at every step), or in all of them without one."""
+    if len(starts) > 1:
+        b = s >> _BUCKET_SHIFT
+        lo = np.int64(starts[b])
+        hi = np.int64(starts[b + 1])
+        while lo < hi and slot_ids[lo] < s:
+            lo += 1
+        return lo
+    return np.searchsorted(slot_ids, s)
 
 
 @jit

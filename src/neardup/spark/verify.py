@@ -28,6 +28,7 @@ from ..engine import (
 )
 from ..engine.codec import from_row
 from ..engine.decide import stories
+from ..engine.templates import slot_buckets
 from ..engine.verify import QUOTE_START, Verdict
 from ..shingling import distinct, union
 from .columns import (
@@ -218,6 +219,7 @@ def verify_pairs(
         import pyarrow as pa
 
         schema = arrow_schema(VERDICT_SCHEMA)
+        buckets = slot_buckets(shared.value[0]) if shared is not None else None
         # a document's sketch is rebuilt once per batch side; with or without its text
         cache: dict[tuple[str, int, bool], Sketch] = {}
         for batch in batches:
@@ -235,7 +237,13 @@ def verify_pairs(
                 if shared is not None:
                     slot_ids, firsts, seconds = shared.value
                     guard = TemplateTable(
-                        slot_ids, firsts, at=j, limit=limit, seconds=seconds, passage=passage
+                        slot_ids,
+                        firsts,
+                        at=j,
+                        limit=limit,
+                        seconds=seconds,
+                        passage=passage,
+                        buckets=buckets,
                     )
                 v = verify(a, b, cfg, guard)
                 if v.is_duplicate or keep_all:
@@ -376,6 +384,7 @@ class Grouped:
                     continue
                 for row in batch.filter(pa.array(want)).to_pylist():
                     found.setdefault(group_of[row["_g"]], {})[row["_pos"]] = from_row(row, "_")
+            buckets = slot_buckets(guard_table[0]) if guard_table is not None and found else None
             for g, sketch_of in found.items():
                 out: dict[str, list[Any]] = {name: [] for name in schema.names}
                 for a_pos, b_pos in zip(todo[g][1].tolist(), todo[g][0].tolist(), strict=True):
@@ -389,6 +398,7 @@ class Grouped:
                             limit=limit,
                             seconds=seconds,
                             passage=passage,
+                            buckets=buckets,
                         )
                     v = verify(sketch_of[a_pos], sketch_of[b_pos], cfg, guard)
                     if v.is_duplicate:
