@@ -214,7 +214,6 @@ def spark_session(
     from pyspark.sql import SparkSession
 
     settings = {"spark.ui.showConsoleProgress": "false", **(conf or {})}
-    memory = local_driver_memory(master, settings)
     if SparkContext._active_spark_context is not None:  # reuse it as it is
         builder = SparkSession.builder
         for key, value in settings.items():
@@ -225,6 +224,7 @@ def spark_session(
         settings["spark.driver.extraJavaOptions"] = (
             f"{options} -Dlog4j2.configurationFile={_log4j2_file().as_uri()}".strip()
         )
+    memory = local_driver_memory(master, settings)
     if memory is not None:
         settings["spark.driver.memory"] = memory
     env = {"PYSPARK_PYTHON": executor_python(settings)}

@@ -30,7 +30,7 @@ from ..engine.codec import from_row
 from ..engine.decide import stories
 from ..engine.templates import slot_buckets
 from ..engine.verify import QUOTE_START, Verdict
-from ..shingling import distinct, union
+from ..shingling import union
 from .columns import (
     Batches,
     BatchFn,
@@ -368,21 +368,12 @@ class Grouped:
             import pyarrow as pa
 
             todo, guard_table = shared.value
-            needed = {g: union(a, b) for g, (a, b) in enumerate(todo)}
             schema = arrow_schema(VERDICT_SCHEMA)
             found: dict[int, dict[int, Sketch]] = {}
+            # every row is needed: the frame holds the sketches of all its pairs, and a
+            # round's pairs at risk came through the semi join above
             for batch in batches:
-                if batch.num_rows == 0:
-                    continue
-                gs = np.asarray(batch.column("_g").to_numpy(), dtype=np.int64)
-                ps = np.asarray(batch.column("_pos").to_numpy(), dtype=np.int64)
-                want = np.zeros(len(ps), dtype=np.bool_)
-                for key in distinct(gs):
-                    rows = gs == key
-                    want[rows] = np.isin(ps[rows], needed[group_of[int(key)]])
-                if not want.any():
-                    continue
-                for row in batch.filter(pa.array(want)).to_pylist():
+                for row in batch.to_pylist():
                     found.setdefault(group_of[row["_g"]], {})[row["_pos"]] = from_row(row, "_")
             buckets = slot_buckets(guard_table[0]) if guard_table is not None and found else None
             for g, sketch_of in found.items():
