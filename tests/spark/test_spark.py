@@ -263,17 +263,19 @@ def test_identical_copies_do_not_count_towards_templates(spark: Any) -> None:
     assert want["s0-1"][3] == "identical"
 
 
-@pytest.mark.parametrize("where", ["driver", "frames"])
+@pytest.mark.parametrize("where", ["driver", "frames", "small groups"])
 @pytest.mark.parametrize(("case", "guess"), [("fixture", 0.0), ("reprinted", 9.0)])
 def test_any_first_guess_and_either_bookkeeping_same_decisions(
     spark: Any, monkeypatch: pytest.MonkeyPatch, where: str, case: str, guess: float
 ) -> None:
     """However wrong the first template round's guess (every later document a copy, or
     none), and with the rounds' verdicts and the guard's volatile memberships on the driver
-    or in Spark frames (more than the driver holds: the clusters in Spark joins too):
-    several rounds, the local decisions."""
+    or in Spark frames (more than the driver holds: the clusters in Spark joins too), or
+    verified on the driver's pairs in groups of a few sketches each (a story heavier than a
+    group's share split by later document): several rounds, the local decisions."""
     import neardup.spark.pipeline as pipeline
     import neardup.spark.templates as templates
+    import neardup.spark.verify as verify
     from tests.test_deduper import reprinted
 
     monkeypatch.setattr(pipeline, "GUESS_CONTAINED", guess)
@@ -281,6 +283,8 @@ def test_any_first_guess_and_either_bookkeeping_same_decisions(
         monkeypatch.setattr(pipeline, "BROADCAST_PAIRS", 0)
         monkeypatch.setattr(pipeline, "LOCAL_LINKS", 0)
         monkeypatch.setattr(templates, "DRIVER_MEMBERSHIPS", 0)
+    if where == "small groups":
+        monkeypatch.setattr(verify, "GROUP_BYTES", 1_000)
     if case == "fixture":
         ids, texts = [r[0] for r in records()], [r[1] for r in records()]
     else:
@@ -291,6 +295,8 @@ def test_any_first_guess_and_either_bookkeeping_same_decisions(
     result = dedup(frame)
     assert result.stats["rounds"] > 1 and result.stats["reverified"] > 0
     assert result.stats["converged"]
+    if where == "small groups":
+        assert result.stats["groups"] > 2
     assert spark_decisions(result) == local_decisions(ids, texts)
 
 

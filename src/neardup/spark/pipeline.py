@@ -808,6 +808,7 @@ class _Here:
             self.grouped = Grouped(
                 run.spark, pairs, self.sketches, self.numbers, run.cfg, run.n_parts
             )
+            run.stats["groups"] = self.grouped.n_groups
         return Verdicts.of(self.grouped.verify((self.i[keep], self.j[keep]), table))
 
     def verify(self, table: Table) -> None:

@@ -30,7 +30,7 @@ from ..engine.codec import from_row
 from ..engine.decide import stories
 from ..engine.templates import slot_buckets
 from ..engine.verify import QUOTE_START, Verdict
-from ..shingling import union
+from ..shingling import distinct, union
 from .columns import (
     Batches,
     BatchFn,
@@ -270,12 +270,89 @@ def _add_verdict(out: dict[str, list[Any]], i: int, j: int, v: Verdict) -> None:
 _SKETCH_COLS = ["_n", "_ptext", "_sh", "_sig", "_nums"]
 
 
+#: Bytes of sketches a group of :class:`Grouped` holds, about, at most: a group is one
+#: partition, cached (and, where the executors' storage memory is short, written to disk and
+#: read back whole) and held whole by the Python worker that verifies it.
+GROUP_BYTES = 64 << 20
+#: A sketch's bytes, about: 4 a unit (its shingle codes) and this beyond.
+SKETCH_BYTES = 600
+
+
+def pair_groups(i: I64, j: I64, ni: I64, nj: I64, groups: int) -> tuple[I64, I64, int]:
+    """Which group verifies the pairs of each later document, for :class:`Grouped`:
+    ``(later, group, n)``, the later documents ``j`` (sorted), each one's group, and how
+    many groups there are — ``groups`` at least, and a multiple of it, so that none holds
+    much more than :data:`GROUP_BYTES` of sketches.
+
+    The pairs that share documents (a component of the pairs, the copies of a story) go to
+    one group, so that a sketch travels to one group, not to as many as hold a pair of it;
+    the components are spread over the groups heaviest first, each to the lightest group.
+    The pairs of a component heavier than a group's share go by their later document
+    (``j % n``).
+
+    >>> units = np.array([10, 10, 10, 10])
+    >>> later, group, n = pair_groups(np.array([1, 1, 5, 8]), np.array([2, 3, 6, 9]), units,
+    ...                               units, groups=2)
+    >>> later.tolist(), group.tolist(), n
+    ([2, 3, 6, 9], [0, 0, 1, 1], 2)
+    """
+    import heapq
+
+    groups = max(1, groups)
+    nodes = distinct(np.concatenate([i, j]))
+    a, b = np.searchsorted(nodes, i), np.searchsorted(nodes, j)
+    weight = np.zeros(len(nodes), dtype=np.int64)
+    weight[a] = 4 * ni.astype(np.int64) + SKETCH_BYTES
+    weight[b] = 4 * nj.astype(np.int64) + SKETCH_BYTES
+    total = int(weight.sum())
+    n = -(-max(groups, -(-total // GROUP_BYTES)) // groups) * groups
+    root = _components(a, b, len(nodes))
+    heavy = np.bincount(root, weights=weight, minlength=len(nodes))
+    share = total / n
+    tops = np.flatnonzero((root == np.arange(len(nodes))) & (heavy <= share))
+    tops = tops[np.argsort(-heavy[tops], kind="stable")]
+    # the split components' pairs spread evenly: each group starts with its part of them
+    spread = (total - float(heavy[tops].sum())) / n
+    loads = [(spread, g) for g in range(n)]
+    group_of_top = np.zeros(len(nodes), dtype=np.int64)
+    for top, w in zip(tops.tolist(), heavy[tops].tolist(), strict=True):
+        load, g = heapq.heappop(loads)
+        group_of_top[top] = g
+        heapq.heappush(loads, (load + w, g))
+    later = distinct(j)
+    at = np.searchsorted(nodes, later)
+    whole = heavy[root[at]] <= share
+    group = np.where(whole, group_of_top[root[at]], later % n)
+    return later, group.astype(np.int64), n
+
+
+def _components(a: I64, b: I64, n: int) -> I64:
+    """Each of ``n`` nodes' component under the edges ``a - b``, named by its smallest node:
+    the smallest label of either end taken by both until none changes, each round's labels
+    followed to their end (pointer jumping)."""
+    label = np.arange(n, dtype=np.int64)
+    while True:
+        low = np.minimum(label[a], label[b])
+        new = label.copy()
+        np.minimum.at(new, a, low)
+        np.minimum.at(new, b, low)
+        while True:
+            further = new[new]
+            if np.array_equal(further, new):
+                break
+            new = further
+        if np.array_equal(new, label):
+            return label
+        label = new
+
+
 class Grouped:
     """:func:`verify_pairs` for pairs known on the driver (``i, j, ni, nj``): the pairs of
-    each later document go to one of ``groups`` groups, each sketch they need travels once
-    to each group that needs it (a broadcast join gives it a row per group), and the group
-    verifies its pairs there. The grouped sketches are persisted: :meth:`verify` of a part
-    of the pairs (a template round's pairs at risk) is one pass over them, no shuffle.
+    each later document go to one of at least ``groups`` groups (:func:`pair_groups`: the
+    copies of a story together), each sketch they need travels once to each group that
+    needs it (a broadcast join gives it a row per group), and the group verifies its pairs
+    there. The grouped sketches are persisted: :meth:`verify` of a part of the pairs (a
+    template round's pairs at risk) is one pass over them, no shuffle.
 
     A sketch travels with its text where verify may read it: the pair is compared as titles,
     or one side has two figures or more (``numbers``: sorted positions and how many figures
@@ -298,9 +375,10 @@ class Grouped:
         self.spark, self.cfg = spark, cfg
         i, j, ni, nj = pairs
         self.size = len(i)
-        self.n_groups = n_groups = max(1, groups)
+        self.later, self.later_group, n_groups = pair_groups(i, j, ni, nj, groups)
+        self.n_groups = n_groups
         self.keys = keys = np.asarray(partition_keys(n_groups), dtype=np.int32)
-        group = j % n_groups
+        group = self._group(j)
         text = np.minimum(ni, nj) < cfg.short_units
         if numbers is None:
             text |= True
@@ -345,7 +423,7 @@ class Grouped:
 
         i, j = pairs
         n_groups, keys, cfg = self.n_groups, self.keys, self.cfg
-        work = [(i[take], j[take]) for take in split_by(j % n_groups, n_groups)]
+        work = [(i[take], j[take]) for take in split_by(self._group(j), n_groups)]
         shared = self.spark.sparkContext.broadcast((work, table))
         frame = self.frame
         if len(i) < self.size:
@@ -399,6 +477,11 @@ class Grouped:
 
         out = to_arrow(frame.mapInArrow(check, VERDICT_SCHEMA))
         shared.destroy()
+        return out
+
+    def _group(self, j: I64) -> I64:
+        """The group of each later document ``j`` (of the pairs it was made for)."""
+        out: I64 = self.later_group[np.searchsorted(self.later, j)]
         return out
 
     def unpersist(self) -> None:
