@@ -300,6 +300,72 @@ def test_any_first_guess_and_either_bookkeeping_same_decisions(
     assert spark_decisions(result) == local_decisions(ids, texts)
 
 
+def test_grouped_verification_stops_at_a_documents_first_copy(spark: Any) -> None:
+    """A later document's pairs are verified earliest first up to its first copy, as the
+    engine's best_match: three copies of a story, the third's pair with the second is not
+    verified (it cannot be its best match), whatever order the pairs come in."""
+    from neardup.spark.columns import SKETCH_SCHEMA, sketch_batches
+    from neardup.spark.verify import Grouped
+
+    cfg = DedupConfig()
+    texts = [STORY_ZH, STORY_ZH + "（完）", "转载：" + STORY_ZH]
+    rows = [(k, f"d{k}", t, None, None) for k, t in enumerate(texts)]
+    frame = spark.createDataFrame(
+        rows, "_pos long, _id string, _text string, _title string, _ts double"
+    )
+    sketched = frame.mapInArrow(sketch_batches(cfg, 2), SKETCH_SCHEMA).filter("_side IS NULL")
+    units = {r["_pos"]: r["_n"] for r in sketched.select("_pos", "_n").collect()}
+    i, j = np.array([1, 0, 0]), np.array([2, 2, 1])
+    ni, nj = (np.array([units[k] for k in side]) for side in (i, j))
+    grouped = Grouped(spark, (i, j, ni, nj), sketched, None, cfg, 2)
+    try:
+        verdicts = grouped.verify((i, j), None).to_pylist()
+    finally:
+        grouped.unpersist()
+    assert sorted((v["i"], v["j"]) for v in verdicts) == [(0, 1), (0, 2)]
+    assert all(v["is_copy"] for v in verdicts)
+
+
+def test_a_later_document_with_a_pair_at_risk_is_verified_again_whole() -> None:
+    """A template round verifies again every pair of a later document with a pair at risk:
+    its pairs after its first copy were never verified, and its first copy may be another
+    now. Here only the first copy's pair is at risk, and the next one is the copy after."""
+    from types import SimpleNamespace
+
+    from neardup.spark.links import Verdicts
+    from neardup.spark.pipeline import _Here
+    from neardup.spark.templates import risk_intervals
+
+    truth = {"before": {(1, 5): True, (2, 5): True}, "after": {(1, 5): False, (2, 5): True}}
+
+    class Stubbed(_Here):
+        def _verified(self, keep: Any, table: Any) -> Verdicts:
+            out: list[tuple[int, int]] = []
+            copied = -1
+            for jj, ii in sorted(zip(self.j[keep].tolist(), self.i[keep].tolist(), strict=True)):
+                if jj != copied and truth[table][(ii, jj)]:
+                    out.append((ii, jj))
+                    copied = jj
+            n = len(out)
+            return Verdicts(
+                np.array([p[0] for p in out], dtype=np.int64),
+                np.array([p[1] for p in out], dtype=np.int64),
+                np.ones(n),
+                np.array(["coverage"] * n, dtype=object),
+                np.ones(n),
+                np.ones(n, dtype=np.bool_),
+                np.ones(n),
+            )
+
+    pairs = (np.array([1, 2]), np.array([5, 5]), np.array([9, 9]), np.array([9, 9]), np.ones(2))
+    here = Stubbed(SimpleNamespace(positions=10), pairs, None, None)  # type: ignore[arg-type]
+    here.verify("before")  # type: ignore[arg-type]
+    assert here.verdicts is not None and here.verdicts.i.tolist() == [1]  # 2 not verified
+    moved = risk_intervals(np.array([1]), np.array([0]), np.array([9]), 10)
+    assert here.reverify(moved, "after") == 2  # type: ignore[arg-type]
+    assert here.verdicts.best().parent.tolist() == [2]
+
+
 def test_pairs_at_risk_are_those_a_moved_slot_crosses() -> None:
     """A pair is at risk when one of its documents holds a slot whose position moved across
     the later document's: the same pairs as checking every slot of both documents."""

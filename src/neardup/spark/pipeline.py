@@ -821,6 +821,11 @@ class _Here:
     def reverify(self, intervals: tuple[I64, I64], table: Table) -> int:
         assert self.verdicts is not None
         risky = at_risk(self.i, self.j, intervals, self.run.positions)
+        # every pair of a later document with one at risk: its pairs after its first copy
+        # were not verified (Grouped.verify), and it may now have another first copy
+        marks = np.zeros(self.run.positions + 1, dtype=np.bool_)
+        marks[self.j[risky]] = True
+        risky = marks[self.j]
         redone = self._verified(risky, table)
         self.verdicts = self.verdicts.replaced(
             self.i[risky], self.j[risky], redone, self.run.positions

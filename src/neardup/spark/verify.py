@@ -417,7 +417,10 @@ class Grouped:
 
     def verify(self, pairs: tuple[I64, I64], table: Table | None) -> pa.Table:
         """The same-story verdicts (:data:`VERDICT_SCHEMA`) of the pairs ``i, j`` (all of
-        them, or some, of those it was made for), on the driver."""
+        them, or some, of those it was made for), on the driver: each later document's pairs
+        earliest first, up to its first copy — the later pairs cannot be its best match and
+        are not verified (as the engine's :func:`~neardup.engine.best_match`), so give every
+        pair of each later document it is to verify."""
         import pyarrow as pa
         from pyspark.sql import functions as F
 
@@ -456,7 +459,16 @@ class Grouped:
             buckets = slot_buckets(guard_table[0]) if guard_table is not None and found else None
             for g, sketch_of in found.items():
                 out: dict[str, list[Any]] = {name: [] for name in schema.names}
-                for a_pos, b_pos in zip(todo[g][1].tolist(), todo[g][0].tolist(), strict=True):
+                # each later document's pairs earliest first, up to the first copy (as the
+                # engine's best_match: the rest cannot be its best match)
+                later, earlier = todo[g][1], todo[g][0]
+                order = np.lexsort((earlier, later))
+                copied = -1
+                for a_pos, b_pos in zip(
+                    later[order].tolist(), earlier[order].tolist(), strict=True
+                ):
+                    if a_pos == copied:
+                        continue
                     guard = None
                     if guard_table is not None:
                         slot_ids, firsts, seconds = guard_table
@@ -472,6 +484,8 @@ class Grouped:
                     v = verify(sketch_of[a_pos], sketch_of[b_pos], cfg, guard)
                     if v.is_duplicate:
                         _add_verdict(out, b_pos, a_pos, v)
+                        if v.is_copy:
+                            copied = a_pos
                 if out["i"]:
                     yield pa.RecordBatch.from_pydict(out, schema=schema)
 
