@@ -78,8 +78,11 @@ NO_POSITION = np.iinfo(np.int64).max
 #: the slot as a story counts it (not only on quoted lines, :func:`story_slots`).
 SURE, KEEP, VOLATILE, PAIRED, OWN = 1, 2, 4, 8, 16
 
-#: Memberships in one row of bytes at most (13 bytes each).
-ROW_MEMBERSHIPS = 1 << 20
+#: Memberships in one row of bytes at most (13 bytes each): its positions, the largest of
+#: its values, are 1 MB, under half a region of an 8 GB heap (G1 keeps larger objects in
+#: regions of their own). Rows eight times as large, each copied whole by the task writing
+#: them to Python, ran an 8 GB heap out on the 4x corpus after other runs in the session.
+ROW_MEMBERSHIPS = 1 << 17
 #: Up to this many memberships of volatile slots (9 bytes each as they come, about 21 held),
 #: they come to the driver with the first table, and the rounds after it run there,
 #: without a Spark job ...
