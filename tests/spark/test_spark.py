@@ -514,6 +514,41 @@ def test_bad_rows_are_reported_not_dropped(spark: Any) -> None:
     assert got["e"][1] == "a"
 
 
+def test_a_run_lets_go_of_its_checkpoints_not_of_its_results_or_the_callers_cache(
+    spark: Any,
+) -> None:
+    """After a run, the session holds none of the run's checkpoints (copies of the texts a
+    session running input after input would pile up): the results are cached and read
+    without them, and a frame the caller cached (first computed by the run) stays cached."""
+    from neardup.spark.pipeline import held_rdds
+
+    def checkpoints(ids: set[int]) -> set[int]:
+        kept = spark.sparkContext._jsc.getPersistentRDDs()
+        return {k for k in ids if kept.get(k).rdd().isCheckpointed()}
+
+    rows = [(f"f-{k}", text + FOOTER) for k, text in enumerate(OTHER_ZH)]
+    rows += [("zh-1", STORY_ZH), ("zh-2", "转载自河湾日报\n" + STORY_ZH), ("bad", None)]
+    rows += [("zh-3", STORY_ZH)]
+    before = held_rdds(spark)
+    frame = spark.createDataFrame(rows, "id string, text string").cache()  # not computed yet
+    result = dedup(frame)
+    made = held_rdds(spark) - before
+    assert checkpoints(made) == set()
+    assert len(made) == 3  # the caller's cache, the clusters, the errors
+    assert [tuple(r) for r in result.errors.collect()] == [(8, "bad", "'text' is null")]
+    ids = [r[0] for r in rows if r[1] is not None]
+    texts = [r[1] for r in rows if r[1] is not None]
+    assert spark_decisions(result) == local_decisions(ids, texts)
+    assert len(held_rdds(spark) - before) == 1  # the results let go of: the caller's cache
+    assert frame.is_cached and frame.count() == len(rows)
+    frame.unpersist()
+    assert held_rdds(spark) - before == set()
+    clean = dedup(spark.createDataFrame(rows[:2], "id string, text string"))
+    assert clean.errors.columns == ["position", "id", "reason"] and clean.errors.count() == 0
+    assert checkpoints(held_rdds(spark) - before) == set()
+    spark_decisions(clean)
+
+
 def test_texts_of_nothing_are_found_as_the_local_readers_find_them(spark: Any) -> None:
     """Markup, references and invisible characters alone are nothing, whichever of Python's
     whitespace they hold; text among them, escaped markup or a broken tag are text: Spark's

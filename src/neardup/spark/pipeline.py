@@ -136,8 +136,9 @@ def dedup(
     broken arbitrarily); without it the frame's own order is used. ``max_rounds`` bounds the
     template-guard iteration (``stats["converged"]`` says whether it reached the fixed point,
     which takes two or three rounds on news). ``partitions``: how many partitions to sketch
-    in (default ``spark.sql.shuffle.partitions``). The result's frames are cached; call
-    ``unpersist()`` on them when done.
+    in (default ``spark.sql.shuffle.partitions``). The result's frames are cached, and the
+    run's own checkpoints are let go of: call ``unpersist()`` on them when done with them
+    (they are not computed again after).
 
     >>> result = dedup(spark.read.parquet("crawl/"), id_col="url", text_col="body")  # doctest: +SKIP
     >>> result.clusters.filter("duplicate_of IS NULL").count()  # doctest: +SKIP
@@ -154,6 +155,7 @@ def dedup(
             raise ConfigError(
                 f"{name}={col!r} is not a column of the frame; its columns are {df.columns}"
             )
+    before = held_rdds(df.sparkSession)
     frame = checked(df, id_col, text_col, title_col, timestamp_col, order_col)
     prepared = with_position(frame, order_by="_order" if order_col is not None else None)
     return run_pipeline(
@@ -164,6 +166,7 @@ def dedup(
         max_rounds=max_rounds,
         partitions=partitions,
         where="position",
+        held=before,
     )
 
 
@@ -268,6 +271,7 @@ def run_pipeline(
     max_rounds: int,
     partitions: int | None,
     where: str,
+    held: set[int] | None = None,
 ) -> SparkResult:
     """The stages on ``_pos, _id, _text, _title, _ts, _problem`` (null problem: usable).
 
@@ -275,6 +279,13 @@ def run_pipeline(
     Partitions and Arrow batch sizes are sized to the input (:func:`plan`) unless
     ``partitions`` or the session's settings say otherwise; the session's settings are as
     they were afterwards.
+
+    The run lets go of each checkpoint it made (:func:`release`) once the next stage no
+    longer needs it — the input's once the rows are checked, the checked texts once they
+    are sketched, the rest once the results are cached — so that it holds one copy of the
+    texts at a time, and a session running one input after another does not keep each
+    run's until the JVM collects them. ``held``: the RDDs the session held before the
+    caller prepared the input (default: those held when the run starts), left alone.
     """
     cfg = config if config is not None else DedupConfig()
     check_keep(keep)
@@ -282,6 +293,8 @@ def run_pipeline(
         raise ConfigError(f"max_rounds must be at least 1, got {max_rounds}")
     if partitions is not None and partitions < 1:
         raise ConfigError(f"partitions must be at least 1, got {partitions}")
+    if held is None:
+        held = held_rdds(spark)
     cores = max(1, spark.sparkContext.defaultParallelism)
     partitions_set, batch_set = is_set(spark, _PARTITIONS), is_set(spark, _BATCH)
     with _restored(spark):
@@ -296,7 +309,11 @@ def run_pipeline(
         spark.conf.set(_PARTITIONS, str(first_guess))
         run = _Run(spark, cfg, first_guess)
         with run.stage("check"):
+            before = held_rdds(spark)
             usable, errors = _check(run, prepared, where)
+            errors = _errors(run, errors, where)
+            # one copy of the texts at a time: the input's checkpoint goes
+            release(spark, before - held)
         docs_n, chars = run.stats["documents"], run.stats["characters"]
         run.resize(
             plan(
@@ -304,13 +321,17 @@ def run_pipeline(
             )
         )
         with run.stage("sketch"):
+            before = held_rdds(spark)
             sketches, docs, side, light = _sketch(run, usable)
+            # the checked texts go: the sketches and the errors hold what the run needs
+            release(spark, before - held)
         with run.stage("candidates"):
             found = _candidates(run, side, light)
         links = _verify(run, found, sketches, docs, side, light, max_rounds)
         with run.stage("clusters"):
             clusters = _clusters(run, docs, links, sketches, keep)
-        links.frame.unpersist()
+            links.frame.unpersist()
+            release(spark, held_rdds(spark) - held)
     run.stats["timings"] = run.stages.seconds
     return SparkResult(clusters, errors, run.stats)
 
@@ -475,16 +496,40 @@ def _check(run: _Run, prepared: DataFrame, where: str) -> tuple[DataFrame, DataF
     ).collect()[0]
     run.stats.update({k: int(counts[k]) for k in ("errors", "documents", "characters")})
     run.positions = int(counts["positions"])
-    errors = (
-        checked.filter(bad)
-        .select(
-            (F.col("_pos") + shift).alias(where),
-            F.col("_id").alias("id"),
-            F.col("_problem").alias("reason"),
-        )
-        .persist(run.disk)
+    errors = checked.filter(bad).select(
+        (F.col("_pos") + shift).alias(where),
+        F.col("_id").alias("id"),
+        F.col("_problem").alias("reason"),
     )
     return checked.filter(~bad), errors
+
+
+def _errors(run: _Run, errors: DataFrame, where: str) -> DataFrame:
+    """The errors frame, cached (an empty frame when there are none): it must not need the
+    checkpoints the run lets go of (:func:`release`)."""
+    if run.stats["errors"] == 0:
+        return run.spark.createDataFrame([], f"{where} long, id string, reason string")
+    errors = errors.persist(run.disk)
+    errors.count()
+    return errors
+
+
+def held_rdds(spark: SparkSession) -> set[int]:
+    """The ids of the RDDs the session keeps: checkpoints, and cached frames computed."""
+    return {int(k) for k in spark.sparkContext._jsc.getPersistentRDDs().keySet()}
+
+
+def release(spark: SparkSession, ids: set[int]) -> None:
+    """Let go of the local checkpoints among the kept RDDs ``ids`` (:func:`held_rdds`) now,
+    not when the JVM collects them. Cached frames are left alone: the run unpersists its
+    own, and one the caller cached (and first computed during the run) is the caller's.
+    A frame computed from a checkpoint let go cannot be computed again: the run's results
+    are cached first."""
+    kept = spark.sparkContext._jsc.getPersistentRDDs()
+    for rdd_id in sorted(ids):
+        rdd = kept.get(rdd_id)
+        if rdd is not None and rdd.rdd().isCheckpointed():
+            rdd.unpersist(False)
 
 
 def _sketch(run: _Run, usable: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame, Light | None]:
