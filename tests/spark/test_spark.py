@@ -520,7 +520,7 @@ def test_a_run_lets_go_of_its_checkpoints_not_of_its_results_or_the_callers_cach
     """After a run, the session holds none of the run's checkpoints (copies of the texts a
     session running input after input would pile up): the results are cached and read
     without them, and a frame the caller cached (first computed by the run) stays cached."""
-    from neardup.spark.pipeline import held_rdds
+    from neardup.spark.session import held_rdds
 
     def checkpoints(ids: set[int]) -> set[int]:
         kept = spark.sparkContext._jsc.getPersistentRDDs()

@@ -60,7 +60,7 @@ from .columns import (
 )
 from .graph import connected_components
 from .links import Verdicts, components
-from .session import is_set, require_pyspark
+from .session import held_rdds, is_set, release, require_pyspark
 from .templates import Guard, Table, at_risk, build_guard, risk_intervals, same_table
 from .verify import (
     ALIKE_SCHEMA,
@@ -512,24 +512,6 @@ def _errors(run: _Run, errors: DataFrame, where: str) -> DataFrame:
     errors = errors.persist(run.disk)
     errors.count()
     return errors
-
-
-def held_rdds(spark: SparkSession) -> set[int]:
-    """The ids of the RDDs the session keeps: checkpoints, and cached frames computed."""
-    return {int(k) for k in spark.sparkContext._jsc.getPersistentRDDs().keySet()}
-
-
-def release(spark: SparkSession, ids: set[int]) -> None:
-    """Let go of the local checkpoints among the kept RDDs ``ids`` (:func:`held_rdds`) now,
-    not when the JVM collects them. Cached frames are left alone: the run unpersists its
-    own, and one the caller cached (and first computed during the run) is the caller's.
-    A frame computed from a checkpoint let go cannot be computed again: the run's results
-    are cached first."""
-    kept = spark.sparkContext._jsc.getPersistentRDDs()
-    for rdd_id in sorted(ids):
-        rdd = kept.get(rdd_id)
-        if rdd is not None and rdd.rdd().isCheckpointed():
-            rdd.unpersist(False)
 
 
 def _sketch(run: _Run, usable: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame, Light | None]:

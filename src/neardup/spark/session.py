@@ -33,9 +33,11 @@ __all__ = [
     "check_executors",
     "driver_heap",
     "executor_python",
+    "held_rdds",
     "is_set",
     "jvm_failure",
     "local_driver_memory",
+    "release",
     "require_pyspark",
     "spark_session",
 ]
@@ -254,6 +256,24 @@ def spark_session(
     if configured and "PYSPARK_PYTHON" not in os.environ:
         sc.pythonExec = configured  # from spark-defaults.conf: Spark reads only the variable
     return session
+
+
+def held_rdds(spark: SparkSession) -> set[int]:
+    """The ids of the RDDs the session keeps: checkpoints, and cached frames computed."""
+    return {int(k) for k in spark.sparkContext._jsc.getPersistentRDDs().keySet()}
+
+
+def release(spark: SparkSession, ids: set[int]) -> None:
+    """Let go of the local checkpoints among the kept RDDs ``ids`` (:func:`held_rdds`) now,
+    not when the JVM collects them. Cached frames are left alone: the run unpersists its
+    own, and one the caller cached (and first computed during the run) is the caller's.
+    A frame computed from a checkpoint let go cannot be computed again: what still needs
+    one is cached or checkpointed first."""
+    kept = spark.sparkContext._jsc.getPersistentRDDs()
+    for rdd_id in sorted(ids):
+        rdd = kept.get(rdd_id)
+        if rdd is not None and rdd.rdd().isCheckpointed():
+            rdd.unpersist(False)
 
 
 def is_set(spark: SparkSession, key: str) -> bool:

@@ -23,7 +23,7 @@ position moved, the documents holding them.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -49,7 +49,7 @@ from .columns import (
     to_arrow,
     unbinary,
 )
-from .session import driver_heap
+from .session import driver_heap, held_rdds, release
 from .verify import Table
 
 if TYPE_CHECKING:
@@ -173,7 +173,9 @@ def common_candidates(side: DataFrame, cfg: DedupConfig, n_parts: int = 1) -> I6
 @dataclass
 class Guard:
     """The (slot, document) memberships the template guard can ever need: ``frame`` holds
-    them as rows of bytes, whole ranges of the slot space to a partition, persisted.
+    them as rows of bytes, whole ranges of the slot space to a partition, checkpointed by
+    the first table's job (lazily: no job of its own, and rows rather than Spark's columnar
+    cache, which the next job would read back).
 
     :meth:`table` is one round's table; :meth:`unpersist` lets the rows go. The first
     table also brings the memberships of the volatile slots to the driver when they are few
@@ -190,6 +192,8 @@ class Guard:
     stable: Table | None = None
     held: _Held | None = None
     rows: int = 0
+    #: the checkpoint of :attr:`frame`, once the first table has computed it
+    own: set[int] = field(default_factory=set)
 
     def table(
         self, removed: I64 | None = None, before: I64 | None = None
@@ -213,7 +217,9 @@ class Guard:
             self._pos_type,
         )
         shared = sc.broadcast(bits)
+        made = held_rdds(self.spark)
         rows = to_arrow(self.frame.mapInArrow(_table_pass(shared, self.cfg), _PASS_SCHEMA))
+        self.own |= held_rdds(self.spark) - made
         shared.destroy()
         slot_ids = _column_in(rows.column("slots"), "<i4")
         firsts, seconds = (_positions_in(rows.column(c), self._pos_type) for c in _ENTRIES)
@@ -277,7 +283,7 @@ class Guard:
         return "<i4" if self.positions < 1 << 31 else "<i8"
 
     def unpersist(self) -> None:
-        self.frame.unpersist()
+        release(self.spark, self.own)
 
 
 def _merged(a: Table, b: Table) -> Table:
@@ -416,7 +422,7 @@ def build_guard(
     flags: tuple[I64, I64] | None = None,
 ) -> Guard:
     """The guard's memberships for the original documents ``docs`` (``_pos, _sh, _n,
-    _ptext``), in ``n_parts`` ranges of the slot space (persisted, computed by the first
+    _ptext``), in ``n_parts`` ranges of the slot space (checkpointed by the first
     :meth:`Guard.table`).
 
     Only the candidate slots of :func:`common_candidates` (of the slot counts ``side``) are
@@ -431,7 +437,6 @@ def build_guard(
     ``positions``: one more than the largest input position.
     """
     from pyspark.sql import functions as F
-    from pyspark.storagelevel import StorageLevel
 
     limit = cfg.common_after
     ranges = max(1, n_parts)
@@ -501,7 +506,7 @@ def build_guard(
         .mapInArrow(memberships, _BLOB_SCHEMA)
         .repartition(ranges, F.col("_r"))
         .mapInArrow(_trimmed(limit, fewest(cfg)), _BLOB_SCHEMA)
-        .persist(StorageLevel.MEMORY_AND_DISK)
+        .localCheckpoint(eager=False)
     )
     return Guard(spark, frame, cfg, positions, ranges)
 
