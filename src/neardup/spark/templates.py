@@ -655,9 +655,10 @@ def _trimmed(limit: int, low: int) -> BatchFn:
                 | np.where(keep[out], KEEP, 0)
                 | np.where(vol[out], VOLATILE, 0)
             ).astype(np.uint8)
+            slot_out, pos_out = slot[out], pos[out]
             for lo in range(0, len(out), ROW_MEMBERSHIPS):
                 take = slice(lo, lo + ROW_MEMBERSHIPS)
-                yield _blob_batch(key, slot[out][take], pos[out][take], flags[take])
+                yield _blob_batch(key, slot_out[take], pos_out[take], flags[take])
 
     return run
 
