@@ -217,9 +217,10 @@ class Guard:
             self._pos_type,
         )
         shared = sc.broadcast(bits)
-        made = held_rdds(self.spark)
+        made = held_rdds(self.spark) if first else set()
         rows = to_arrow(self.frame.mapInArrow(_table_pass(shared, self.cfg), _PASS_SCHEMA))
-        self.own |= held_rdds(self.spark) - made
+        if first:  # the job that computed the frame checkpointed it
+            self.own = held_rdds(self.spark) - made
         shared.destroy()
         slot_ids = _column_in(rows.column("slots"), "<i4")
         firsts, seconds = (_positions_in(rows.column(c), self._pos_type) for c in _ENTRIES)
