@@ -116,6 +116,22 @@ def test_lcsubstr_matches_dp(pair: tuple[str, str]) -> None:
 
 @FAST
 @given(PAIRS)
+def test_lcsubstr_short_path_finds_the_first_in_a_and_its_first_place_in_b(
+    pair: tuple[str, str],
+) -> None:
+    """The plain-string path (titles) gives the longest common substring that starts first
+    in ``a``, at its first place in ``b``: the rule the hashing path follows too."""
+    a, b = pair
+    length = naive.lcsubstr_length(a, b)
+    first = next((i for i in range(len(a)) if length and a[i : i + length] in b), 0)
+    expected = (length, first, b.find(a[first : first + length])) if length else (0, 0, 0)
+    assert lcsubstr._find_short(a, b) == expected
+    if len(a) * len(b) <= lcsubstr._SHORT_CELLS:
+        assert lcsubstr._find(a, b) == expected
+
+
+@FAST
+@given(PAIRS)
 def test_mcc_matches_every_offset(pair: tuple[str, str]) -> None:
     """mcc equals the best count of agreeing characters over every offset, tried one by one."""
     a, b = pair

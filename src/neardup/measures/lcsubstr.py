@@ -43,19 +43,21 @@ _SHORT_CELLS = 10_000
 
 
 def _find_short(a: str, b: str) -> tuple[int, int, int]:
-    """:func:`_find` for short strings: binary search on the length, ``str.find`` for hits."""
+    """:func:`_find` for short strings, with ``in`` on the strings: from each start in
+    ``a``, the longest substring found so far is grown by one character while ``b`` holds
+    it, so at most ``len(a)`` + the answer tests in all (a binary search on the length
+    tests every start at each length it tries). The first start in ``a`` that reaches the
+    final length is the first on ties."""
     n = len(a)
-    lo, hi, best = 0, min(n, len(b)), (0, 0, 0)
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        for i in range(n - mid + 1):
-            j = b.find(a[i : i + mid])
-            if j >= 0:
-                lo, best = mid, (mid, i, j)
-                break
-        else:
-            hi = mid - 1
-    return best
+    length = start = 0
+    for i in range(n):
+        if i + length >= n:
+            break  # no later start leaves room for a longer substring
+        while i + length < n and a[i : i + length + 1] in b:
+            length, start = length + 1, i
+    if length == 0:
+        return 0, 0, 0
+    return length, start, b.find(a[start : start + length])
 
 
 def _find(a: str, b: str) -> tuple[int, int, int]:
