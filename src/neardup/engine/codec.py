@@ -249,6 +249,13 @@ def take(shared: Shared | Packed) -> Packed:
     return Packed(texts=shared.texts, n_units=shared.n_units, numbers=shared.numbers, **arrays)
 
 
+def _pieces(values: np.ndarray, counts: np.ndarray) -> list[np.ndarray]:
+    """``values`` cut into consecutive views of ``counts`` elements each (``np.split``'s
+    views, without its per-piece overhead: a chunk of tiny records is thousands of them)."""
+    ends = np.cumsum(counts).tolist()
+    return [values[a:b] for a, b in zip([0, *ends][:-1], ends, strict=True)]
+
+
 def unpack(
     p: Packed, *, bands: bool = True, shingles: bool = True, signatures_from: int = 0
 ) -> list[Sketch]:
@@ -271,12 +278,11 @@ def unpack(
         signatures = [no_signature] * len(p.texts)
         for row, i in enumerate(longer.tolist()):
             signatures[i] = kept[row]
-    cuts = np.cumsum(p.shingle_counts)[:-1]
     if shingles and len(p.shingles) != len(p.vocab_indexes):
         raise ValueError("these sketches were packed without their shingles")
-    codes = np.split(p.shingles, cuts) if shingles else None
-    indexes = np.split(p.vocab_indexes, cuts)
-    vocabs = np.split(p.vocabs, np.cumsum(p.vocab_counts)[:-1])
+    codes = _pieces(p.shingles, p.shingle_counts) if shingles else None
+    indexes = _pieces(p.vocab_indexes, p.shingle_counts)
+    vocabs = _pieces(p.vocabs, p.vocab_counts)
     return [
         Sketch(
             text=p.texts[i],

@@ -151,9 +151,15 @@ class Fields:
 DEFAULT_FIELDS = Fields()
 
 
+#: ``json.dumps(obj, ensure_ascii=False)``, without making an encoder for every line
+_ENCODE = json.JSONEncoder(ensure_ascii=False).encode
+
+
 def json_line(obj: object) -> str:
     """``obj`` as one line of JSON; escaped if it holds lone surrogates UTF-8 cannot carry."""
-    line = json.dumps(obj, ensure_ascii=False)
+    line: str = _ENCODE(obj)
+    if line.isascii():
+        return line
     try:
         line.encode("utf-8")
     except UnicodeEncodeError:
