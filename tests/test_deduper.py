@@ -381,6 +381,42 @@ def test_run_fed_as_read_equals_stream(workers: int, chunk: int) -> None:
     assert result.timings.keys() >= {"sketch", "candidates", "verify", "clusters"}
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_run_handing_decisions_out_gives_the_same_as_its_finish(workers: int) -> None:
+    """With ``hand_out``, each decision is handed out as it is made (by ``take``, in input
+    order, never before the document is decided) and ``finish`` gives the rest: together
+    exactly the decisions of a run that makes them all at the end — copies, documents that
+    extend another, a hub's posts (a cluster of their own) and byte-identical copies."""
+    from .engine.test_real_crawls import hub_posts  # it imports this module's pools
+
+    ids, texts = corpus(5, "all")
+    hub_ids, hub_texts = hub_posts(random.Random(12))
+    ids, texts = ids + hub_ids, texts + hub_texts
+    rng = random.Random(workers)
+    for k in range(10):
+        at = rng.randrange(1, len(texts) + 1)
+        texts.insert(at, texts[rng.randrange(at)])
+        ids.insert(at, f"copy-{k}")
+    whole = dedup_batch(ids, texts, workers=workers, chunk=3).decisions
+    assert {"hub", "p2", "p3"} <= {d.cluster for d in whole}
+    assert any(d.extends for d in whole) and any(d.is_duplicate for d in whole)
+    handed: list[Decision] = []
+    with BatchRun(DedupConfig(), chunk=3, workers=workers, chars=None, hand_out=True) as run:
+        run.MIN_CHUNK, run.POLL_EVERY = 3, 1
+        for doc_id, text in zip(ids, texts, strict=True):
+            run.add(doc_id, text)
+            got = run.take()
+            assert len(handed) + len(got) == run.decided <= len(run.ids)
+            handed += got
+        if workers == 1:  # sketched at once: some are handed out while documents come in
+            assert 0 < len(handed) < len(ids)
+        with pytest.raises(ConfigError, match="keeps the first"):
+            run.finish(keep="longest")
+        rest = run.finish().decisions
+    assert [fields(d) for d in handed + rest] == [fields(d) for d in whole]
+    assert run.take() == []
+
+
 def test_batch_evidence_equals_stream_evidence() -> None:
     """With explain on, batch and streaming show the same evidence passages."""
     ids, texts = corpus(3, "all")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import time
+from array import array
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -52,6 +53,7 @@ from .engine.codec import Packed, Shared, free, pack, share, take, unpack
 from .engine.warm import load_kernels
 from .errors import ConfigError, InputError
 from .index.lsh import LSHJoin
+from .passages import Passage
 from .timing import Stages
 
 __all__ = ["BatchResult", "BatchRun", "dedup_batch"]
@@ -124,7 +126,13 @@ class BatchRun:
     JOIN_SHARE = 32
 
     def __init__(
-        self, cfg: DedupConfig, *, chunk: int = 2000, workers: int | None, chars: int | None
+        self,
+        cfg: DedupConfig,
+        *,
+        chunk: int = 2000,
+        workers: int | None,
+        chars: int | None,
+        hand_out: bool = False,
     ) -> None:
         if workers is not None and workers < 1:
             raise ConfigError(f"workers must be at least 1, got {workers}")
@@ -166,6 +174,12 @@ class BatchRun:
         self._vocab_sizes = np.zeros(0, dtype=np.int64)
         self._units = np.zeros(0, dtype=np.int64)
         self._extended: set[int] = set()  # documents a kept document extends
+        # hand_out: each document's decision is made as it is decided (keep="first": a
+        # document's story and what it matched never change once decided) and waits in
+        # _made until take() hands it out, so a caller can write it and let the document go
+        self._hand_out = hand_out
+        self._root = array("q")  # each decided document's story: its first document
+        self._made: list[Decision] = []
         self._hubbed: set[int] = set()  # documents that extend a hub: a cluster of their own
         self.timings = Stages()
         for name in ("sketch", "candidates", "verify"):
@@ -212,6 +226,13 @@ class BatchRun:
             while self._sent and self._ready(self._sent[0][1]):
                 self._receive()
 
+    def take(self) -> list[Decision]:
+        """With ``hand_out``: the decisions made since the last call, in input order (those
+        of the documents from the first not yet handed out up to :attr:`decided`), each
+        what :meth:`finish` with ``keep="first"`` gives for it; empty without."""
+        made, self._made = self._made, []
+        return made
+
     @property
     def decided(self) -> int:
         """How many documents, from the first, are decided: a document among them with
@@ -227,12 +248,19 @@ class BatchRun:
     ) -> BatchResult:
         """Decide the rest, form the clusters, and shut the workers down."""
         check_keep(keep)
+        if self._hand_out and (keep != "first" or explain):
+            raise ConfigError("a run that hands decisions out keeps the first, without evidence")
         if self._pending:
             self._send()
         while self._sent:
             self._receive()
         self._decide(len(self.ids))
         self.__exit__()
+        self._let_go()
+        if self._hand_out:
+            verified = sum(1 for p in self.parent if p >= 0)
+            self.sketches = []
+            return BatchResult(self.take(), self._pairs, verified, dict(self.timings.seconds))
         t0 = time.perf_counter()
         ids, sketches, parent = self.ids, self.sketches, self.parent
         root = roots([-1 if i in self._hubbed else p for i, p in enumerate(parent)])
@@ -249,15 +277,9 @@ class BatchRun:
         for i, doc_id in enumerate(ids):
             kept, p = kept_of[i], parent[i]
             cluster = ids[kept]
-            if self.copy[i]:
-                ev = evidence(sketches[i], sketches[p]) if explain else ()
-                decisions.append(
-                    Decision(doc_id, True, ids[p], cluster, self.score[i], self.measure[i], ev)
-                )
-                continue
-            if keep != "first" and kept == i:
+            if not self.copy[i] and keep != "first" and kept == i:
                 p = -1  # the document a story keeps names it, and extends nothing
-            elif keep != "first":
+            elif not self.copy[i] and keep != "first":
                 # a story keeps its longest or earliest document: a document it covers
                 # (the first of the story, or one extending it) is a copy of that one
                 v = verify(sketches[i], sketches[kept], self.cfg)
@@ -270,16 +292,43 @@ class BatchRun:
                 if p < 0 and v.is_duplicate:
                     p = kept
                     self.score[i], self.measure[i] = v.score, v.measure
-            if p < 0:
-                decisions.append(Decision(doc_id, False, None, cluster, 0.0, None))
-                continue
-            ev = evidence(sketches[i], sketches[p]) if explain else ()
-            decisions.append(
-                Decision(doc_id, False, None, cluster, self.score[i], self.measure[i], ev, ids[p])
-            )
+            ev = evidence(sketches[i], sketches[p]) if explain and p >= 0 else ()
+            decisions.append(self._decision(i, p, cluster, ev))
         self.timings.add("clusters", time.perf_counter() - t0)
         verified = sum(1 for p in parent if p >= 0)
+        self.sketches = []  # read above only (a million tiny records: 330 MB)
         return BatchResult(decisions, self._pairs, verified, dict(self.timings.seconds))
+
+    def _let_go(self) -> None:
+        """Once every document is decided, let go of what only deciding reads: the LSH
+        join's runs, the prefilter's arrays, the learned chrome and the exact texts seen (a
+        million tiny records hold about 1 GB in them), before the decisions are made."""
+        self._join = LSHJoin(bucket_cap=self.cfg.bucket_cap)
+        self._light = np.zeros((0, self.cfg.num_perm), dtype=np.uint16)
+        self._row = np.zeros(0, dtype=np.int32)
+        self._vocab_sizes = np.zeros(0, dtype=np.int64)
+        self._units = np.zeros(0, dtype=np.int64)
+        self._first_copy = {}
+        self._common = CommonShingles.of(self.cfg)
+
+    def _make(self, i: int) -> None:
+        """Make document ``i``'s decision as :meth:`finish` makes it with ``keep="first"``
+        (its story's first document kept, a hub's extension a story of its own)."""
+        p = self.parent[i]
+        root = i if p < 0 or i in self._hubbed else self._root[p]
+        self._root.append(root)
+        self._made.append(self._decision(i, p, self.ids[root]))
+
+    def _decision(self, i: int, p: int, cluster: str, ev: tuple[Passage, ...] = ()) -> Decision:
+        """Document ``i``'s decision in the story ``cluster``, given the document it matched
+        (``p``, or -1): dropped as a copy of it, kept extending it, or kept."""
+        ids = self.ids
+        if self.copy[i]:
+            return Decision(ids[i], True, ids[p], cluster, self.score[i], self.measure[i], ev)
+        if p < 0:
+            return Decision(ids[i], False, None, cluster, 0.0, None)
+        score, measure = self.score[i], self.measure[i]
+        return Decision(ids[i], False, None, cluster, score, measure, ev, ids[p])
 
     def _extends(self, m: int, k: str) -> bool:
         """Whether document ``k`` (decided; its position as a string) is kept and extends
@@ -457,6 +506,8 @@ class BatchRun:
                 sketches[i] = sketches[c]
                 self.parent[i], self.copy[i] = c, True
                 self.score[i], self.measure[i] = IDENTICAL.copy_score, IDENTICAL.measure
+                if self._hand_out:
+                    self._make(i)
                 continue
             lo, hi = bounds[i - nxt], bounds[i - nxt + 1]
             found = None
@@ -473,6 +524,8 @@ class BatchRun:
                     if hub(found, m in self._extended, partial(self._extends, m)):
                         self._hubbed.add(i)
                     self._extended.add(m)
+            if self._hand_out:
+                self._make(i)
         self._next = max(nxt, frontier)
         self.timings.add("verify", time.perf_counter() - t0)
 

@@ -14,6 +14,7 @@ import signal
 import sys
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from typing import Any
@@ -21,7 +22,7 @@ from typing import Any
 from ..batch import BatchRun
 from ..deduper import Deduper
 from ..engine import Decision, DedupConfig, KeepPolicy
-from ..errors import ConfigError, Interrupted, when_safe
+from ..errors import ConfigError, Interrupted, shielded, when_safe
 from ..records import (
     DEFAULT_MAX_RECORD,
     BadRecord,
@@ -346,7 +347,22 @@ def _batch(
     docs: list[Document] = []
     clock = [0.0]
     released = 0  # the documents before it are decided, and their copies let go
-    with BatchRun(cfg, workers=None, chars=None) as run:
+    # keeping the first of each story, a document's decision is final once it is decided:
+    # it is written then, and the document let go (the others wait for the clusters)
+    hand_out = keep == "first" and not tally.collect
+    queue: deque[Document] = deque()  # handing out: the documents not yet written
+    written = [0.0]
+
+    def write(decisions: list[Decision]) -> None:
+        t0 = time.perf_counter()
+        with shielded():  # what is written is what the tally counts, even when interrupted
+            for decision in decisions:
+                doc = queue.popleft()
+                out.write(doc, decision)
+                tally.add(doc, decision)
+        written[0] += time.perf_counter() - t0
+
+    with BatchRun(cfg, workers=None, chars=None, hand_out=hand_out) as run:
         progress.watch(
             lambda: {
                 "bytes": reader.bytes_read,
@@ -367,28 +383,35 @@ def _batch(
                 run.add(record.id, record.text)
                 if not tally.collect and not out.needs_text(record):
                     record = record.without_text()  # the run holds what it needs
+                if hand_out:
+                    queue.append(record)
+                    write(run.take())
+                    continue
                 docs.append(record)
                 if not tally.collect:
                     released = _release_copies(docs, run, released)
-        left = len(docs) - len(run.sketches)
+        total, left = len(run.ids), len(run.ids) - run.decided
         progress.watch(None)
         progress.start(
             "dedup",
-            note=f"deduplicating {len(docs):,} documents… ({left:,} still to sketch and verify)",
+            note=f"deduplicating {total:,} documents… ({left:,} still to sketch and verify)",
         )
-        result = run.finish(keep=keep, timestamps=[d.timestamp for d in docs])
+        timestamps = None if hand_out else [d.timestamp for d in docs]
+        result = run.finish(keep=keep, timestamps=timestamps)
     stages.add("read", clock[0])
     for name in ("sketch", "candidates", "verify", "clusters"):
         stages.add(name, result.timings.get(name, 0.0))
 
-    progress.start("write", total=len(docs))
+    rest = queue if hand_out else docs
+    progress.start("write", total=len(rest))
     t0 = time.perf_counter()
-    for doc, decision in zip(docs, result.decisions, strict=True):
-        out.write(doc, decision)
-        tally.add(doc, decision)
+    for doc, decision in zip(rest, result.decisions, strict=True):
+        with shielded():
+            out.write(doc, decision)
+            tally.add(doc, decision)
         progress.advance()
     out.finish()
-    stages.add("write", time.perf_counter() - t0)
+    stages.add("write", written[0] + time.perf_counter() - t0)
     return result.candidate_pairs
 
 
@@ -441,9 +464,10 @@ def _stream(
         t0 = time.perf_counter()
         decisions = deduper.check_and_add_many(batch)
         t1 = time.perf_counter()
-        for doc, decision in zip(batch, decisions, strict=True):
-            out.write(doc, decision)
-            tally.add(doc, decision)
+        with shielded():
+            for doc, decision in zip(batch, decisions, strict=True):
+                out.write(doc, decision)
+                tally.add(doc, decision)
         progress.advance(len(batch))
         batch.clear()
         dedup_seconds += t1 - t0
