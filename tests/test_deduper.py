@@ -391,7 +391,15 @@ def test_a_run_handing_decisions_out_gives_the_same_as_its_finish(workers: int) 
 
     ids, texts = corpus(5, "all")
     hub_ids, hub_texts = hub_posts(random.Random(12))
-    ids, texts = ids + hub_ids, texts + hub_texts
+    titles = [
+        "上海今天发布暴雨蓝色预警",
+        "上海今天发布暴雨蓝色预警！",
+        "快讯：上海今天发布暴雨蓝色预警",
+    ]
+    titles += ["Shanghai issues a rainstorm warning", "Shanghai issues a blue rainstorm warning"]
+    ids = ids[:20] + [f"title-{k}" for k in range(3)] + ids[20:] + hub_ids
+    ids += [f"title-{k}" for k in range(3, 5)]
+    texts = texts[:20] + titles[:3] + texts[20:] + hub_texts + titles[3:]
     rng = random.Random(workers)
     for k in range(10):
         at = rng.randrange(1, len(texts) + 1)
@@ -400,6 +408,8 @@ def test_a_run_handing_decisions_out_gives_the_same_as_its_finish(workers: int) 
     whole = dedup_batch(ids, texts, workers=workers, chunk=3).decisions
     assert {"hub", "p2", "p3"} <= {d.cluster for d in whole}
     assert any(d.extends for d in whole) and any(d.is_duplicate for d in whole)
+    # titles compared with titles decided before them (kept by then as their texts only)
+    assert sum(d.measure in ("lcsubstr", "levenshtein") for d in whole) >= 2
     handed: list[Decision] = []
     with BatchRun(DedupConfig(), chunk=3, workers=workers, chars=None, hand_out=True) as run:
         run.MIN_CHUNK, run.POLL_EVERY = 3, 1
