@@ -719,6 +719,41 @@ def test_the_sample_report_marks_documents_kept_with_text_of_their_own() -> None
     assert "+ kept  A story, in full" in report and "0.9800  A story" in report
 
 
+def test_the_batch_run_spares_the_garbage_collector_and_gives_it_back(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every FREEZE_EVERY + 1 documents the batch run takes what is alive out of the
+    cyclic collector's sight (gc.freeze), and gives it back when the run ends: a process
+    that runs it (a test, a notebook) is left as it was; the outputs are the same."""
+    import gc
+
+    from neardup.run import local
+
+    source = tmp_path / "in.jsonl"
+    texts = [ZH_STORY, ZH_REPRINT, ZH_OTHER, ZH_STORY, "第 3 楼", "第 3 楼！"]
+    source.write_text(
+        "".join(
+            json.dumps({"id": i, "text": t}, ensure_ascii=False) + "\n" for i, t in enumerate(texts)
+        ),
+        encoding="utf-8",
+    )
+    plain, _, _ = dedup(tmp_path, source, capsys)
+    frozen: list[int] = []
+    monkeypatch.setattr(local, "FREEZE_EVERY", 1)  # every second document
+    freeze = gc.freeze
+
+    def counted() -> None:
+        freeze()
+        frozen.append(gc.get_freeze_count())
+
+    monkeypatch.setattr(gc, "freeze", counted)
+    assert gc.get_freeze_count() == 0
+    spared, _, _ = dedup(tmp_path, source, capsys)
+    assert len(frozen) == 3 and min(frozen) > 0  # objects were hidden during the run
+    assert gc.get_freeze_count() == 0  # and given back at its end
+    assert spared == plain
+
+
 def test_batch_run_lets_copies_go_and_writes_the_same() -> None:
     """Once a document is decided a copy, the batch run lets its text and raw line go (a
     copy is never written to UNIQUE); the kept ones keep their raw line."""

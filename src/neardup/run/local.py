@@ -9,6 +9,7 @@ describes the run as a :class:`~neardup.run.summary.RunSummary`.
 from __future__ import annotations
 
 import functools
+import gc
 import os
 import signal
 import sys
@@ -329,6 +330,31 @@ def _timed(
         yield record
 
 
+#: ``neardup dedup`` (batch) hides what it holds from the cyclic garbage collector every
+#: 65,536 documents (a mask: ``len & FREEZE_EVERY == 0``)
+FREEZE_EVERY = (1 << 16) - 1
+
+
+@contextmanager
+def _collector_spared() -> Iterator[Callable[[], None]]:
+    """A function that takes every object alive out of the cyclic garbage collector's sight
+    (``gc.freeze``) until the block ends. What a batch run holds of each document (ids,
+    sketches, decisions) has no cycles, so reference counting frees it all the same, and
+    the collector's full passes over millions of such objects took 6 of the 90 s of a
+    million tiny records (2.5 s with it)."""
+    froze = [False]
+
+    def spare() -> None:
+        gc.freeze()
+        froze[0] = True
+
+    try:
+        yield spare
+    finally:
+        if froze[0]:
+            gc.unfreeze()
+
+
 def _batch(
     reader: RecordReader,
     cfg: DedupConfig,
@@ -362,7 +388,10 @@ def _batch(
                 tally.add(doc, decision)
         written[0] += time.perf_counter() - t0
 
-    with BatchRun(cfg, workers=None, chars=None, hand_out=hand_out) as run:
+    with (
+        BatchRun(cfg, workers=None, chars=None, hand_out=hand_out) as run,
+        _collector_spared() as spare,
+    ):
         progress.watch(
             lambda: {
                 "bytes": reader.bytes_read,
@@ -381,6 +410,8 @@ def _batch(
             else:
                 out.seen(record)
                 run.add(record.id, record.text)
+                if not len(run.ids) & FREEZE_EVERY:
+                    spare()
                 if not tally.collect and not out.needs_text(record):
                     record = record.without_text()  # the run holds what it needs
                 if hand_out:
