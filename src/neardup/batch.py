@@ -112,6 +112,8 @@ class BatchRun:
     (:class:`~neardup.index.lsh.LSHJoin`: lsh_join block by block), and every document
     before the first original not yet sketched is decided, in input order, as streaming
     would. A decision depends only on earlier documents, so the timing changes nothing.
+    With ``hand_out`` (keeping the first of each story) each decision is final once made and
+    :meth:`take` hands it out at once.
     """
 
     #: the first chunks are this small, so that the workers start soon
