@@ -43,7 +43,6 @@ from .engine import (
     light,
     make_sketches,
     may_verify_counts,
-    roots,
     story_codes,
     text_key,
     to_verify,
@@ -180,8 +179,8 @@ class BatchRun:
         # document's story and what it matched never change once decided) and waits in
         # _made until take() hands it out, so a caller can write it and let the document go
         self._hand_out = hand_out
-        self._root = array("q")  # each decided document's story: its first document
         self._made: list[Decision] = []
+        self._root = array("q")  # each decided document's story: its first document
         self._hubbed: set[int] = set()  # documents that extend a hub: a cluster of their own
         self.timings = Stages()
         for name in ("sketch", "candidates", "verify"):
@@ -259,15 +258,14 @@ class BatchRun:
         self._decide(len(self.ids))
         self.__exit__()
         self._let_go()
+        verified = sum(1 for p in self.parent if p >= 0)
         if self._hand_out:
-            verified = sum(1 for p in self.parent if p >= 0)
             self.sketches = []
             return BatchResult(self.take(), self._pairs, verified, dict(self.timings.seconds))
         t0 = time.perf_counter()
         ids, sketches, parent = self.ids, self.sketches, self.parent
-        root = roots([-1 if i in self._hubbed else p for i, p in enumerate(parent)])
         kept_of = choose_kept(
-            np.array(root, dtype=np.int64),
+            np.array(self._root, dtype=np.int64),
             np.arange(len(ids), dtype=np.int64),
             keep,
             lengths=np.array(self.lengths, dtype=np.int64),
@@ -297,7 +295,6 @@ class BatchRun:
             ev = evidence(sketches[i], sketches[p]) if explain and p >= 0 else ()
             decisions.append(self._decision(i, p, cluster, ev))
         self.timings.add("clusters", time.perf_counter() - t0)
-        verified = sum(1 for p in parent if p >= 0)
         self.sketches = []  # read above only (a million tiny records: 330 MB)
         return BatchResult(decisions, self._pairs, verified, dict(self.timings.seconds))
 
@@ -313,13 +310,14 @@ class BatchRun:
         self._first_copy = {}
         self._common = CommonShingles.of(self.cfg)
 
-    def _make(self, i: int) -> None:
-        """Make document ``i``'s decision as :meth:`finish` makes it with ``keep="first"``
-        (its story's first document kept, a hub's extension a story of its own)."""
+    def _settle(self, i: int) -> None:
+        """Document ``i`` is decided: note its story's first document (its match's, or
+        itself when it matched nothing or extends a hub: a story of its own), and with
+        ``hand_out`` make its decision as :meth:`finish` makes it with ``keep="first"``."""
         p = self.parent[i]
-        root = i if p < 0 or i in self._hubbed else self._root[p]
-        self._root.append(root)
-        self._made.append(self._decision(i, p, self.ids[root]))
+        self._root.append(i if p < 0 or i in self._hubbed else self._root[p])
+        if self._hand_out:
+            self._made.append(self._decision(i, p, self.ids[self._root[i]]))
 
     def _decision(self, i: int, p: int, cluster: str, ev: tuple[Passage, ...] = ()) -> Decision:
         """Document ``i``'s decision in the story ``cluster``, given the document it matched
@@ -508,8 +506,7 @@ class BatchRun:
                 sketches[i] = sketches[c]
                 self.parent[i], self.copy[i] = c, True
                 self.score[i], self.measure[i] = IDENTICAL.copy_score, IDENTICAL.measure
-                if self._hand_out:
-                    self._make(i)
+                self._settle(i)
                 continue
             lo, hi = bounds[i - nxt], bounds[i - nxt + 1]
             found = None
@@ -526,10 +523,9 @@ class BatchRun:
                     if hub(found, m in self._extended, partial(self._extends, m)):
                         self._hubbed.add(i)
                     self._extended.add(m)
-            if self._hand_out:
-                self._make(i)
-                if sketches[i].n_units < cfg.short_units:
-                    sketches[i] = _as_title(sketches[i])
+            self._settle(i)
+            if self._hand_out and sketches[i].n_units < cfg.short_units:
+                sketches[i] = _as_title(sketches[i])
         self._next = max(nxt, frontier)
         self.timings.add("verify", time.perf_counter() - t0)
 

@@ -417,7 +417,9 @@ def _batch(
                     record = record.without_text()  # the run holds what it needs
                 if hand_out:
                     queue.append(record)
-                    write(run.take())
+                    made = run.take()
+                    if made:
+                        write(made)
                     continue
                 docs.append(record)
                 if not tally.collect:
