@@ -212,6 +212,26 @@ def test_templated_items_with_other_figures_are_not_duplicates(a: str, b: str) -
     assert len(x.numbers) >= 2
 
 
+@settings(max_examples=300)
+@given(
+    st.lists(
+        st.sampled_from(["1", "23", "2023", "٣", ".", ",", ":", "/", "-", "a", " ", "\n"]),
+        max_size=30,
+    ),
+    st.integers(0, 40),
+    st.integers(0, 40),
+)
+def test_figures_within_a_span_are_those_a_reading_from_the_start_finds(
+    pieces: list[str], lo: int, hi: int
+) -> None:
+    """The figure rule reads only the shared span of a text: the same figures as reading
+    it all and keeping those that start inside the span."""
+    from neardup.engine.sketches import figures_at, figures_within
+
+    text = "".join(pieces)
+    assert figures_within(text, lo, hi) == {f for f, at in figures_at(text) if lo <= at <= hi}
+
+
 @pytest.mark.parametrize(
     ("a", "b"),
     [

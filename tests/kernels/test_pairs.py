@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 from typing import Any
+from unittest import mock
 
 import numpy as np
 import numpy.typing as npt
@@ -18,7 +19,7 @@ from neardup.engine.sketches import Sketch, _numpy_sketches, prepare
 from neardup.engine.templates import CommonShingles, TemplateTable, slot_buckets, slots
 from neardup.shingling import astral_words, unit_classes
 
-from .strategies import PIECES
+from .strategies import PIECES, TEXTS
 
 v = importlib.import_module("neardup.engine.verify")  # the package exports a function of that name
 
@@ -184,7 +185,7 @@ def test_unquoted_placement_matches_numpy(
         for n in (doc.n_units, doc.n_units + 3, max(0, doc.n_units - 2)):
             cp = np.frombuffer(doc.text.encode("utf-32-le", "surrogatepass"), dtype="<u4")
             mask = pairs_kernels.quoted_units(cp, unit_classes(), astral_words(cp), n)
-            assert mask.tolist() == v.quoted_units(doc.text, n).tolist()
+            assert mask.tolist() == v._numpy_quoted_units(doc.text, n).tolist()
 
 
 @settings(max_examples=300)
@@ -280,3 +281,45 @@ def test_a_slot_is_found_in_its_bucket() -> None:
         want = int(np.searchsorted(slot_ids, s))
         assert compiled._slot_at(np.int64(s), buckets, slot_ids) == want
         assert compiled._slot_at(np.int64(s), np.zeros(1, np.uint8), slot_ids) == want
+
+
+@settings(max_examples=300)
+@given(TEXTS, st.integers(0, 50), st.integers(0, 50))
+def test_unit_chars_are_where_the_reference_puts_the_units(
+    text: str, first: int, last: int
+) -> None:
+    """The characters of two units of a text, found in one compiled pass, are those of
+    the reference's unit offsets (a unit past the last taken as the last); so is the mask
+    of the quoted units, whichever way it is worked out."""
+    from neardup import kernels
+    from neardup.shingling import unit_offsets
+
+    where = unit_offsets(text)
+    want = (
+        None
+        if len(where) == 0
+        else (int(where[min(first, len(where) - 1)]), int(where[min(last, len(where) - 1)]))
+    )
+    with mock.patch.object(kernels, "wanted", return_value=True):
+        assert v.unit_chars(text, first, last) == want
+        n = len(where) + first % 3
+        assert v.quoted_units(text, n).tolist() == v._numpy_quoted_units(text, n).tolist()
+    with mock.patch.object(kernels, "wanted", return_value=False):
+        assert v.unit_chars(text, first, last) == want
+
+
+@settings(max_examples=150)
+@given(quoting())
+def test_a_storys_codes_read_through_its_vocabulary_are_its_unquoted_codes(
+    pair: tuple[Sketch, Sketch, list[Sketch]],
+) -> None:
+    """What a quoting reply counts for the template guard is the same whether its sketch
+    holds its shingle codes or only the index into its vocabulary."""
+    from neardup.engine.decide import story_codes
+    from neardup.shingling import distinct
+
+    for sk in pair[2]:
+        indexed = _index_only(sk) if sk.keeps_shingles else sk
+        quoted = v._numpy_quoted_units(sk.text, sk.n_units)[: len(sk.shingles)]
+        want = distinct(sk.shingles[~quoted]) if v.has_quotes(sk.text) else sk.vocab
+        assert story_codes(indexed).tolist() == want.tolist()

@@ -38,7 +38,7 @@ from ..shingling import unit_offsets
 from .config import DedupConfig, KeepPolicy, check_keep
 from .sketches import Sketch
 from .templates import TemplateGuard
-from .verify import Verdict, has_quotes, units_in, unquoted_codes, verify
+from .verify import Verdict, has_quotes, quoted_units, units_in, unquoted_codes, verify
 
 __all__ = [
     "IDENTICAL",
@@ -242,8 +242,16 @@ def story_codes(sketch: Sketch) -> npt.NDArray[np.uint32]:
     """
     if not has_quotes(sketch.text):  # the codes in text order are rebuilt only if needed
         return sketch.vocab
-    own = unquoted_codes(sketch.shingles, sketch.text, sketch.n_units)
-    return sketch.vocab if own is None else own
+    index = sketch.vocab_index
+    if index is None:
+        own = unquoted_codes(sketch.shingles, sketch.text, sketch.n_units)
+        return sketch.vocab if own is None else own
+    # the same codes, read through the vocabulary (sorted and distinct): no sort
+    quoted = quoted_units(sketch.text, sketch.n_units)[: len(index)]
+    keep = np.zeros(len(sketch.vocab), dtype=np.bool_)
+    keep[index[~quoted]] = True
+    kept: npt.NDArray[np.uint32] = sketch.vocab[keep]
+    return kept
 
 
 def counts_as_story(match: Match | None) -> bool:

@@ -35,6 +35,7 @@ __all__ = [
     "distinct_with_index",
     "figures",
     "figures_at",
+    "figures_within",
     "make_sketch",
     "make_sketches",
     "pack_codes",
@@ -173,6 +174,33 @@ def figures_at(text: str) -> list[tuple[str, int]]:
         for m in _NUMBER.finditer(text)
         if len(m.group()) >= 2 and not _YEAR_OR_DATE.fullmatch(m.group())
     ]
+
+
+#: a character a figure can hold (see :data:`_NUMBER`)
+_FIGURE_CHAR = re.compile(r"[\d.,:/-]")
+
+
+def figures_within(text: str, lo: int, hi: int) -> set[str]:
+    """The figures of :func:`figures_at` whose occurrence starts at a character from ``lo``
+    to ``hi``, reading ``text`` only from the last character before ``lo`` that no figure
+    holds (the figures found from there are the ones a reading from the start finds) to
+    the first figure past ``hi``.
+
+    >>> sorted(figures_within("a 12.34 b 56 c 78", 4, 12))
+    ['56']
+    """
+    start = lo
+    while start > 0 and _FIGURE_CHAR.match(text, start - 1):
+        start -= 1
+    out: set[str] = set()
+    for m in _NUMBER.finditer(text, start):
+        at = m.start()
+        if at > hi:
+            break
+        f = m.group()
+        if at >= lo and len(f) >= 2 and not _YEAR_OR_DATE.fullmatch(f):
+            out.add(f)
+    return out
 
 
 def make_sketches(texts: Sequence[str], cfg: DedupConfig) -> list[Sketch]:

@@ -34,7 +34,7 @@ from ..measures import lcsubstr, levenshtein
 from ..shingling import astral_words, distinct, unit_classes, unit_offsets
 from .config import DedupConfig
 from .prefilter import estimated_containment
-from .sketches import Sketch, figures_at
+from .sketches import Sketch, figures_within
 from .templates import CommonShingles, TemplateGuard, TemplateTable
 
 __all__ = [
@@ -355,11 +355,29 @@ def quoted_chars(text: str) -> int:
 def quoted_units(text: str, n_units: int) -> npt.NDArray[np.bool_]:
     """Which of a text's ``n_units`` units lie on quoted lines (lines starting with ``>``):
     text the document quotes from another, not its own. Units past a kept text's end (a
-    text longer than the sketch keeps) count as not quoted.
+    text longer than the sketch keeps) count as not quoted. With the compiled kernel when
+    the kernels are wanted (the same mask as :func:`_numpy_quoted_units`).
 
     >>> quoted_units("x wrote:\\n> old line\\nnew", 16).astype(int).tolist()
     [0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0]
     """
+    if kernels.wanted(len(text)):
+        cp = _code_points(text)
+        mask: npt.NDArray[np.bool_] = kernels.load("_pairs").quoted_units(
+            cp, unit_classes(), astral_words(cp), n_units
+        )
+        return mask
+    kernels.work_done(len(text))
+    return _numpy_quoted_units(text, n_units)
+
+
+def _code_points(text: str) -> U32:
+    """A text's code points, one a character (what the kernels read)."""
+    return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype="<u4")
+
+
+def _numpy_quoted_units(text: str, n_units: int) -> npt.NDArray[np.bool_]:
+    """:func:`quoted_units` with numpy and the regular expression: the reference."""
     mask = np.zeros(n_units, dtype=np.bool_)
     where = unit_offsets(text)[:n_units]
     if len(where) == 0:
@@ -402,7 +420,7 @@ def _unquoted(
         codes = _kernel_codes(doc, guard)
         index = doc.vocab_index
         pairs = kernels.load("_pairs")
-        cp = np.frombuffer(doc.text.encode("utf-32-le", "surrogatepass"), dtype="<u4")
+        cp = _code_points(doc.text)
         quoted = pairs.quoted_units(cp, unit_classes(), astral_words(cp), n)
         head, tail, gap, total, shared = pairs.unquoted_placement(
             codes, n, _NO_INDEX if index is None else index, doc.vocab, quoted, other.vocab,
@@ -411,7 +429,7 @@ def _unquoted(
         return None if total < 0 else Placement(head, tail, gap, total, shared)
     codes = doc.shingles
     rare = np.ones(len(codes), dtype=np.bool_) if guard is None else ~guard.is_common(codes)
-    own = ~quoted_units(doc.text, n) & units_in(codes, rare, n, cfg)
+    own = ~_numpy_quoted_units(doc.text, n) & units_in(codes, rare, n, cfg)
     if int(own.sum()) < cfg.short_units:
         return None
     found = units_in(codes, _shared(doc, other) & rare, n, cfg)[own]
@@ -527,6 +545,28 @@ def _edges(mine: Placement, theirs: Placement, cfg: DedupConfig) -> bool:
     )
 
 
+def unit_chars(text: str, first: int, last: int) -> tuple[int, int] | None:
+    """Where a prepared text's units ``first`` and ``last`` are: the index of each one's
+    character (a unit past the text's last is taken as its last); None when the text has
+    no units. With the compiled kernel when the kernels are wanted (one pass that stops at
+    ``last``), else from :func:`~neardup.shingling.unit_offsets`.
+
+    >>> unit_chars("ab, 中d", 1, 9), unit_chars(", ;", 0, 0)
+    ((1, 5), None)
+    """
+    if kernels.wanted(len(text)):
+        cp = _code_points(text)
+        lo, hi = kernels.load("_pairs").unit_chars(
+            cp, unit_classes(), astral_words(cp), first, last
+        )
+        return None if lo < 0 else (int(lo), int(hi))
+    kernels.work_done(len(text))
+    where = unit_offsets(text)
+    if len(where) == 0:
+        return None
+    return int(where[min(first, len(where) - 1)]), int(where[min(last, len(where) - 1)])
+
+
 def _agreeing(
     score: float,
     short: Sketch,
@@ -545,11 +585,10 @@ def _agreeing(
     if agree >= 0.5:
         return score
     first, last = _shared_span(short, other, cfg, guard) if span is None else span
-    where = unit_offsets(short.text)
-    if len(where) == 0 or first > last:
+    chars = None if first > last else unit_chars(short.text, first, last)
+    if chars is None:
         return min(score, agree)
-    lo, hi = int(where[min(first, len(where) - 1)]), int(where[min(last, len(where) - 1)])
-    inside = {f for f, at in figures_at(short.text) if lo <= at <= hi}
+    inside = figures_within(short.text, *chars)
     if len(inside) < 2:
         return score
     agree = len(inside & other.numbers) / len(inside)

@@ -22,7 +22,14 @@ import numpy as np
 from ._jit import jit
 from ._sketch import _CJK, _WORD, unit_class
 
-__all__ = ["alike_rows", "any_shared", "placement", "quoted_units", "unquoted_placement"]
+__all__ = [
+    "alike_rows",
+    "any_shared",
+    "placement",
+    "quoted_units",
+    "unit_chars",
+    "unquoted_placement",
+]
 
 _SHIFT = np.uint32(6)  # templates.SLOT_BITS = 26 of the 32 bits of a code
 _BUCKET_SHIFT = np.int64(6)  # templates.BUCKET_SHIFT: a bucket of the index is 2^6 slots
@@ -367,6 +374,27 @@ def quoted_units(cp, classes, astral_words, n):
             out[u] = quoted
             u += 1
     return out
+
+
+@jit
+def unit_chars(cp, classes, astral_words, first, last):
+    """Where a text's units ``first`` and ``last`` are (``cp``: its code points): the
+    index of each one's character, each unit past the text's last taken as its last
+    (``shingling.unit_offsets(text)[min(k, len - 1)]``); (-1, -1) when it has no units."""
+    u = 0
+    lo = -1
+    hi = -1
+    for i in range(len(cp)):
+        k = unit_class(cp[i], classes, astral_words)
+        if k == _WORD or k == _CJK:  # a letter, digit or CJK character
+            if u <= first:
+                lo = i
+            if u <= last:
+                hi = i
+            if u >= first and u >= last:
+                break
+            u += 1
+    return lo, hi
 
 
 @jit
