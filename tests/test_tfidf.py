@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 import statistics
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -22,6 +24,20 @@ def test_jieba_table_loads() -> None:
     assert "北京" in table
     assert table["北京"] < table.default  # a common word is below the median
     assert table["zzz-not-a-word"] == table.default == table.get_idf("zzz-not-a-word")
+
+
+def test_jieba_table_is_the_one_jieba_analyse_uses_without_importing_it() -> None:
+    """The table is read from jieba's own file without importing ``jieba.analyse`` (which
+    loads jieba's part-of-speech tables, about a second of a cold ``neardup compare``), and
+    holds what jieba.analyse's TF-IDF holds."""
+    code = (
+        "import sys; from neardup import IDFTable; t = IDFTable.jieba(); "
+        "assert 'jieba.analyse' not in sys.modules, 'imported'; "
+        "import jieba.analyse as a; j = a.default_tfidf; "
+        "assert dict(t) == j.idf_freq and t.default == j.median_idf, 'differs'"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
 
 
 CORPUS = [
