@@ -323,3 +323,30 @@ def test_a_storys_codes_read_through_its_vocabulary_are_its_unquoted_codes(
         quoted = v._numpy_quoted_units(sk.text, sk.n_units)[: len(sk.shingles)]
         want = distinct(sk.shingles[~quoted]) if v.has_quotes(sk.text) else sk.vocab
         assert story_codes(indexed).tolist() == want.tolist()
+
+
+@settings(max_examples=200)
+@given(
+    st.lists(st.integers(0, 2**32 - 1), max_size=40),
+    st.lists(st.integers(0, 63), max_size=10),
+    st.integers(0, 3),
+)
+def test_counting_a_story_compiled_gives_numpys_counts(
+    codes: list[int], near: list[int], rounds: int
+) -> None:
+    """A story's codes counted by the kernel leave the table numpy's fancy-index
+    assignment leaves: a slot several codes share counts once, and counts stop at 255."""
+    from neardup import kernels
+
+    # codes that share a slot with the first one (the low bits are not the slot's)
+    vocab = np.array(codes + [(codes[0] & ~63) | k for k in near] if codes else [], dtype=np.uint32)
+    start = np.zeros(1 << templates.SLOT_BITS, dtype=np.uint8)
+    start[slots(vocab)] = 253  # near saturation
+    fast, slow = CommonShingles(limit=5), CommonShingles(limit=5)
+    fast.counts, slow.counts = start.copy(), start.copy()
+    for _ in range(rounds + 1):
+        with mock.patch.object(kernels, "wanted", return_value=True):
+            fast.add(vocab)
+        with mock.patch.object(kernels, "wanted", return_value=False):
+            slow.add(vocab)
+        assert np.array_equal(fast.counts, slow.counts)

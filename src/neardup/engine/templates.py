@@ -36,6 +36,8 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from .. import kernels
+
 if TYPE_CHECKING:
     from .config import DedupConfig
 
@@ -132,6 +134,10 @@ class CommonShingles:
         """Count one more story for each (distinct) shingle code in ``vocab``."""
         if self.limit <= 0 or len(vocab) == 0:
             return
+        if kernels.wanted(len(vocab)):  # the same counts, without numpy's temporaries
+            kernels.load("_pairs").count_story(self.counts, vocab)
+            return
+        kernels.work_done(len(vocab))
         at = slots(vocab)  # a fancy-index assignment counts a repeated slot once
         counts = self.counts[at]
         counts += counts < 255  # saturating

@@ -25,6 +25,7 @@ from ._sketch import _CJK, _WORD, unit_class
 __all__ = [
     "alike_rows",
     "any_shared",
+    "count_story",
     "placement",
     "quoted_units",
     "unit_chars",
@@ -339,6 +340,21 @@ def alike_rows(light, a, b):
                 same += 1
         out[k] = same / width
     return out
+
+
+@jit
+def count_story(counts, codes):
+    """One more story for the slot of each of ``codes`` in the count table ``counts``
+    (saturating at 255), a slot that several codes share counted once: what
+    :meth:`~neardup.engine.templates.CommonShingles.add` does with numpy (every count read
+    before any is written, as a fancy-index assignment does)."""
+    old = np.empty(len(codes), dtype=np.uint8)
+    for i in range(len(codes)):  # the reads do not wait on one another
+        old[i] = counts[codes[i] >> _SHIFT]
+    for i in range(len(codes)):
+        c = old[i]
+        if c < 255:
+            counts[codes[i] >> _SHIFT] = c + 1
 
 
 _NEWLINE = 10
