@@ -135,7 +135,8 @@ class CommonShingles:
         if self.limit <= 0 or len(vocab) == 0:
             return
         if kernels.wanted(len(vocab)):  # the same counts, without numpy's temporaries
-            kernels.load("_pairs").count_story(self.counts, vocab)
+            codes = np.ascontiguousarray(vocab, dtype=np.uint32)  # one compiled version
+            kernels.load("_pairs").count_story(self.counts, codes)
             return
         kernels.work_done(len(vocab))
         at = slots(vocab)  # a fancy-index assignment counts a repeated slot once
