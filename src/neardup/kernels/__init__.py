@@ -33,13 +33,21 @@ _available: bool | None = None
 
 
 def mode() -> str:
-    """``on``, ``off`` or ``auto``, from the ``NEARDUP_KERNELS`` environment variable."""
-    value = os.environ.get("NEARDUP_KERNELS", "auto").strip().lower()
-    if value in ("1", "on", "true", "yes"):
-        return "on"
-    if value in ("0", "off", "false", "no"):
-        return "off"
-    return "auto"
+    """``on``, ``off`` or ``auto``, from the ``NEARDUP_KERNELS`` environment variable (read
+    at every call: a process may change it)."""
+    value = os.environ.get("NEARDUP_KERNELS", "auto")
+    known = _MODES.get(value)
+    if known is None:
+        word = value.strip().lower()
+        known = "on" if word in _ON else "off" if word in _OFF else "auto"
+        _MODES[value] = known
+    return known
+
+
+_ON = ("1", "on", "true", "yes")
+_OFF = ("0", "off", "false", "no")
+#: each value of the variable seen, as a mode (per-pair calls ask often)
+_MODES: dict[str, str] = {}
 
 
 def _numba_available() -> bool:
@@ -73,6 +81,12 @@ def wanted(amount: int) -> bool:
 
 def load(name: str) -> Any:
     """The kernel module ``neardup.kernels.<name>`` (importing numba the first time)."""
-    module = importlib.import_module(f"{__name__}.{name}")
+    module = _modules.get(name)
+    if module is None:
+        module = _modules[name] = importlib.import_module(f"{__name__}.{name}")
     _state["loaded"] = True
     return module
+
+
+#: the kernel modules loaded, by name (per-pair calls ask for them often)
+_modules: dict[str, Any] = {}
