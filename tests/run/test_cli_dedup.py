@@ -723,8 +723,9 @@ def test_the_batch_run_spares_the_garbage_collector_and_gives_it_back(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Every FREEZE_EVERY + 1 documents the batch run takes what is alive out of the
-    cyclic collector's sight (gc.freeze), and gives it back when the run ends: a process
-    that runs it (a test, a notebook) is left as it was; the outputs are the same."""
+    cyclic collector's sight (gc.freeze), and runs the collector less often; it gives both
+    back when the run ends: a process that runs it (a test, a notebook) is left as it was;
+    the outputs are the same."""
     import gc
 
     from neardup.run import local
@@ -742,15 +743,21 @@ def test_the_batch_run_spares_the_garbage_collector_and_gives_it_back(
     monkeypatch.setattr(local, "FREEZE_EVERY", 1)  # every second document
     freeze = gc.freeze
 
+    during: list[tuple[int, ...]] = []
+
     def counted() -> None:
         freeze()
         frozen.append(gc.get_freeze_count())
+        during.append(gc.get_threshold())
 
     monkeypatch.setattr(gc, "freeze", counted)
     assert gc.get_freeze_count() == 0
+    thresholds = gc.get_threshold()
     spared, _, _ = dedup(tmp_path, source, capsys)
     assert len(frozen) == 3 and min(frozen) > 0  # objects were hidden during the run
     assert gc.get_freeze_count() == 0  # and given back at its end
+    assert set(during) == {local.BATCH_THRESHOLDS}  # run less often during the run
+    assert gc.get_threshold() == thresholds  # and as it was after
     assert spared == plain
 
 

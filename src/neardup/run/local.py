@@ -334,23 +334,30 @@ def _timed(
 #: 65,536 documents (a mask: ``len & FREEZE_EVERY == 0``)
 FREEZE_EVERY = (1 << 16) - 1
 
+#: the collector's thresholds during a batch run (Python's default: 700, 10, 10)
+BATCH_THRESHOLDS = (50_000, 20, 100)
+
 
 @contextmanager
 def _collector_spared() -> Iterator[Callable[[], None]]:
     """A function that takes every object alive out of the cyclic garbage collector's sight
-    (``gc.freeze``) until the block ends. What a batch run holds of each document (ids,
-    sketches, decisions) has no cycles, so reference counting frees it all the same, and
-    the collector's full passes over millions of such objects took 6 of the 90 s of a
-    million tiny records (4.3 s with it)."""
+    (``gc.freeze``) until the block ends, and the collector run less often meanwhile
+    (:data:`BATCH_THRESHOLDS`). What a batch run holds of each document (ids, sketches,
+    decisions) has no cycles, so reference counting frees it all the same: the collector's
+    passes over millions of such objects took 6 of the 90 s of a million tiny records, 3.0
+    s with the freezing, 0.7 s with both."""
     froze = [False]
+    before = gc.get_threshold()
 
     def spare() -> None:
         gc.freeze()
         froze[0] = True
 
+    gc.set_threshold(*BATCH_THRESHOLDS)
     try:
         yield spare
     finally:
+        gc.set_threshold(*before)
         if froze[0]:
             gc.unfreeze()
 
