@@ -350,3 +350,11 @@ def test_counting_a_story_compiled_gives_numpys_counts(
         with mock.patch.object(kernels, "wanted", return_value=False):
             slow.add(vocab)
         assert np.array_equal(fast.counts, slow.counts)
+
+
+@settings(max_examples=300)
+@given(st.lists(st.sampled_from(["a", " ", "\t", "\n", ">", " >", "\n>", "中", "\r"]), max_size=20))
+def test_has_quotes_is_the_quoted_lines_expression(pieces: list[str]) -> None:
+    """The substring shortcuts of has_quotes say what the expression of quoted lines says."""
+    text = "".join(pieces)
+    assert v.has_quotes(text) == (v._QUOTED.search(text) is not None)

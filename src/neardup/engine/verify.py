@@ -343,8 +343,15 @@ _QUOTED = re.compile(QUOTE_START + r"[^\n]*", re.MULTILINE)
 
 
 def has_quotes(text: str) -> bool:
-    """Whether a prepared text has a quoted line (see :func:`quoted_units`)."""
-    return ">" in text and _QUOTED.search(text) is not None
+    """Whether a prepared text has a quoted line (see :func:`quoted_units`): a line that
+    starts with ``>`` right after a line end (or the text's start) is found by a substring
+    search; only a text without one is searched with the expression (a ``>`` after spaces
+    or tabs, or none at all)."""
+    if ">" not in text:
+        return False
+    if "\n>" in text or text.startswith(">"):
+        return True
+    return _QUOTED.search(text) is not None
 
 
 def quoted_chars(text: str) -> int:
