@@ -30,6 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .. import kernels
+from ..kernels.tables import code_points
 from ..measures import lcsubstr, levenshtein
 from ..shingling import astral_words, distinct, unit_classes, unit_offsets
 from .config import DedupConfig
@@ -369,18 +370,13 @@ def quoted_units(text: str, n_units: int) -> npt.NDArray[np.bool_]:
     [0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0]
     """
     if kernels.wanted(len(text)):
-        cp = _code_points(text)
+        cp = code_points(text)
         mask: npt.NDArray[np.bool_] = kernels.load("_pairs").quoted_units(
             cp, unit_classes(), astral_words(cp), n_units
         )
         return mask
     kernels.work_done(len(text))
     return _numpy_quoted_units(text, n_units)
-
-
-def _code_points(text: str) -> U32:
-    """A text's code points, one a character (what the kernels read)."""
-    return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype="<u4")
 
 
 def _numpy_quoted_units(text: str, n_units: int) -> npt.NDArray[np.bool_]:
@@ -427,7 +423,7 @@ def _unquoted(
         codes = _kernel_codes(doc, guard)
         index = doc.vocab_index
         pairs = kernels.load("_pairs")
-        cp = _code_points(doc.text)
+        cp = code_points(doc.text)
         quoted = pairs.quoted_units(cp, unit_classes(), astral_words(cp), n)
         head, tail, gap, total, shared = pairs.unquoted_placement(
             codes, n, _NO_INDEX if index is None else index, doc.vocab, quoted, other.vocab,
@@ -562,7 +558,7 @@ def unit_chars(text: str, first: int, last: int) -> tuple[int, int] | None:
     ((1, 5), None)
     """
     if kernels.wanted(len(text)):
-        cp = _code_points(text)
+        cp = code_points(text)
         lo, hi = kernels.load("_pairs").unit_chars(
             cp, unit_classes(), astral_words(cp), first, last
         )
