@@ -33,6 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .. import kernels
+from ..frozen import quick_init
 from ..passages import Passage, shared_passages
 from ..shingling import unit_offsets
 from .config import DedupConfig, KeepPolicy, check_keep
@@ -75,6 +76,7 @@ def identical() -> Verdict:
     return IDENTICAL
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Decision:
     """The verdict on one document.
@@ -119,6 +121,7 @@ class Decision:
         }
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Match:
     """What a document matched: the earlier document (``key``), the verdict, and whether it

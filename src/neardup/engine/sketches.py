@@ -92,15 +92,15 @@ class Sketch:
             raise TypeError("a Sketch needs n_units, signature, bands and vocab")
         if shingles is None and vocab_index is None:
             raise ValueError("a sketch needs its shingles or its vocabulary index")
-        put = object.__setattr__
-        put(self, "text", text)
-        put(self, "_shingles", shingles)
-        put(self, "n_units", n_units)
-        put(self, "signature", signature)
-        put(self, "bands", bands)
-        put(self, "vocab", vocab)
-        put(self, "numbers", numbers)
-        put(self, "vocab_index", vocab_index)
+        # the slots set through their descriptors (frozen: see neardup.frozen)
+        _put_text(self, text)
+        _put_shingles(self, shingles)
+        _put_n_units(self, n_units)
+        _put_signature(self, signature)
+        _put_bands(self, bands)
+        _put_vocab(self, vocab)
+        _put_numbers(self, numbers)
+        _put_vocab_index(self, vocab_index)
 
     @property
     def shingles(self) -> U32:
@@ -120,6 +120,16 @@ class Sketch:
     def is_empty(self) -> bool:
         """A document with no letters, digits or CJK characters has nothing to compare."""
         return self.n_units == 0
+
+
+_put_text = Sketch.__dict__["text"].__set__
+_put_shingles = Sketch.__dict__["_shingles"].__set__
+_put_n_units = Sketch.__dict__["n_units"].__set__
+_put_signature = Sketch.__dict__["signature"].__set__
+_put_bands = Sketch.__dict__["bands"].__set__
+_put_vocab = Sketch.__dict__["vocab"].__set__
+_put_numbers = Sketch.__dict__["numbers"].__set__
+_put_vocab_index = Sketch.__dict__["vocab_index"].__set__
 
 
 def prepare(text: str, cfg: DedupConfig) -> str:

@@ -30,6 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .. import kernels
+from ..frozen import quick_init
 from ..kernels.tables import code_points
 from ..measures import lcsubstr, levenshtein
 from ..shingling import astral_words, distinct, unit_classes, unit_offsets
@@ -82,6 +83,7 @@ def coverage(short: Sketch, other: Sketch, cfg: DedupConfig, common: TemplateGua
     return _score(placement(short, other, cfg, common), short, cfg, common)
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Verdict:
     """The verification of one candidate pair (a later document against an earlier one).

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..errors import InputError
+from ..frozen import quick_init
 from ..messages import json_type, shown
 from ..normalize import normalize
 from ..times import parse_timestamp
@@ -53,6 +54,7 @@ def no_text(text: str) -> bool:
     return all(c.isspace() or unicodedata.category(c) == "Cf" for c in normalize(text))
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Document:
     """One usable record: its id and text, what else it carries, and how it came in.
@@ -105,6 +107,7 @@ class Document:
         )
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class BadRecord:
     """A record that cannot be used: where it is, its id if that could be read, and why.
