@@ -21,6 +21,8 @@ from neardup.records import (
     Fields,
     UniqueWriter,
     detect_format,
+    json_line,
+    json_object_line,
     parse_timestamp,
     read_records,
 )
@@ -1059,3 +1061,25 @@ def test_without_text_keeps_every_other_field() -> None:
         "source",
         "origin",
     ]
+
+
+_json_value = (
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text()  # lone surrogates among them: the line is then escaped to ASCII
+    | st.lists(st.integers() | st.text(), max_size=3)
+)
+
+
+@given(
+    st.lists(st.tuples(st.text(min_size=1), _json_value), max_size=6, unique_by=lambda kv: kv[0])
+)
+def test_json_object_line_writes_what_json_line_writes(members: list[tuple[str, object]]) -> None:
+    """The quick line of a flat object (CLUSTERS writes one per record): the same
+    characters as the encoder's, surrogates, numbers and nested values included."""
+    keys = tuple(k for k, _ in members)
+    values = [v for _, v in members]
+    assert json_object_line(keys, values) == json_line(dict(members))
+    assert json_object_line(keys, values) == json_object_line(keys, values)  # heads cached

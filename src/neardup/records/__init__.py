@@ -29,6 +29,7 @@ from .document import (
     Fields,
     RecordChecker,
     json_line,
+    json_object_line,
     no_text,
     read_id,
 )
@@ -55,6 +56,7 @@ __all__ = [
     "detect_format",
     "format_size",
     "json_line",
+    "json_object_line",
     "no_text",
     "parse_size",
     "parse_timestamp",

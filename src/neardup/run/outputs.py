@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..engine import Decision
-from ..records import Document, json_line
+from ..records import Document, json_object_line
 
 __all__ = ["Tally", "cluster_line", "output_names"]
 
@@ -24,18 +24,19 @@ def cluster_line(decision: Decision, ids: Mapping[str, object] | None = None) ->
     ``ids`` maps an id to the value to write for it, for ids the input held as another JSON
     type than a string (an integer id comes back as an integer)."""
 
-    def shown(i: str | None) -> object:
-        return i if ids is None or i is None else ids.get(i, i)
+    d = decision
+    if ids:  # ids the input held as numbers (few runs have any)
+        values = [
+            None if i is None else ids.get(i, i)
+            for i in (d.id, d.cluster, d.duplicate_of, d.extends)
+        ]
+    else:
+        values = [d.id, d.cluster, d.duplicate_of, d.extends]
+    values.append(round(d.score, 4))
+    return json_object_line(_CLUSTER_FIELDS, values)
 
-    return json_line(
-        {
-            "id": shown(decision.id),
-            "cluster": shown(decision.cluster),
-            "duplicate_of": shown(decision.duplicate_of),
-            "extends": shown(decision.extends),
-            "score": round(decision.score, 4),
-        }
-    )
+
+_CLUSTER_FIELDS = ("id", "cluster", "duplicate_of", "extends", "score")
 
 
 @dataclass
