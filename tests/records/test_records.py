@@ -1083,3 +1083,38 @@ def test_json_object_line_writes_what_json_line_writes(members: list[tuple[str, 
     values = [v for _, v in members]
     assert json_object_line(keys, values) == json_line(dict(members))
     assert json_object_line(keys, values) == json_object_line(keys, values)  # heads cached
+
+
+def _loaded(line: str) -> tuple[str, object]:
+    try:
+        return "value", json.loads(line)
+    except (ValueError, RecursionError) as e:
+        return type(e).__name__, str(e)
+
+
+_object_text = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3)
+    ),
+    max_leaves=8,
+).map(lambda v: json.dumps({"id": "a", "v": v}, ensure_ascii=False))
+
+
+@given(
+    _object_text
+    | st.tuples(_object_text, st.text(" \t\r\n}x,{", max_size=3), st.integers(0, 60)).map(
+        lambda t: (t[0][: t[2]] if t[2] < len(t[0]) else t[0]) + t[1]  # cut, trailing text
+    )
+    | st.text(max_size=30).map(lambda t: "{" + t)
+    | st.sampled_from(['{"a": NaN}', '{"a": 1e999}', '{"a": 1}\ufeff', "\ufeff{}", "{" * 5000])
+)
+def test_json_loads_reads_what_json_loads_reads(line: str) -> None:
+    """The scanner's shortcut gives json.loads's value, or its error and message."""
+    from neardup.records.document import json_loads
+
+    try:
+        got: tuple[str, object] = ("value", json_loads(line))
+    except (ValueError, RecursionError) as e:
+        got = (type(e).__name__, str(e))
+    assert repr(got) == repr(_loaded(line))  # repr: NaN inside is equal to itself
