@@ -522,3 +522,12 @@ def test_megabyte_unrelated_texts_too_long_for_levenshtein(megabyte: tuple[str, 
     with pytest.raises(neardup.TextTooLongError, match="levenshtein") as info:
         neardup.similarity(big, other, method="levenshtein", processor=None)
     assert "containment" in str(info.value)
+
+
+@given(st.text(alphabet="ab文字 ", max_size=40), st.text(alphabet="ab文字 ", max_size=40))
+def test_the_engines_entries_give_the_public_measures(a: str, b: str) -> None:
+    """What verification calls for short texts (no processor, no checks) is the measure."""
+    assert lcsubstr.normalized(a, b) == lcsubstr.normalized_similarity(a, b, processor=None)
+    assert lcsubstr.normalized(a, b) == pytest.approx(naive.lcsubstr(a, b))
+    assert levenshtein.normalized(a, b) == pytest.approx(naive.levenshtein(a, b))
+    assert levenshtein.normalized(a, b) == levenshtein.normalized_similarity(a, b, processor=None)

@@ -622,8 +622,8 @@ def _titles(a: Sketch, short: Sketch, other: Sketch, cfg: DedupConfig) -> Verdic
     """Short texts: the best of the two character measures, as the source documents advise
     for titles. A longer later text is a copy when little of it is new: its edit similarity,
     or the longest common substring over its own length."""
-    s1 = lcsubstr.normalized_similarity(short.text, other.text, processor=None)
-    s2 = levenshtein.normalized_similarity(short.text, other.text, processor=None)
+    s1 = lcsubstr.normalized(short.text, other.text)
+    s2 = levenshtein.normalized(short.text, other.text)
     score, measure = (s1, "lcsubstr") if s1 >= s2 else (s2, "levenshtein")
     ratio = len(short.text) / max(1, len(other.text))
     bar = required(cfg, ratio, cfg.title_threshold)

@@ -22,6 +22,7 @@ from ._diagonals import codes
 __all__ = [
     "distance",
     "longest_common_substring",
+    "normalized",
     "normalized_similarity",
     "similarity",
 ]
@@ -178,8 +179,12 @@ def normalized_similarity(
 ) -> float:
     """Longest common substring / length of the shorter text."""
     a, b = prepare(a, b, processor)
-    if not a and not b:
-        return 1.0
+    return cutoff(normalized(a, b), score_cutoff)
+
+
+def normalized(a: str, b: str) -> float:
+    """:func:`normalized_similarity` of two strings as they are: no processor, no checks
+    (the engine's entry, once per pair of short texts it verifies)."""
     if not a or not b:
-        return 0.0  # an empty text shares nothing with a non-empty one
-    return cutoff(ratio(_find(a, b)[0], min(len(a), len(b))), score_cutoff)
+        return 1.0 if not a and not b else 0.0  # empty shares nothing with non-empty
+    return ratio(_find(a, b)[0], min(len(a), len(b)))

@@ -18,7 +18,7 @@ from ..errors import TextTooLongError
 from ._base import DEFAULT_PROCESSOR, Processor, cutoff, prepare, ratio
 from ._diagonals import codes
 
-__all__ = ["MAX_CELLS", "distance", "normalized_similarity", "similarity"]
+__all__ = ["MAX_CELLS", "distance", "normalized", "normalized_similarity", "similarity"]
 
 #: Largest product of the lengths of the differing middles (about 2 s of rapidfuzz here).
 MAX_CELLS = 100_000_000_000
@@ -62,15 +62,25 @@ def normalized_similarity(
 ) -> float:
     """1 - distance / max(len(a), len(b)); ``score_cutoff`` lets rapidfuzz stop early."""
     a, b = prepare(a, b, processor)
+    if score_cutoff is None:
+        return normalized(a, b)
     longest = max(len(a), len(b))
     if longest == 0:
         return 1.0
     _check_size(a, b)
-    if score_cutoff is not None:
-        # distance above this cannot reach the cutoff: rapidfuzz then stops and returns max+1.
-        # One more than the float bound, so rounding never drops a pair exactly at the cutoff;
-        # cutoff() below then decides on the same ratio the path without a cutoff returns.
-        limit = max(0, int((1.0 - score_cutoff) * longest) + 1)
-        d = _lev.distance(a, b, score_cutoff=limit)
-        return 0.0 if d > limit else cutoff(ratio(longest - d, longest), score_cutoff)
+    # distance above this cannot reach the cutoff: rapidfuzz then stops and returns max+1.
+    # One more than the float bound, so rounding never drops a pair exactly at the cutoff;
+    # cutoff() below then decides on the same ratio the path without a cutoff returns.
+    limit = max(0, int((1.0 - score_cutoff) * longest) + 1)
+    d = _lev.distance(a, b, score_cutoff=limit)
+    return 0.0 if d > limit else cutoff(ratio(longest - d, longest), score_cutoff)
+
+
+def normalized(a: str, b: str) -> float:
+    """:func:`normalized_similarity` of two strings as they are: no processor, no cutoff,
+    no type checks (the engine's entry, once per pair of short texts it verifies)."""
+    longest = max(len(a), len(b))
+    if longest == 0:
+        return 1.0
+    _check_size(a, b)
     return ratio(longest - _lev.distance(a, b), longest)
