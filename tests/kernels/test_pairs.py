@@ -261,6 +261,44 @@ def test_alike_rows_is_alike_of_the_rows(docs: int, pairs: int, width: int, seed
     assert fast.dtype == ref.dtype and np.array_equal(fast, ref)
 
 
+@settings(max_examples=200)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 6), st.integers(0, 40), st.sampled_from([0.0, 0.25, 0.5, 1.0])),
+        max_size=60,
+    ),
+    st.integers(0, 5),
+    st.booleans(),
+)
+def test_top_per_later_is_to_verify(
+    pairs: list[tuple[int, int, float]], max_verify: int, as_joined: bool
+) -> None:
+    """The one-pass ranking of pairs sorted as the LSH join gives them chooses what the
+    sorting reference chooses (ties among the likeness values: the earliest); pairs in
+    another order, or a NaN likeness, go to the reference."""
+    from neardup.engine.decide import to_verify
+
+    if as_joined:
+        pairs = sorted(set(pairs), key=lambda p: (p[0], p[1]))
+        pairs = [p for k, p in enumerate(pairs) if k == 0 or p[:2] != pairs[k - 1][:2]]
+    later = np.array([p[0] for p in pairs], dtype=np.int64)
+    earlier = np.array([p[1] for p in pairs], dtype=np.int64)
+    likeness = np.array([p[2] for p in pairs], dtype=np.float64)
+    cfg = DedupConfig(max_verify=max_verify) if max_verify else CFG
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("NEARDUP_KERNELS", "off")
+        ref = to_verify(later, earlier, likeness, cfg)
+        mp.setenv("NEARDUP_KERNELS", "on")
+        fast = to_verify(later, earlier, likeness, cfg)
+        if len(pairs):
+            likeness[0] = np.nan
+            mp.setenv("NEARDUP_KERNELS", "off")
+            ref_nan = to_verify(later, earlier, likeness, cfg)
+            mp.setenv("NEARDUP_KERNELS", "on")
+            assert np.array_equal(to_verify(later, earlier, likeness, cfg), ref_nan)
+    assert np.array_equal(fast, ref)
+
+
 def test_the_kernels_cut_slots_as_the_engine_does() -> None:
     """The compiled kernels' copies of the engine's constants are the engine's."""
     compiled = importlib.import_module("neardup.kernels._pairs")

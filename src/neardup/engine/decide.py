@@ -189,6 +189,11 @@ def to_verify(later: I64, earlier: I64, likeness: F64, cfg: DedupConfig) -> npt.
     out = np.zeros(len(later), dtype=np.bool_)
     if len(later) == 0:
         return out
+    if kernels.wanted(0):  # pairs as the LSH join gives them: one pass, no sort
+        rank = kernels.load("_pairs").top_per_later
+        likes = np.asarray(likeness, dtype=np.float64)
+        if rank(later, earlier, likes, int(cfg.max_verify), out):
+            return out
     order = np.lexsort((earlier, -np.asarray(likeness, dtype=np.float64), later))
     js = later[order]
     starts = np.flatnonzero(np.concatenate(([True], js[1:] != js[:-1])))

@@ -343,6 +343,50 @@ def alike_rows(light, a, b):
 
 
 @jit
+def top_per_later(later, earlier, likeness, k, out):
+    """``decide.to_verify`` for pairs sorted by ``later``, then ``earlier`` (what the LSH
+    join gives): sets ``out`` for each later document's ``k`` most alike candidates, the
+    earliest on ties, and returns True; returns False, ``out`` untouched, for pairs not so
+    sorted or a likeness that is NaN (the caller then ranks them by sorting)."""
+    n = len(later)
+    for t in range(n):
+        if likeness[t] != likeness[t]:
+            return False
+        if t > 0 and (
+            later[t] < later[t - 1] or (later[t] == later[t - 1] and earlier[t] <= earlier[t - 1])
+        ):
+            return False
+    if k <= 0:
+        return True
+    best = np.empty(k, dtype=np.int64)  # the group's best so far, most alike first
+    start = 0
+    while start < n:
+        end = start + 1
+        while end < n and later[end] == later[start]:
+            end += 1
+        if end - start <= k:
+            for t in range(start, end):
+                out[t] = True
+        else:
+            size = 0
+            for t in range(start, end):  # earlier ascending: a tie keeps the one before
+                v = likeness[t]
+                if size == k and v <= likeness[best[k - 1]]:
+                    continue
+                at = size if size < k else k - 1
+                while at > 0 and likeness[best[at - 1]] < v:
+                    best[at] = best[at - 1]
+                    at -= 1
+                best[at] = t
+                if size < k:
+                    size += 1
+            for r in range(size):
+                out[best[r]] = True
+        start = end
+    return True
+
+
+@jit
 def count_story(counts, codes):
     """One more story for the slot of each of ``codes`` in the count table ``counts``
     (saturating at 255), a slot that several codes share counted once: what
