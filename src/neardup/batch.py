@@ -153,6 +153,8 @@ class BatchRun:
         self._pending: list[int] = []  # originals not yet sent to be sketched
         self._sent: deque[tuple[list[int], Any]] = deque()  # (originals, future or sketches)
         self._sent_docs = 0
+        # at most what _chunk_size says (which only grows): asked again once reached
+        self._chunk_now = 0
         self._workers = workers
         self._chars_seen = 0
         # workers=None: processes when the texts hold two million characters (they pay from
@@ -221,8 +223,10 @@ class BatchRun:
             self._pending.append(i)
             self._texts[i] = text
             self._chars_seen += len(text)
-            if len(self._pending) >= self._chunk_size():
-                self._send()
+            if len(self._pending) >= self._chunk_now:
+                self._chunk_now = self._chunk_size()
+                if len(self._pending) >= self._chunk_now:
+                    self._send()
         if i % self.POLL_EVERY == 0:
             while self._sent and self._ready(self._sent[0][1]):
                 self._receive()
