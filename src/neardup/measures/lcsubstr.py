@@ -179,7 +179,8 @@ def normalized_similarity(
 ) -> float:
     """Longest common substring / length of the shorter text."""
     a, b = prepare(a, b, processor)
-    return cutoff(normalized(a, b), score_cutoff)
+    score = normalized(a, b)
+    return score if not a or not b else cutoff(score, score_cutoff)  # empty: no cutoff
 
 
 def normalized(a: str, b: str) -> float:
