@@ -6,6 +6,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import random
+import threading
+import time
 from importlib import resources
 
 import pytest
@@ -425,6 +427,72 @@ def test_a_run_handing_decisions_out_gives_the_same_as_its_finish(workers: int) 
         rest = run.finish().decisions
     assert [fields(d) for d in handed + rest] == [fields(d) for d in whole]
     assert run.take() == []
+
+
+def _join_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith("neardup-join")]
+
+
+def test_the_join_runs_in_a_thread_beside_the_workers_and_decides_the_same() -> None:
+    """Beside worker processes, chunks are joined in a thread of their own while the run
+    decides the chunks before: however late a join comes in, the decisions handed out are
+    made in input order and equal those of a run joining in its own thread, and the thread
+    ends with the run."""
+    ids, texts = corpus(4, "all")
+    rng = random.Random(4)
+    for k in range(10):
+        at = rng.randrange(1, len(texts) + 1)
+        texts.insert(at, texts[rng.randrange(at)])
+        ids.insert(at, f"copy-{k}")
+    alone = dedup_batch(ids, texts, workers=1, chunk=3).decisions
+    seen_threads: set[str] = set()
+    handed: list[Decision] = []
+    with BatchRun(DedupConfig(), chunk=3, workers=2, chars=None, hand_out=True) as run:
+        run.MIN_CHUNK, run.POLL_EVERY = 3, 1
+        join = run._candidates
+
+        def slow(*args: object) -> object:
+            seen_threads.add(threading.current_thread().name)
+            time.sleep(0.02)  # the joins lag behind the chunks coming back
+            return join(*args)  # type: ignore[arg-type]
+
+        run._candidates = slow  # type: ignore[method-assign]
+        for doc_id, text in zip(ids, texts, strict=True):
+            run.add(doc_id, text)
+            got = run.take()
+            assert len(handed) + len(got) == run.decided
+            handed += got
+        assert len(handed) < len(ids)  # some chunks' joins were still on their way
+        rest = run.finish().decisions
+    assert [fields(d) for d in handed + rest] == [fields(d) for d in alone]
+    assert seen_threads and all(name.startswith("neardup-join") for name in seen_threads)
+    assert not _join_threads()
+
+
+def test_an_error_in_the_join_thread_reaches_the_caller() -> None:
+    """An error raised while joining in the join's thread is raised by the run (by ``add``
+    or ``finish``), and the thread and the workers end with the run."""
+    ids, texts = corpus(2, "all")
+    calls = [0]
+    with (
+        pytest.raises(RuntimeError, match="join failed"),
+        BatchRun(DedupConfig(), chunk=3, workers=2, chars=None) as run,
+    ):
+        run.MIN_CHUNK, run.POLL_EVERY = 3, 1
+        extend = run._join.extend
+
+        def failing(*args: object) -> object:
+            calls[0] += 1
+            if calls[0] == 3:
+                raise RuntimeError("join failed")
+            return extend(*args)  # type: ignore[arg-type]
+
+        run._join.extend = failing  # type: ignore[method-assign]
+        for doc_id, text in zip(ids, texts, strict=True):
+            run.add(doc_id, text)
+        run.finish()
+    assert calls[0] >= 3
+    assert not _join_threads()
 
 
 def test_batch_evidence_equals_stream_evidence() -> None:

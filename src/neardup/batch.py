@@ -19,6 +19,7 @@ import time
 from array import array
 from collections import deque
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -165,6 +166,10 @@ class BatchRun:
         self._blocks: set[str] = set()  # the shared-memory blocks of chunks not yet read
         self._common = CommonShingles.of(cfg)
         self._join = LSHJoin(bucket_cap=cfg.bucket_cap)
+        # the join's thread (beside worker processes), and the joined chunks not yet
+        # decided, oldest first: (their frontier, their pairs or the join on its way)
+        self._joiner: ThreadPoolExecutor | None = None
+        self._joined: deque[tuple[int, Any]] = deque()
         self._waiting: list[tuple[npt.NDArray[np.uint64], list[int]]] = []  # not yet joined
         self._waiting_keys = 0
         self._joined_keys = 0
@@ -193,7 +198,12 @@ class BatchRun:
 
     def __exit__(self, kind: object = None, *rest: object) -> None:
         """Shut the workers down: once their work is done, or, when an error or an interrupt
-        (SIGINT, SIGTERM) ends the run, at once — none outlives the run."""
+        (SIGINT, SIGTERM) ends the run, at once — none outlives the run. The join's thread
+        ends with the join it is in, if any (a few seconds at most)."""
+        joiner, self._joiner = self._joiner, None
+        if joiner is not None:
+            joiner.shutdown(wait=kind is None, cancel_futures=True)
+        self._joined.clear()
         pool, self._pool = self._pool, None
         if pool is None:
             return
@@ -230,6 +240,7 @@ class BatchRun:
         if i % self.POLL_EVERY == 0:
             while self._sent and self._ready(self._sent[0][1]):
                 self._receive()
+            self._decide_joined(wait=False)
 
     def take(self) -> list[Decision]:
         """With ``hand_out``: the decisions made since the last call, in input order (those
@@ -259,6 +270,7 @@ class BatchRun:
             self._send()
         while self._sent:
             self._receive()
+        self._decide_joined(wait=True)
         self._decide(len(self.ids))
         self.__exit__()
         self._let_go()
@@ -434,30 +446,75 @@ class BatchRun:
             self.timings.add("candidates", time.perf_counter() - t1)
             return
         keys = np.concatenate([k for k, _ in self._waiting])
-        live = [i for _, group in self._waiting for i in group]
+        live_at = np.array([i for _, group in self._waiting for i in group], dtype=np.int64)
         self._joined_keys += self._waiting_keys
         self._waiting, self._waiting_keys = [], 0
-        pairs = self._join.extend(keys, np.array(live, dtype=np.int64))
-        self._pairs += len(pairs)
-        t2 = time.perf_counter()
-        self.timings.add("candidates", t2 - t1)
+        self.timings.add("candidates", time.perf_counter() - t1)
+        # the arrays as they are now hold every row the pairs can name (a later chunk
+        # writes rows past them, or grows a copy): the join reads them, not the attributes
+        job = partial(
+            self._candidates, keys, live_at, self._light, self._row, self._vocab_sizes, self._units
+        )
+        if self._pool is None:
+            self._joined.append((frontier, job()))
+        else:
+            # beside worker processes, the join runs in a thread of its own while this one
+            # decides the chunks before (its kernels and numpy's sorts let go of the GIL)
+            if self._joiner is None:
+                self._joiner = ThreadPoolExecutor(1, thread_name_prefix="neardup-join")
+            self._joined.append((frontier, self._joiner.submit(job)))
+        self._decide_joined(wait=False)
+
+    def _candidates(
+        self,
+        keys: npt.NDArray[np.uint64],
+        live: I64,
+        light_rows: npt.NDArray[np.uint16],
+        row: npt.NDArray[np.int32],
+        vocab_sizes: I64,
+        units: I64,
+    ) -> tuple[I64, int, float, float]:
+        """Join band keys (of the documents at ``live``) with every earlier document's and
+        keep the pairs to verify: those the MinHash prefilter passes (on the light
+        signatures of every pair at once; verify repeats it on the full ones), each later
+        document's most alike. Returns them, sorted by (later, earlier), with the number of
+        candidate pairs and the seconds the join and the prefilter took. Runs in the join's
+        thread (one call at a time, in order) or in this one."""
+        t0 = time.perf_counter()
+        pairs = self._join.extend(keys, live)
+        candidates = len(pairs)
+        t1 = time.perf_counter()
         if len(pairs):
-            # the MinHash prefilter on the light signatures of every pair at once (verify
-            # repeats it on the full ones), then each document's most alike candidates
-            later, earlier = self._row[pairs[:, 1]], self._row[pairs[:, 0]]
-            likeness = alike_rows(self._light, later, earlier)
+            later, earlier = row[pairs[:, 1]], row[pairs[:, 0]]
+            likeness = alike_rows(light_rows, later, earlier)
             passed = may_verify_counts(
                 likeness,
-                self._vocab_sizes[later],
-                self._units[later],
-                self._vocab_sizes[earlier],
-                self._units[earlier],
+                vocab_sizes[later],
+                units[later],
+                vocab_sizes[earlier],
+                units[earlier],
                 self.cfg,
             )
             pairs, likeness = pairs[passed], likeness[passed]
             pairs = pairs[to_verify(pairs[:, 1], pairs[:, 0], likeness, self.cfg)]
-        self.timings.add("verify", time.perf_counter() - t2)
-        self._decide(frontier, pairs)
+        return pairs, candidates, t1 - t0, time.perf_counter() - t1
+
+    def _decide_joined(self, *, wait: bool) -> None:
+        """Decide the documents of each joined chunk in turn, from the oldest: those whose
+        join is done, or (``wait``) all of them, waiting for their joins."""
+        while self._joined:
+            frontier, item = self._joined[0]
+            if isinstance(item, Future):
+                if not (wait or item.done()):
+                    return
+                pairs, candidates, join_s, prefilter_s = item.result()
+            else:
+                pairs, candidates, join_s, prefilter_s = item
+            self._joined.popleft()
+            self._pairs += candidates
+            self.timings.add("candidates", join_s)
+            self.timings.add("verify", prefilter_s)
+            self._decide(frontier, pairs)
 
     def _grow(self, frontier: int, filler: Sketch | None) -> None:
         """Make room in ``sketches`` for every document before ``frontier``: the slots are
