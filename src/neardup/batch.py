@@ -109,9 +109,11 @@ class BatchRun:
     Byte-identical copies of an earlier text take its sketch and are matched to it at once.
     The other documents (originals) are sketched in chunks, by worker processes when it
     pays; each chunk that comes back is joined on its band keys with every earlier document
-    (:class:`~neardup.index.lsh.LSHJoin`: lsh_join block by block), and every document
-    before the first original not yet sketched is decided, in input order, as streaming
-    would. A decision depends only on earlier documents, so the timing changes nothing.
+    (:class:`~neardup.index.lsh.LSHJoin`: lsh_join block by block; beside worker processes,
+    in a thread of its own while this one verifies the chunks before), and once a chunk's
+    join is in, every document before the first original not yet sketched is decided, in
+    input order, as streaming would. A decision depends only on earlier documents, so the
+    timing changes nothing.
     With ``hand_out`` (keeping the first of each story) each decision is final once made and
     :meth:`take` hands it out at once.
     """
