@@ -24,6 +24,7 @@ from neardup.measures import (
     mcc,
     simhash,
 )
+from neardup.measures._base import ratio
 
 from .. import naive
 
@@ -531,3 +532,17 @@ def test_the_engines_entries_give_the_public_measures(a: str, b: str) -> None:
     assert lcsubstr.normalized(a, b) == pytest.approx(naive.lcsubstr(a, b))
     assert levenshtein.normalized(a, b) == pytest.approx(naive.levenshtein(a, b))
     assert levenshtein.normalized(a, b) == levenshtein.normalized_similarity(a, b, processor=None)
+    # the same floats as the longest substring found by either path, or the edit distance,
+    # over the length, clipped to [0, 1]: what the short path reads without clipping
+    if a and b:
+        for cells in (lcsubstr._SHORT_CELLS, -1):  # the plain-string path, then the hashes
+            saved, lcsubstr._SHORT_CELLS = lcsubstr._SHORT_CELLS, cells
+            try:
+                found = lcsubstr._find(a, b)[0]
+            finally:
+                lcsubstr._SHORT_CELLS = saved
+            assert lcsubstr.normalized(a, b) == ratio(found, min(len(a), len(b)))
+    longest = max(len(a), len(b))
+    if longest:
+        distance = naive.edit_distance(a, b)
+        assert levenshtein.normalized(a, b) == ratio(longest - distance, longest)

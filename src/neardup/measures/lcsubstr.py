@@ -43,12 +43,12 @@ def _powers(base: np.uint64, size: int) -> U64:
 _SHORT_CELLS = 10_000
 
 
-def _find_short(a: str, b: str) -> tuple[int, int, int]:
-    """:func:`_find` for short strings, with ``in`` on the strings: from each start in
-    ``a``, the longest substring found so far is grown by one character while ``b`` holds
-    it, so at most ``len(a)`` + the answer tests in all (a binary search on the length
-    tests every start at each length it tries). The first start in ``a`` that reaches the
-    final length is the first on ties."""
+def _grow_short(a: str, b: str) -> tuple[int, int]:
+    """(length, start in a) of a longest common substring of short strings, with ``in`` on
+    the strings: from each start in ``a``, the longest substring found so far is grown by
+    one character while ``b`` holds it, so at most ``len(a)`` + the answer tests in all (a
+    binary search on the length tests every start at each length it tries). The first
+    start in ``a`` that reaches the final length is the first on ties."""
     n = len(a)
     length = start = 0
     for i in range(n):
@@ -56,6 +56,13 @@ def _find_short(a: str, b: str) -> tuple[int, int, int]:
             break  # no later start leaves room for a longer substring
         while i + length < n and a[i : i + length + 1] in b:
             length, start = length + 1, i
+    return length, start
+
+
+def _find_short(a: str, b: str) -> tuple[int, int, int]:
+    """:func:`_find` for short strings (:func:`_grow_short`, then the first occurrence in
+    ``b``)."""
+    length, start = _grow_short(a, b)
     if length == 0:
         return 0, 0, 0
     return length, start, b.find(a[start : start + length])
@@ -186,6 +193,9 @@ def normalized_similarity(
 def normalized(a: str, b: str) -> float:
     """:func:`normalized_similarity` of two strings as they are: no processor, no checks
     (the engine's entry, once per pair of short texts it verifies)."""
-    if not a or not b:
-        return 1.0 if not a and not b else 0.0  # empty shares nothing with non-empty
-    return ratio(_find(a, b)[0], min(len(a), len(b)))
+    n, m = len(a), len(b)
+    if not n or not m:
+        return 1.0 if not n and not m else 0.0  # empty shares nothing with non-empty
+    if n * m <= _SHORT_CELLS:  # the length alone (a common substring fits in both: <= 1)
+        return _grow_short(a, b)[0] / (n if n < m else m)
+    return ratio(_find(a, b)[0], min(n, m))

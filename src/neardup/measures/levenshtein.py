@@ -79,8 +79,11 @@ def normalized_similarity(
 def normalized(a: str, b: str) -> float:
     """:func:`normalized_similarity` of two strings as they are: no processor, no cutoff,
     no type checks (the engine's entry, once per pair of short texts it verifies)."""
-    longest = max(len(a), len(b))
+    n, m = len(a), len(b)
+    longest = n if n > m else m
     if longest == 0:
         return 1.0
-    _check_size(a, b)
-    return ratio(longest - _lev.distance(a, b), longest)
+    if n * m > MAX_CELLS:
+        _check_size(a, b)
+    # the distance is at most the longer length: the share is in [0, 1] as it stands
+    return (longest - _lev.distance(a, b)) / longest
