@@ -83,7 +83,6 @@ def normalized(a: str, b: str) -> float:
     longest = n if n > m else m
     if longest == 0:
         return 1.0
-    if n * m > MAX_CELLS:
-        _check_size(a, b)
+    _check_size(a, b)
     # the distance is at most the longer length: the share is in [0, 1] as it stands
     return (longest - _lev.distance(a, b)) / longest
