@@ -270,8 +270,10 @@ def unpack(
     reads a signature, so a caller that keeps every sketch keeps 1 KB a short document
     less — and the others' are copied out of the packed array, which is then let go."""
     no_bands = np.zeros(0, dtype=np.uint64)
-    signatures = list(p.signatures)
-    if signatures_from > 0:
+    signatures: list[np.ndarray]
+    if signatures_from <= 0:
+        signatures = list(p.signatures)
+    else:
         longer = np.flatnonzero(np.asarray(p.n_units) >= signatures_from)
         kept = p.signatures[longer].copy() if len(longer) < len(p.texts) else p.signatures
         no_signature = np.zeros(0, dtype=p.signatures.dtype)
