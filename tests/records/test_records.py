@@ -23,6 +23,7 @@ from neardup.records import (
     detect_format,
     json_line,
     json_object_line,
+    no_text,
     parse_timestamp,
     read_records,
 )
@@ -1118,3 +1119,25 @@ def test_json_loads_reads_what_json_loads_reads(line: str) -> None:
     except (ValueError, RecursionError) as e:
         got = (type(e).__name__, str(e))
     assert repr(got) == repr(_loaded(line))  # repr: NaN inside is equal to itself
+
+
+@given(
+    st.text(
+        alphabet=st.sampled_from(list("aZ7北٣ <>&#;p/nbsp\u200b\u00ad\ufeff\xa0\n\t"))
+        | st.characters(),
+        max_size=14,
+    )
+)
+def test_no_text_is_its_pattern_then_normalized(text: str) -> None:
+    """no_text's quick answers (a first letter or digit, then the pattern of what may be
+    nothing) are those of the reference: the pattern, then the normalized text holding only
+    whitespace and invisible format characters."""
+    import unicodedata
+
+    from neardup.normalize import normalize
+    from neardup.records.document import _MAYBE_NOTHING
+
+    nothing = _MAYBE_NOTHING.fullmatch(text) is not None and all(
+        c.isspace() or unicodedata.category(c) == "Cf" for c in normalize(text)
+    )
+    assert no_text(text) == nothing

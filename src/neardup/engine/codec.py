@@ -285,16 +285,16 @@ def unpack(
     codes = _pieces(p.shingles, p.shingle_counts) if shingles else None
     indexes = _pieces(p.vocab_indexes, p.shingle_counts)
     vocabs = _pieces(p.vocabs, p.vocab_counts)
-    return [
+    return [  # by position (text, shingles, n_units, signature, bands, vocab, numbers, index)
         Sketch(
-            text=p.texts[i],
-            shingles=None if codes is None else codes[i],
-            n_units=p.n_units[i],
-            signature=signatures[i],
-            bands=p.bands[i] if bands else no_bands,
-            vocab=vocabs[i],
-            numbers=p.numbers[i],
-            vocab_index=indexes[i],
+            p.texts[i],
+            None if codes is None else codes[i],
+            p.n_units[i],
+            signatures[i],
+            p.bands[i] if bands else no_bands,
+            vocabs[i],
+            p.numbers[i],
+            indexes[i],
         )
         for i in range(len(p.texts))
     ]

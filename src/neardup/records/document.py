@@ -50,8 +50,8 @@ def no_text(text: str) -> bool:
     >>> no_text("<p></p>&nbsp;\u200b"), no_text("&lt;p&gt;"), no_text("！")
     (True, False, False)
     """
-    if not _MAYBE_NOTHING.fullmatch(text):
-        return False
+    if text[:1].isalnum() or not _MAYBE_NOTHING.fullmatch(text):
+        return False  # (what the pattern may hold starts with no letter or digit)
     return all(c.isspace() or unicodedata.category(c) == "Cf" for c in normalize(text))
 
 
@@ -242,6 +242,8 @@ def read_id(value: object, name: str) -> str:
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+#: what a title may be besides a string (written as a string)
+_NUMBERS = (int, float)
 _PART = 1 << 40  # first_line packs (input file, line) into one int: file * _PART + line
 
 
@@ -358,11 +360,13 @@ class RecordChecker:
 
         title: str | None = None
         value = record.get(f.title)
-        if isinstance(value, str):
+        if value is None:
+            pass
+        elif isinstance(value, str):
             title = value or None
-        elif isinstance(value, int | float) and not isinstance(value, bool):
+        elif isinstance(value, _NUMBERS) and not isinstance(value, bool):
             title = str(value)
-        elif value is not None:
+        else:
             problems.append(f"{f.title!r} must be a string, not {json_type(value)}")
 
         timestamp: float | None = None
@@ -373,24 +377,17 @@ class RecordChecker:
             except InputError as e:
                 problems.append(f"bad {f.timestamp!r}: {e}")
 
-        if self.repeated_ids and doc_id is not None and doc_id in self.first_line:
-            problems.append(f"repeated id {shown(doc_id)}, first {self._where(doc_id)}")
+        if self.repeated_ids and doc_id is not None:
+            # one look in the table: the id is taken here, and given back if the record is bad
+            at = self._file * _PART + n
+            if self.first_line.setdefault(doc_id, at) != at:
+                problems.append(f"repeated id {shown(doc_id)}, first {self._where(doc_id)}")
+            elif problems:
+                del self.first_line[doc_id]
         if problems:
             return self.bad(n, doc_id, "; ".join(problems), id_value)
         assert doc_id is not None and isinstance(text, str)
-        if self.repeated_ids:
-            self.first_line[doc_id] = self._file * _PART + n
-        return Document(
-            doc_id,
-            text,
-            title,
-            timestamp=timestamp,
-            line=n,
-            raw=raw,
-            id_value=id_value,
-            source=self._source,
-            origin=origin,
-        )
+        return Document(doc_id, text, title, timestamp, n, raw, id_value, self._source, origin)
 
     def _where(self, doc_id: str) -> str:
         """Where ``doc_id`` was first seen: 'on line 3', or 'on row 3 of a.parquet'."""
