@@ -432,13 +432,18 @@ class BatchRun:
         live = [block[r] for r in rows]
         if packed is not None:
             keys, signatures = packed.bands[rows], packed.signatures[rows]
+            vocab_sizes = packed.vocab_counts[rows]
+            units = np.asarray(packed.n_units, dtype=np.int64)[rows]
         elif rows:
             keys = np.stack([part[r].bands for r in rows])
             signatures = np.stack([part[r].signature for r in rows])
+            vocab_sizes = np.array([len(part[r].vocab) for r in rows], dtype=np.int64)
+            units = np.array([part[r].n_units for r in rows], dtype=np.int64)
         else:
             keys = np.zeros((0, self.cfg.bands_rows[0]), np.uint64)
             signatures = np.zeros((0, self.cfg.num_perm), np.uint64)
-        self._remember(live, signatures)
+            vocab_sizes = units = np.zeros(0, dtype=np.int64)
+        self._remember(live, signatures, vocab_sizes, units)
         del packed  # the chunk's arrays are let go: the sketches kept hold what they need
         self._waiting.append((keys, live))
         self._waiting_keys += keys.size
@@ -524,24 +529,25 @@ class BatchRun:
         if filler is not None and len(self.sketches) < frontier:
             self.sketches.extend([filler] * (frontier - len(self.sketches)))
 
-    def _remember(self, live: list[int], signatures: npt.NDArray[np.uint64]) -> None:
+    def _remember(
+        self, live: list[int], signatures: npt.NDArray[np.uint64], vocab_sizes: I64, units: I64
+    ) -> None:
         """Keep the light signatures (of ``signatures``, one a row), vocabulary sizes and
-        units of new documents in arrays, for the prefilter and the verification bound over
-        all of a chunk's pairs at once."""
+        units of new documents (at positions ``live``) in arrays, for the prefilter and the
+        verification bound over all of a chunk's pairs at once."""
         n, more = self._known, len(live)
         if n + more > len(self._units):
             size = max(2 * len(self._units), n + more, 1024)
             self._light = np.resize(self._light, (size, self.cfg.num_perm))
             self._vocab_sizes = np.resize(self._vocab_sizes, size)
             self._units = np.resize(self._units, size)
-        sks = [self.sketches[i] for i in live]
         if more and live[-1] >= len(self._row):
             self._row = np.resize(self._row, max(2 * len(self._row), live[-1] + 1, 1024))
         self._row[live] = np.arange(n, n + more, dtype=np.int32)
         if more:
             self._light[n : n + more] = light(signatures)
-        self._vocab_sizes[n : n + more] = [len(sk.vocab) for sk in sks]
-        self._units[n : n + more] = [sk.n_units for sk in sks]
+        self._vocab_sizes[n : n + more] = vocab_sizes
+        self._units[n : n + more] = units
         self._known = n + more
 
     def _frontier(self) -> int:
