@@ -330,3 +330,30 @@ def test_query_keys_equals_query() -> None:
         lsh.add(f"k{i}", signature(i % 2))
     sig = signature(1)
     assert lsh.query_keys(lsh.keys_of(sig)) == lsh.query(sig) == ["k1", "k3"]
+
+
+@pytest.mark.skipif("on" not in KERNEL_MODES, reason="numba is not installed")
+@given(
+    st.lists(
+        st.lists(st.integers(0, 2**64 - 1), min_size=3, max_size=3)
+        | st.lists(st.sampled_from([0, 1, 2**63, 2**64 - 1, 2**64 - 2]), min_size=3, max_size=3),
+        max_size=8,
+    )
+)
+@FAST
+def test_compiled_bucket_ids_equal_numpy(rows: list[list[int]]) -> None:
+    """The kernel's bucket ids are numpy's (each key plus its band's number, wrapping at
+    2^64, through SplitMix64), for every key, the largest among them; and bucket_ids gives
+    them with the kernels on as off."""
+    from neardup.index.lsh import bucket_ids
+    from neardup.kernels import _join
+
+    keys = np.array(rows, dtype=np.uint64).reshape(len(rows), 3)
+    with np.errstate(over="ignore"):
+        want = mix(keys + np.arange(3, dtype=np.uint64))
+    assert _join.bucket_ids(keys).tolist() == want.tolist()
+    with kernels_set("on"):
+        on = bucket_ids(keys)
+    with kernels_set("off"):
+        off = bucket_ids(keys)
+    assert on.tolist() == off.tolist() == want.tolist()

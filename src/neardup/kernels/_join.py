@@ -18,7 +18,31 @@ import numpy as np
 
 from ._jit import jit
 
-__all__ = ["bucket_pairs", "merge_back", "merge_runs", "sorted_ranges"]
+__all__ = ["bucket_ids", "bucket_pairs", "merge_back", "merge_runs", "sorted_ranges"]
+
+_M1 = np.uint64(0xBF58476D1CE4E5B9)  # hashing.mix's SplitMix64 constants
+_M2 = np.uint64(0x94D049BB133111EB)
+_S30 = np.uint64(30)
+_S27 = np.uint64(27)
+_S31 = np.uint64(31)
+
+
+@jit
+def bucket_ids(keys):
+    """:func:`~neardup.index.lsh.bucket_ids` of an (n, bands) array of band keys (C order):
+    each key plus its band's number, through SplitMix64's finalizer, in one pass (numpy makes
+    eight passes and four temporaries of the whole array)."""
+    n, bands = keys.shape
+    out = np.empty((n, bands), dtype=np.uint64)
+    for i in range(n):
+        for j in range(bands):
+            z = keys[i, j] + np.uint64(j)
+            z = z ^ (z >> _S30)
+            z = z * _M1
+            z = z ^ (z >> _S27)
+            z = z * _M2
+            out[i, j] = z ^ (z >> _S31)
+    return out
 
 
 @jit
