@@ -7,13 +7,13 @@ where each output went (for the summary). Shared by the local and the Spark runs
 
 from __future__ import annotations
 
-import json.encoder
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..engine import Decision
 from ..records import Document, json_object_line
+from ..records.document import _STRING  # a string as json_object_line writes it
 
 __all__ = ["Tally", "cluster_line", "output_names"]
 
@@ -44,7 +44,7 @@ def cluster_line(decision: Decision, ids: Mapping[str, object] | None = None) ->
             and (extended is None or type(extended) is str)
         ):
             # json_object_line's characters for the fields every line has, one per record
-            # of a run: 3.8 -> 1.6 us a line (tests/test_outputs.py compares the two)
+            # of a run: 3.8 -> 1.6 us a line (tests/run/test_outputs.py compares the two)
             line = (
                 f'{{"id": {_STRING(doc_id)}, "cluster": {_STRING(cluster)}, "duplicate_of": '
                 f'{"null" if copied is None else _STRING(copied)}, "extends": '
@@ -55,10 +55,6 @@ def cluster_line(decision: Decision, ids: Mapping[str, object] | None = None) ->
         values = [doc_id, cluster, copied, extended]
     values.append(score)
     return json_object_line(_CLUSTER_FIELDS, values)
-
-
-#: a string as JSON, non-ASCII kept (what json_object_line writes for one)
-_STRING = json.encoder.encode_basestring
 
 
 _CLUSTER_FIELDS = ("id", "cluster", "duplicate_of", "extends", "score")
