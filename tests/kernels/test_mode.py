@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib.util
+
 import pytest
 
 from neardup import kernels
@@ -25,7 +27,11 @@ def test_mode_follows_the_variable_as_it_changes(
     monkeypatch: pytest.MonkeyPatch, values: list[str | None]
 ) -> None:
     """Set, changed and unset within one process: each call answers from the value of
-    that moment, as parsing ``os.environ.get`` would (a cached answer would not)."""
+    that moment, as parsing ``os.environ.get`` would (a cached answer would not); with the
+    kernel modules imported, which set the package's attributes of their names."""
+    if importlib.util.find_spec("numba") is not None:
+        for name in ("_join", "_pairs", "_sketch", "_text"):
+            kernels.load(name)
     for value in values:
         if value is None:
             monkeypatch.delenv("NEARDUP_KERNELS", raising=False)

@@ -38,7 +38,7 @@ def mode() -> str:
     value = _variable()
     known = _MODES.get(value)
     if known is None:
-        word = "auto" if value is None else _text(value).strip().lower()
+        word = "auto" if value is None else _decoded(value).strip().lower()
         known = "on" if word in _ON else "off" if word in _OFF else "auto"
         _MODES[value] = known
     return known
@@ -68,7 +68,9 @@ def _variable() -> object:
     return os.environ.get("NEARDUP_KERNELS")
 
 
-def _text(value: object) -> str:
+def _decoded(value: object) -> str:
+    """A value of the variable as a string (os.environ keeps bytes on POSIX). (Not named
+    after a kernel module: importing one sets the package's attribute of its name.)"""
     return value if isinstance(value, str) else str(_DECODE(value))
 
 
