@@ -359,6 +359,44 @@ def test_batch_worker_processes_do_not_matter() -> None:
         dedup_batch(ids, texts, workers=0)
 
 
+def test_after_forking_its_workers_a_run_counts_chrome_in_a_table_of_its_own(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Once its workers are forked (all at once, by the pool's first chunk), the run moves
+    its chrome count table to memory of its own, once, with the counts it had; the
+    decisions are those of a run in one process."""
+    import multiprocessing
+
+    import numpy as np
+
+    from neardup.engine import CommonShingles
+
+    ids, texts = corpus(4, "all")
+    moves: list[tuple[int, bool, bool]] = []
+    own = CommonShingles.own_pages
+
+    def moved(self: CommonShingles) -> None:
+        before = self.counts
+        own(self)
+        moves.append(
+            (
+                len(multiprocessing.active_children()),
+                np.shares_memory(before, self.counts),
+                np.array_equal(before, self.counts),
+            )
+        )
+
+    monkeypatch.setattr(CommonShingles, "own_pages", moved)
+    with BatchRun(DedupConfig(), chunk=3, workers=2, chars=None) as run:
+        run.MIN_CHUNK = 3
+        for doc_id, text in zip(ids, texts, strict=True):
+            run.add(doc_id, text)
+        decisions = run.finish().decisions
+    assert len(moves) == 1 and moves[0][0] >= 2 and moves[0][1:] == (False, True)
+    alone = dedup_batch(ids, texts, workers=1, chunk=3).decisions
+    assert [fields(d) for d in decisions] == [fields(d) for d in alone]
+
+
 @pytest.mark.parametrize("workers", [1, 2])
 @pytest.mark.parametrize("chunk", [1, 2, 7])
 def test_run_fed_as_read_equals_stream(workers: int, chunk: int) -> None:

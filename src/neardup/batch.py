@@ -364,7 +364,8 @@ class BatchRun:
         block, self._pending = self._pending, []
         self._sent_docs += len(block)
         texts = [self._texts.pop(i) for i in block]
-        if self._pool is None and self._wants_pool():
+        forking = self._pool is None and self._wants_pool()
+        if forking:
             import multiprocessing
             from concurrent.futures import ProcessPoolExecutor
             from multiprocessing import resource_tracker
@@ -389,6 +390,8 @@ class BatchRun:
             name = f"nd{os.getpid()}_{id(self) & 0xFFFFFF:x}_{self._sent_docs}"
             self._blocks.add(name)
             future = self._pool.submit(_sketch_packed, texts, self.cfg, name)
+            if forking:  # forked just now: a pool that forks starts every worker at once
+                self._common.own_pages()
             self._sent.append((block, future))
             return
         t0 = time.perf_counter()

@@ -514,6 +514,22 @@ def test_common_shingles_count_stories() -> None:
     assert common.is_common(codes).tolist() == [True, True, False]
 
 
+def test_common_shingles_own_pages_keeps_the_counts_in_new_memory() -> None:
+    """``own_pages`` moves the table to memory of its own (nothing shared with the table
+    before, which a forked child may still read) with the same counts, and counting goes on."""
+    codes = np.array([1 << 20, 2 << 20, 3 << 20], dtype=np.uint32)
+    common = CommonShingles(limit=2)
+    common.add(codes[:2])
+    before = common.counts
+    kept = before.copy()
+    common.own_pages()
+    assert not np.shares_memory(before, common.counts)
+    assert np.array_equal(before, common.counts)
+    common.add(codes[1:])
+    assert common.is_common(codes).tolist() == [False, True, False]
+    assert np.array_equal(before, kept)  # the old table is no longer written
+
+
 def test_common_shingles_count_a_story_once() -> None:
     """A shingle repeated within one story counts once."""
     common = CommonShingles(limit=2)
