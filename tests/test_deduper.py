@@ -397,6 +397,25 @@ def test_after_forking_its_workers_a_run_counts_chrome_in_a_table_of_its_own(
     assert [fields(d) for d in decisions] == [fields(d) for d in alone]
 
 
+def test_a_run_gives_freed_memory_back_between_joins(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before a join, once ``TRIM_EVERY`` band keys were joined since the last time, the
+    run gives the memory the chunks before it freed back to the system; the decisions do
+    not change."""
+    import neardup.batch
+
+    ids, texts = corpus(4, "all")
+    calls: list[int] = []
+    monkeypatch.setattr(neardup.batch, "trim", lambda: calls.append(1) or True)
+    with BatchRun(DedupConfig(), chunk=3, workers=1, chars=None) as run:
+        run.TRIM_EVERY = 64 * 6  # the band keys of six documents
+        for doc_id, text in zip(ids, texts, strict=True):
+            run.add(doc_id, text)
+        decisions = run.finish().decisions
+    assert 2 <= len(calls) <= len(ids) // 6
+    alone = dedup_batch(ids, texts, workers=1, chunk=3).decisions
+    assert [fields(d) for d in decisions] == [fields(d) for d in alone]
+
+
 @pytest.mark.parametrize("workers", [1, 2])
 @pytest.mark.parametrize("chunk", [1, 2, 7])
 def test_run_fed_as_read_equals_stream(workers: int, chunk: int) -> None:

@@ -53,6 +53,7 @@ from .engine.codec import Packed, Shared, free, pack, share, take, unpack
 from .engine.warm import load_kernels
 from .errors import ConfigError, InputError
 from .index.lsh import LSHJoin
+from .memory import trim
 from .passages import Passage
 from .timing import Stages
 
@@ -128,6 +129,9 @@ class BatchRun:
     #: joined before (or no chunk is on its way): many small chunks (tiny records) would
     #: each search runs of millions of keys
     JOIN_SHARE = 32
+    #: freed memory is given back to the system (:func:`~neardup.memory.trim`) before a
+    #: join once this many band keys were joined since the last time
+    TRIM_EVERY = 4_000_000
 
     def __init__(
         self,
@@ -175,6 +179,7 @@ class BatchRun:
         self._waiting: list[tuple[npt.NDArray[np.uint64], list[int]]] = []  # not yet joined
         self._waiting_keys = 0
         self._joined_keys = 0
+        self._untrimmed = 0  # band keys joined since freed memory was last given back
         self._next = 0  # the next document to decide
         self._pairs = 0
         # the live documents sketched so far (positions increasing), for the prefilter
@@ -490,6 +495,10 @@ class BatchRun:
         document's most alike. Returns them, sorted by (later, earlier), with the number of
         candidate pairs and the seconds the join and the prefilter took. Runs in the join's
         thread (one call at a time, in order) or in this one."""
+        self._untrimmed += keys.size
+        if self._untrimmed >= self.TRIM_EVERY:  # what the chunks before let go
+            self._untrimmed = 0
+            trim()
         t0 = time.perf_counter()
         pairs = self._join.extend(keys, live)
         candidates = len(pairs)
