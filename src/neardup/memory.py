@@ -4,7 +4,7 @@ glibc's malloc keeps the blocks a process frees for its later allocations: those
 mmap threshold (which grows up to 32 MiB as larger blocks are freed), in one arena per
 thread. A batch run's chunks allocate and free many arrays of a few MiB (band keys, their
 order, pairs, likenesses), and what is freed stays counted in the process's resident
-memory: about 0.5 GB by the end of a million tiny records. :func:`trim` asks malloc to give
+memory: some hundreds of MB by the end of a million tiny records. :func:`trim` asks malloc to give
 its free pages back (``malloc_trim``) where the C library has it (glibc); elsewhere it does
 nothing.
 
