@@ -369,20 +369,20 @@ class BatchRun:
         block, self._pending = self._pending, []
         self._sent_docs += len(block)
         texts = [self._texts.pop(i) for i in block]
-        forking = self._pool is None and self._wants_pool()
-        if forking:
+        forking = False  # whether workers are forked by this call
+        if self._pool is None and self._wants_pool():
             import multiprocessing
             from concurrent.futures import ProcessPoolExecutor
             from multiprocessing import resource_tracker
 
             n = self._workers or min(4, os.cpu_count() or 1)
-            if "fork" in multiprocessing.get_all_start_methods():
+            forking = "fork" in multiprocessing.get_all_start_methods()
+            if forking:
                 load_kernels(self.cfg)  # once here: the forked workers inherit them
             # the workers' shared-memory blocks are tracked by this process's tracker (a
             # forked worker would start its own, which never hears that the block was freed)
             resource_tracker.ensure_running()
-            methods = multiprocessing.get_all_start_methods()
-            context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+            context = multiprocessing.get_context("fork" if forking else "spawn")
             self._pool = ProcessPoolExecutor(
                 max_workers=n,
                 mp_context=context,
