@@ -6,6 +6,7 @@ incrementally; settings validation; and the pipeline's parts without a crawler."
 from __future__ import annotations
 
 import json
+import logging
 import re
 import subprocess
 import sys
@@ -25,6 +26,8 @@ from scrapy.exceptions import NotConfigured
 from scrapy.settings import Settings
 from scrapy.utils.test import get_crawler
 
+import neardup.scrapy as scrapy_module
+from neardup.engine.templates import CommonShingles
 from neardup.errors import ConfigError, InputError
 from neardup.scrapy import (
     Job,
@@ -440,6 +443,33 @@ def test_worker_decides_batches_like_one_by_one() -> None:
         assert getattr(out[2], "duplicate_of", None) == "p1 @0123456789-1"
     finally:
         html.close()
+
+
+def test_a_crowded_chrome_table_is_logged_when_the_crawl_ends(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A store whose chrome table counted two stories a slot on average is named in a
+    warning when the pipeline closes (a thread worker, and the worker process's own close,
+    run here in this process), with the ``common_after`` to set; a table of a few stories
+    says nothing."""
+    assert Worker(Options("memory://", False, None, 0.6, 0.75)).close() is None
+    made = CommonShingles.__init__
+
+    def crowded(self: CommonShingles, **kw: object) -> None:
+        made(self, **kw)  # type: ignore[arg-type]
+        self.counts[:] = 2
+
+    monkeypatch.setattr(CommonShingles, "__init__", crowded)
+    pipeline = NearDupPipeline(worker="thread")
+    with caplog.at_level(logging.WARNING, logger="neardup.scrapy"):
+        pipeline.close()
+    (message,) = [r.getMessage() for r in caplog.records if "crowded" in r.getMessage()]
+    assert message.startswith("neardup: the chrome table is crowded: 2.00 stories a slot")
+    assert "--set common_after=9" in message
+
+    scrapy_module._worker = Worker(Options("memory://", False, None, 0.6, 0.75))
+    note = scrapy_module._close_worker()
+    assert note is not None and "2.00 stories a slot" in note and scrapy_module._worker is None
 
 
 def test_item_fields_are_read_as_documented() -> None:

@@ -70,6 +70,9 @@ class BatchResult:
     candidate_pairs: int
     verified_pairs: int
     timings: dict[str, float] = field(default_factory=dict)
+    #: the stories each slot of the chrome count table counted, on average, at the end
+    #: (:meth:`~neardup.engine.templates.CommonShingles.load_factor`; past 1.0 it costs recall)
+    chrome_load: float = 0.0
 
 
 def dedup_batch(
@@ -280,11 +283,12 @@ class BatchRun:
         self._decide_joined(wait=True)
         self._decide(len(self.ids))
         self.__exit__()
+        load = self._common.load_factor()
         self._let_go()
         verified = sum(1 for p in self.parent if p >= 0)
         if self._hand_out:
             self.sketches = []
-            return BatchResult(self.take(), self._pairs, verified, dict(self.timings.seconds))
+            return BatchResult(self.take(), self._pairs, verified, dict(self.timings.seconds), load)
         t0 = time.perf_counter()
         ids, sketches, parent = self.ids, self.sketches, self.parent
         kept_of = choose_kept(
@@ -319,7 +323,7 @@ class BatchRun:
             decisions.append(self._decision(i, p, cluster, ev))
         self.timings.add("clusters", time.perf_counter() - t0)
         self.sketches = []  # read above only (a million tiny records: 330 MB)
-        return BatchResult(decisions, self._pairs, verified, dict(self.timings.seconds))
+        return BatchResult(decisions, self._pairs, verified, dict(self.timings.seconds), load)
 
     def _let_go(self) -> None:
         """Once every document is decided, let go of what only deciding reads: the LSH

@@ -336,6 +336,12 @@ class Deduper:
         """What the store holds."""
         return self.store.stats()
 
+    def chrome_load(self) -> float:
+        """The stories each slot of the learned-chrome table has counted, on average, as
+        this Deduper last read the store (past 1.0 it costs recall:
+        :data:`~neardup.engine.templates.CROWDED_LOAD`)."""
+        return self._common.load_factor()
+
     # -- the work -------------------------------------------------------------------------
 
     def _sketches(self, wanted: Iterable[tuple[str, int]]) -> dict[str, Stored]:

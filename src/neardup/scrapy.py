@@ -49,6 +49,7 @@ from twisted.internet.defer import Deferred
 
 from .deduper import Decision, Deduper
 from .engine import DedupConfig
+from .engine.templates import crowding
 from .errors import ConfigError, InputError, StoreError
 from .records import no_text
 from .records.extract import main_text_extractor
@@ -399,16 +400,19 @@ class NearDupPipeline:
         """Stop the worker process, which closes the store (every item has been decided by
         now: Scrapy closes the pipeline after the last item)."""
         executor, self._executor = self._executor, None
+        note = None
         if executor is not None and self._local is None:
             try:
-                executor.submit(_close_worker).result()
+                note = executor.submit(_close_worker).result()
             except Exception as exc:  # a worker that died has nothing left to close
                 logger.debug("neardup: the worker could not close its store: %r", exc)
         if executor is not None:
             executor.shutdown(wait=True)
         if self._local is not None:
-            self._local.close()
+            note = self._local.close()
             self._local = None
+        if note is not None:
+            logger.warning("neardup: %s", note)
 
     # -- items ----------------------------------------------------------------------------
 
@@ -644,9 +648,13 @@ class Worker:
         self.extract = _load_extractor() if options.html else None
         self.deduper = Deduper(config, store=options.store, window=options.window, explain=False)
 
-    def close(self) -> None:
-        """Close the store."""
+    def close(self) -> str | None:
+        """Close the store; what to tell the user of its chrome table when it is crowded
+        (:func:`~neardup.engine.templates.crowding`)."""
+        cfg = self.deduper.config
+        note = crowding(self.deduper.chrome_load(), cfg.common_after, cfg.chrome_passage)
         self.deduper.close()
+        return note
 
     def decide(self, jobs: list[Job]) -> list[Outcome]:
         """Decide a batch of items, in order.
@@ -706,11 +714,13 @@ def _decide_in_worker(jobs: list[Job]) -> list[Outcome]:
     return _worker.decide(jobs)
 
 
-def _close_worker() -> None:
+def _close_worker() -> str | None:
     global _worker
+    note = None
     if _worker is not None:
-        _worker.close()
+        note = _worker.close()
         _worker = None
+    return note
 
 
 def default_store(jobdir: str | None) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import math
 import random
 from unittest import mock
 
@@ -32,7 +33,16 @@ from neardup.engine import (
     to_verify,
     verify,
 )
-from neardup.engine.templates import PASSAGE_REST, passages
+from neardup.engine.templates import (
+    CROWDED_LOAD,
+    NOISE,
+    PASSAGE_REST,
+    SLOT_BITS,
+    chrome_passage_for,
+    common_after_for,
+    crowding,
+    passages,
+)
 from neardup.errors import ConfigError
 
 CFG = DedupConfig()
@@ -544,6 +554,64 @@ def test_common_shingles_saturate() -> None:
     for _ in range(300):
         common.add(code)
     assert common.is_common(code).tolist() == [True]
+
+
+def test_common_shingles_load_factor_counts_stories_a_slot() -> None:
+    """The load factor is the stories counted over the table's slots: each story's distinct
+    slots once."""
+    common = CommonShingles(limit=5)
+    assert common.load_factor() == 0.0
+    story = np.arange(1000, dtype=np.uint32) << np.uint32(32 - SLOT_BITS)
+    common.add(np.concatenate([story, story]))  # a shingle twice in a story counts once
+    common.add(story[:500])
+    assert common.load_factor() == 1500 / (1 << SLOT_BITS)
+
+
+def _poisson_at_least(k: int, mean: float) -> float:
+    """P(X >= k) for X ~ Poisson(mean), summed as fractions of factorials."""
+    return 1.0 - sum(math.exp(-mean) * mean**i / math.factorial(i) for i in range(k))
+
+
+@given(st.floats(0.01, 40.0), st.integers(1, 30))
+def test_common_after_for_is_the_smallest_limit_chance_rarely_reaches(
+    load: float, limit: int
+) -> None:
+    """The common_after a load calls for is at least the one given, reached by a slot of
+    unrelated shingles at most NOISE of the time, and the smallest such."""
+    better = common_after_for(load, limit)
+    assert better >= limit
+    assert _poisson_at_least(better, load) <= NOISE + 1e-12
+    if better > limit:
+        assert _poisson_at_least(better - 1, load) > NOISE - 1e-12
+    assert common_after_for(load * 2, limit) >= better
+
+
+def test_chrome_passage_for_is_the_shortest_run_chance_rarely_fills() -> None:
+    """The chrome_passage a load calls for is at least the one given (0 stays off), and the
+    shortest run of shingles that unrelated ones fill at most NOISE of the time."""
+    assert chrome_passage_for(8.0, 0) == 0 and chrome_passage_for(0.5, 96) == 96
+    for load in (2.5, 3.0, 4.0, 6.0):
+        n = chrome_passage_for(load, 96)
+        shared = 1.0 - math.exp(-load)
+        assert shared**n <= NOISE and (n == 96 or shared ** (n - 1) > NOISE)
+
+
+def test_crowding_speaks_from_a_load_of_one() -> None:
+    """Nothing to say below a load of 1 or with the guard off; past it, the settings to
+    raise; with them raised, nothing."""
+    assert crowding(CROWDED_LOAD * 0.99, 5, 96) is None
+    assert crowding(8.0, 0, 96) is None
+    note = crowding(2.0, 5, 96)
+    assert note is not None and "2.00 stories a slot" in note
+    assert "(--set common_after=9)" in note and "chrome_passage" not in note
+    assert crowding(2.0, 9, 96) is None
+    note = crowding(4.0, 12, 96)
+    assert note is not None and "(--set chrome_passage=374)" in note and "common_after" not in note
+    note = crowding(4.0, 5, 96)
+    assert note is not None and "--set common_after=12 --set chrome_passage=374" in note
+    assert crowding(4.0, 12, 374) is None
+    note = crowding(300.0, 5, 96)  # past what a count of 255 can tell
+    assert note is not None and "(--set common_after=0: no guard)" in note
 
 
 def _naive_passages(seen: list[bool], length: int) -> list[bool]:

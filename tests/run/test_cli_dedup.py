@@ -10,10 +10,12 @@ import sys
 from collections.abc import Iterator
 from importlib.resources import as_file, files
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from neardup.cli import main
+from neardup.engine.templates import CommonShingles
 
 # -- fixtures --------------------------------------------------------------------------------
 
@@ -564,6 +566,49 @@ def test_summary_numbers(
         assert f"\n  {stage} " in err
     assert "7 in → 4 kept, 2 duplicates (33.3% of documents), 1 error" in err
     assert "1 record could not be used; it is listed in" in err
+
+
+CROWDED = "the chrome table is crowded"
+
+
+@pytest.mark.parametrize("mode", [[], ["--stream"]], ids=["batch", "stream"])
+def test_a_crowded_chrome_table_is_noted(
+    tmp_path: Path,
+    corpus: Path,
+    mode: list[str],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A run whose chrome table holds two stories a slot on average (as if some 100,000
+    long stories had been counted) says so in its summary, with the ``common_after`` that
+    load calls for; a run of a few stories says nothing of it."""
+    summary = tmp_path / "summary.json"
+    before, _, err = dedup(tmp_path, corpus, capsys, "--json-summary", str(summary), *mode)
+    (numbers,) = read_jsonl(summary)
+    assert CROWDED not in err and not any(CROWDED in n for n in numbers["notes"])  # type: ignore[attr-defined]
+
+    made = CommonShingles.__init__
+
+    def crowded(self: CommonShingles, **kw: Any) -> None:
+        made(self, **kw)
+        self.counts[:] = 2
+
+    monkeypatch.setattr(CommonShingles, "__init__", crowded)
+    after, _, err = dedup(tmp_path, corpus, capsys, "--json-summary", str(summary), *mode)
+    (numbers,) = read_jsonl(summary)
+    (note,) = [n for n in numbers["notes"] if CROWDED in n]  # type: ignore[attr-defined]
+    assert "2.00 stories a slot" in note and "--set common_after=9" in note
+    assert f"note: {note}" in err
+    assert after == before  # every slot at two: no shingle common, every one in a passage
+    monkeypatch.undo()
+
+    # told to count common shingles from 9 stories, the run says nothing more to raise
+    monkeypatch.setattr(CommonShingles, "__init__", crowded)
+    dedup(
+        tmp_path, corpus, capsys, "--json-summary", str(summary), "--set", "common_after=9", *mode
+    )
+    (numbers,) = read_jsonl(summary)
+    assert not any(CROWDED in n for n in numbers["notes"])  # type: ignore[attr-defined]
 
 
 def test_quiet_prints_nothing(

@@ -42,12 +42,18 @@ if TYPE_CHECKING:
     from .config import DedupConfig
 
 __all__ = [
+    "CROWDED_LOAD",
+    "MAX_COUNT",
+    "NOISE",
     "PASSAGE_REST",
     "PASSAGE_STORIES",
     "SLOT_BITS",
     "CommonShingles",
     "TemplateGuard",
     "TemplateTable",
+    "chrome_passage_for",
+    "common_after_for",
+    "crowding",
     "passages",
     "slot_buckets",
     "slots",
@@ -67,6 +73,89 @@ PASSAGE_STORIES = 2
 #: A :class:`TemplateTable`'s bucket index (:func:`slot_buckets`) has a bucket for every
 #: 2^BUCKET_SHIFT slots (2^20 buckets, 8 MB).
 BUCKET_SHIFT = 6
+
+
+#: A slot's count stops at this many stories (a byte, saturating).
+MAX_COUNT = 255
+
+#: The table's *load* — the stories each slot has counted, on average (every story's distinct
+#: shingles over the 2^SLOT_BITS slots) — past which a run is told its table is crowded.
+#: The slots of unrelated shingles then hold about a Poisson number of stories of that
+#: mean, so a shingle never seen before starts with a count: at a load of 1, 0.4 % of the
+#: slots hold five stories; at 2, 5 %; at 4, 37 %, and half of the slots hold the two of a
+#: passage's shingles. Shingles of a story's own text then look like chrome, and its
+#: reprints are missed: on the dev benchmarks, loaded at random to 1 / 2 / 4 / 8, F1 (zh,
+#: en) 0.9959 / 0.9949 / 0.9775 / 0.7871 and 0.9799 / 0.9739 / 0.9276 / 0.7194, against
+#: 0.9966 and 0.9827 (``bench/guard_load.py``). A long Chinese news story adds about
+#: 1.84e-5 to the load (hkcnews: 27,463 stories, 0.505), so a table holds some 54,000 of
+#: them before it is crowded; an English one about half of that.
+CROWDED_LOAD = 1.0
+
+#: :func:`common_after_for` picks the smallest ``common_after`` that a slot holding only
+#: unrelated shingles reaches at most this often.
+NOISE = 1e-3
+
+
+def common_after_for(load: float, limit: int) -> int:
+    """The ``common_after`` (at least ``limit``) that a slot of a table at ``load`` reaches
+    by chance at most :data:`NOISE` of the time (the Poisson tail of the load).
+
+    >>> [common_after_for(x, 5) for x in (0.5, 1.0, 2.0, 4.0, 8.0)]
+    [5, 6, 9, 12, 19]
+    """
+    if load <= 0:
+        return limit
+    term = tail = np.exp(-load)  # P(0), then the sum P(0..k)
+    k = 0
+    while 1.0 - tail > NOISE or k + 1 < limit:
+        k += 1
+        term *= load / k
+        tail += term
+    return max(limit, k + 1)
+
+
+def chrome_passage_for(load: float, passage: int) -> int:
+    """The ``chrome_passage`` (at least ``passage``; 0 stays 0) that a story's own text
+    fills by chance at most :data:`NOISE` of the time in a table at ``load``: a reprint's
+    shingles were counted once, by its story, so each is seen in two stories as soon as an
+    unrelated shingle shares its slot (1 - e^-load of them), and a long run of them reads as
+    a passage of chrome.
+
+    >>> [chrome_passage_for(x, 96) for x in (1.0, 2.0, 3.0, 4.0)]
+    [96, 96, 136, 374]
+    """
+    if passage <= 0 or load <= 0:
+        return passage
+    shared = -float(np.expm1(-load))  # 1 - e^-load
+    if shared >= 1.0:
+        return max(passage, 1 << 30)
+    return max(passage, int(np.ceil(np.log(NOISE) / np.log(shared))))
+
+
+def crowding(load: float, limit: int, passage: int) -> str | None:
+    """What to tell a user whose run or store counted ``load`` stories a slot with
+    ``common_after`` at ``limit`` and ``chrome_passage`` at ``passage``: None while the
+    load is below :data:`CROWDED_LOAD` (or the guard is off), or while both settings are
+    at least what :func:`common_after_for` and :func:`chrome_passage_for` ask."""
+    if limit <= 0 or load < CROWDED_LOAD:
+        return None
+    wanted = {
+        "common_after": (limit, common_after_for(load, limit)),
+        "chrome_passage": (passage, chrome_passage_for(load, passage)),
+    }
+    raise_ = [f"{name}={new}" for name, (old, new) in wanted.items() if new > old]
+    if not raise_:
+        return None
+    if wanted["common_after"][1] > MAX_COUNT:  # no count tells chrome from chance
+        advice = "set common_after=0 (--set common_after=0: no guard)"
+    else:
+        advice = f"raise {' and '.join(raise_)} ({' '.join(f'--set {x}' for x in raise_)})"
+    return (
+        f"the chrome table is crowded: {load:.2f} stories a slot on average, so shingles of "
+        f"unrelated stories share its slots, a story's own text may be taken for chrome and "
+        f"reprints missed; {advice}, or deduplicate fewer stories at once (README: How many "
+        f"stories the chrome guard holds)"
+    )
 
 
 def slots(codes: U32) -> npt.NDArray[np.intp]:
@@ -141,8 +230,12 @@ class CommonShingles:
         kernels.work_done(len(vocab))
         at = slots(vocab)  # a fancy-index assignment counts a repeated slot once
         counts = self.counts[at]
-        counts += counts < 255  # saturating
+        counts += counts < MAX_COUNT  # saturating
         self.counts[at] = counts
+
+    def load_factor(self) -> float:
+        """The stories each slot has counted, on average (see :data:`CROWDED_LOAD`)."""
+        return float(self.counts.sum(dtype=np.int64)) / len(self.counts)
 
     def own_pages(self) -> None:
         """Copy the count table into memory of this process's own, with the same counts.

@@ -23,6 +23,7 @@ from typing import Any
 from ..batch import BatchRun
 from ..deduper import Deduper
 from ..engine import Decision, DedupConfig, KeepPolicy
+from ..engine.templates import crowding
 from ..errors import ConfigError, Interrupted, shielded, when_safe
 from ..records import (
     DEFAULT_MAX_RECORD,
@@ -144,11 +145,13 @@ def run_dedup(
         args = (reader, cfg, keep, stages, progress, tally, out, errors_out)
         candidate_pairs: int | None = None
         if mode == "batch":
-            candidate_pairs = _batch(*args)
+            candidate_pairs, load = _batch(*args)
         else:
-            _stream(*args, store=store, window=window, batch_size=batch_size)
+            load = _stream(*args, store=store, window=window, batch_size=batch_size)
 
     notes = list(reader.notes)
+    if crowded := crowding(load, cfg.common_after, cfg.chrome_passage):
+        notes.append(crowded)
     if reader.not_documents:
         notes.append(_not_documents(reader))
     if reader.skipped_files:
@@ -376,8 +379,9 @@ def _batch(
     tally: Tally,
     out: _Outputs,
     errors_out: LineWriter,
-) -> int:
-    """Read everything (errors written as they come), decide, write in input order.
+) -> tuple[int, float]:
+    """Read everything (errors written as they come), decide, write in input order; the
+    candidate pairs and the chrome table's load.
 
     The documents are sketched and decided while the rest is read (:class:`~neardup.batch.BatchRun`);
     keeping the first of each story, each is written as soon as it is decided.
@@ -462,7 +466,7 @@ def _batch(
         progress.advance()
     out.finish()
     stages.add("write", write_seconds[0] + time.perf_counter() - t0)
-    return result.candidate_pairs
+    return result.candidate_pairs, result.chrome_load
 
 
 def _release_copies(docs: list[Document], run: BatchRun, start: int) -> int:
@@ -490,9 +494,10 @@ def _stream(
     store: str | None = None,
     window: str | None = None,
     batch_size: int = 256,
-) -> None:
+) -> float:
     """Decide records as they are read, ``batch_size`` at a time, with a Deduper on ``store``
-    (memory by default); write each batch once the store has committed it."""
+    (memory by default); write each batch once the store has committed it. The chrome
+    table's load at the end (the store's, as this run last read it)."""
     deduper = Deduper(cfg, store=store or "memory://", window=window, explain=False)
     read_clock = [0.0]
     dedup_seconds = write_seconds = 0.0
@@ -537,6 +542,7 @@ def _stream(
             if len(batch) >= batch_size:
                 flush()
         flush()
+        load = deduper.chrome_load()
     finally:
         deduper.close()
     t0 = time.perf_counter()
@@ -545,4 +551,4 @@ def _stream(
     stages.add("read", read_clock[0])
     stages.add("dedup", dedup_seconds)
     stages.add("write", write_seconds)
-    return None
+    return load
