@@ -1,0 +1,140 @@
+"""How many stories the chrome guard holds: the dev benchmarks' F1 with the count table loaded.
+
+    python bench/guard_load.py                       # loads 0, 1, 2, 3, 4, 8; both dev sets
+    python bench/guard_load.py --loads 0,2 --bench en-news-dev
+    python bench/guard_load.py --real                # the loads real corpora reach, too
+
+The template guard counts every kept story's distinct shingles in a fixed table of 2^26
+saturating bytes (``neardup.engine.templates``) and never forgets. A crawl of many stories
+fills it: the slots of shingles that no two stories share then hold counts anyway, and a
+story's own text looks like chrome. This bench stands for the stories counted before a run
+by starting each run's table with a Poisson number of stories of mean LOAD in every slot
+(seeded; what unrelated stories leave there), deduplicates a dev benchmark in one batch
+(``dedup_batch``, the defaults) and scores it with ../shared/bench/score.py: once with the
+defaults and once with the ``common_after`` and ``chrome_passage`` that
+``engine.templates.common_after_for`` and ``chrome_passage_for`` call for at that load (what
+a crowded run's note tells the user to set). ``--real`` prints the load
+(``BatchResult.chrome_load``) that whole real corpora in ../shared/corpus reach by
+themselves, and the stories a slot of the table adds per kept story.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _data import BenchDataMissing, die, header, read_jsonl
+from quality import load_scorer
+
+from neardup.deduper import dedup_batch
+from neardup.engine import DedupConfig
+from neardup.engine.templates import (
+    SLOT_BITS,
+    CommonShingles,
+    chrome_passage_for,
+    common_after_for,
+)
+
+REAL = {
+    "hkcnews (48,005)": "corpus/hkcnews-zh-hans.jsonl.gz",
+    "20 Newsgroups (18,847)": "corpus/20newsgroups-en.jsonl.gz",
+    "Reuters-21578 (19,043)": "corpus/reuters21578-en.jsonl.gz",
+    "xinwenlianbo (19,540)": "corpus/xinwenlianbo-zh.jsonl.gz",
+}
+
+
+@contextmanager
+def loaded(load: float, seed: int = 1) -> Iterator[None]:
+    """Every CommonShingles made inside starts with Poisson(``load``) stories in each slot."""
+    if load <= 0:
+        yield
+        return
+    background = np.minimum(np.random.default_rng(seed).poisson(load, 1 << SLOT_BITS), 255).astype(
+        np.uint8
+    )
+    made = CommonShingles.__init__
+
+    def start_loaded(self: CommonShingles, **kw: Any) -> None:
+        made(self, **kw)
+        self.counts[:] = background
+
+    CommonShingles.__init__ = start_loaded  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        CommonShingles.__init__ = made  # type: ignore[method-assign]
+
+
+def scored(bench: str, load: float, cfg: DedupConfig) -> dict[str, float]:
+    rows = list(read_jsonl(f"bench/{bench}.jsonl.gz"))
+    with loaded(load):
+        result = dedup_batch([r["id"] for r in rows], [r["text"] or "" for r in rows], config=cfg)
+    pred = {d.id: d.cluster for d in result.decisions}
+    out: dict[str, float] = load_scorer().score(rows, pred)
+    out["load"] = result.chrome_load
+    return out
+
+
+def real() -> None:
+    print("| corpus | documents | kept (stories) | load at the end | load a story |")
+    print("|---|---:|---:|---:|---:|")
+    for name, relative in REAL.items():
+        rows = list(read_jsonl(relative))
+        result = dedup_batch([str(r["id"]) for r in rows], [r.get("text") or "" for r in rows])
+        kept = sum(1 for d in result.decisions if not d.is_duplicate)
+        print(
+            f"| {name} | {len(rows):,} | {kept:,} | {result.chrome_load:.3f} "
+            f"| {result.chrome_load / kept:.2e} |",
+            flush=True,
+        )
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--loads", default="0,1,2,3,4,8", help="comma-separated loads to start from")
+    ap.add_argument("--bench", action="append", help="zh-news-dev, en-news-dev (default both)")
+    ap.add_argument("--real", action="store_true", help="also the loads of the real corpora")
+    args = ap.parse_args()
+    benches = args.bench or ["zh-news-dev", "en-news-dev"]
+    loads = [float(x) for x in args.loads.split(",") if x.strip()]
+    print(header("The chrome guard's load and the dev benchmarks' F1"))
+    try:
+        if args.real:
+            real()
+            print()
+        base_cfg = DedupConfig()
+        print(
+            "| load at the start | benchmark | F1, defaults | P / R "
+            "| common_after, chrome_passage for the load | F1 | P / R |"
+        )
+        print("|---:|---|---:|---|---|---:|---|")
+        for load in loads:
+            for bench in benches:
+                base = scored(bench, load, base_cfg)
+                limit = common_after_for(load, base_cfg.common_after)
+                passage = chrome_passage_for(load, base_cfg.chrome_passage)
+                row = f"| {load:g} | {bench} | {base['f1']:.4f} | {base['precision']:.4f} / "
+                row += f"{base['recall']:.4f} | {limit}, {passage} | "
+                if (limit, passage) == (base_cfg.common_after, base_cfg.chrome_passage):
+                    row += "(the defaults) | |"
+                else:
+                    cfg = DedupConfig(common_after=limit, chrome_passage=passage)
+                    other = scored(bench, load, cfg)
+                    row += f"{other['f1']:.4f} | {other['precision']:.4f} / {other['recall']:.4f} |"
+                print(row, flush=True)
+    except BenchDataMissing as e:
+        die(e)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
