@@ -15,7 +15,10 @@ defaults and once with the ``common_after`` and ``chrome_passage`` that
 ``engine.templates.common_after_for`` and ``chrome_passage_for`` call for at that load (what
 a crowded run's note tells the user to set). ``--real`` prints the load
 (``BatchResult.chrome_load``) that whole real corpora in ../shared/corpus reach by
-themselves, and the stories a slot of the table adds per kept story.
+themselves, and the stories a slot of the table adds per kept story. ``--after-real`` loads
+the table with real stories instead: the real corpora (all but the dev set's own source,
+which holds its originals) and then the dev set go through one batch run, and the dev set's
+clusters are scored, with the defaults and with each ``--after-real-common`` value.
 """
 
 from __future__ import annotations
@@ -41,6 +44,12 @@ from neardup.engine.templates import (
     chrome_passage_for,
     common_after_for,
 )
+
+#: The corpus each dev set was built from (left out of the stories before it).
+SOURCE = {
+    "zh-news-dev": "corpus/xinwenlianbo-zh.jsonl.gz",
+    "en-news-dev": "corpus/reuters21578-en.jsonl.gz",
+}
 
 REAL = {
     "hkcnews (48,005)": "corpus/hkcnews-zh-hans.jsonl.gz",
@@ -82,6 +91,25 @@ def scored(bench: str, load: float, cfg: DedupConfig) -> dict[str, float]:
     return out
 
 
+def after_real(bench: str, common_after: int) -> tuple[float, dict[str, float]]:
+    """The dev set ``bench`` deduplicated after the real corpora but its source, in one
+    batch run: the load at the end and the dev set's scores."""
+    ids: list[str] = []
+    texts: list[str] = []
+    for relative in REAL.values():
+        if relative != SOURCE[bench]:
+            for r in read_jsonl(relative):
+                ids.append(f"{relative}:{r['id']}")
+                texts.append(r.get("text") or "")
+    before = len(ids)
+    rows = list(read_jsonl(f"bench/{bench}.jsonl.gz"))
+    ids += [r["id"] for r in rows]
+    texts += [r["text"] or "" for r in rows]
+    result = dedup_batch(ids, texts, config=DedupConfig(common_after=common_after))
+    pred = {d.id: d.cluster for d in result.decisions[before:]}
+    return result.chrome_load, load_scorer().score(rows, pred)
+
+
 def real() -> None:
     print("| corpus | documents | kept (stories) | load at the end | load a story |")
     print("|---|---:|---:|---:|---:|")
@@ -103,11 +131,31 @@ def main() -> int:
     ap.add_argument("--loads", default="0,1,2,3,4,8", help="comma-separated loads to start from")
     ap.add_argument("--bench", action="append", help="zh-news-dev, en-news-dev (default both)")
     ap.add_argument("--real", action="store_true", help="also the loads of the real corpora")
+    ap.add_argument(
+        "--after-real", action="store_true", help="only the dev sets after the real corpora"
+    )
+    ap.add_argument(
+        "--after-real-common", default="6,9", help="common_after values to try after them"
+    )
     args = ap.parse_args()
     benches = args.bench or ["zh-news-dev", "en-news-dev"]
     loads = [float(x) for x in args.loads.split(",") if x.strip()]
     print(header("The chrome guard's load and the dev benchmarks' F1"))
     try:
+        if args.after_real:
+            print("| benchmark | common_after | load at the end | F1 | P / R |")
+            print("|---|---:|---:|---:|---|")
+            default = DedupConfig().common_after
+            values = [default] + [int(x) for x in args.after_real_common.split(",") if x]
+            for bench in benches:
+                for common_after in values:
+                    load, sc = after_real(bench, common_after)
+                    print(
+                        f"| {bench} | {common_after} | {load:.3f} | {sc['f1']:.4f} | "
+                        f"{sc['precision']:.4f} / {sc['recall']:.4f} |",
+                        flush=True,
+                    )
+            return 0
         if args.real:
             real()
             print()

@@ -71,7 +71,7 @@ class BatchResult:
     verified_pairs: int
     timings: dict[str, float] = field(default_factory=dict)
     #: the stories each slot of the chrome count table counted, on average, at the end
-    #: (:meth:`~neardup.engine.templates.CommonShingles.load_factor`; past 1.0 it costs recall)
+    #: (:meth:`~neardup.engine.templates.CommonShingles.load_factor`; from about 1 it costs recall)
     chrome_load: float = 0.0
 
 

@@ -338,8 +338,8 @@ class Deduper:
 
     def chrome_load(self) -> float:
         """The stories each slot of the learned-chrome table has counted, on average, as
-        this Deduper last read the store (past 1.0 it costs recall:
-        :data:`~neardup.engine.templates.CROWDED_LOAD`)."""
+        this Deduper last read the store (from about 1 it costs recall:
+        :data:`~neardup.engine.templates.NOISE`)."""
         return self._common.load_factor()
 
     # -- the work -------------------------------------------------------------------------

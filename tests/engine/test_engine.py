@@ -34,7 +34,6 @@ from neardup.engine import (
     verify,
 )
 from neardup.engine.templates import (
-    CROWDED_LOAD,
     NOISE,
     PASSAGE_REST,
     SLOT_BITS,
@@ -597,9 +596,11 @@ def test_chrome_passage_for_is_the_shortest_run_chance_rarely_fills() -> None:
 
 
 def test_crowding_speaks_from_a_load_of_one() -> None:
-    """Nothing to say below a load of 1 or with the guard off; past it, the settings to
-    raise; with them raised, nothing."""
-    assert crowding(CROWDED_LOAD * 0.99, 5, 96) is None
+    """Nothing to say while the settings are what the load asks (the defaults, up to a load
+    of about 0.74) or with the guard off; past it, the settings to raise; with them raised,
+    nothing."""
+    assert crowding(0.5, 5, 96) is None and crowding(0.73, 5, 96) is None
+    assert "(--set common_after=6)" in (crowding(0.75, 5, 96) or "")
     assert crowding(8.0, 0, 96) is None
     note = crowding(2.0, 5, 96)
     assert note is not None and "2.00 stories a slot" in note

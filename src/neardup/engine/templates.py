@@ -42,7 +42,6 @@ if TYPE_CHECKING:
     from .config import DedupConfig
 
 __all__ = [
-    "CROWDED_LOAD",
     "MAX_COUNT",
     "NOISE",
     "PASSAGE_REST",
@@ -78,21 +77,24 @@ BUCKET_SHIFT = 6
 #: A slot's count stops at this many stories (a byte, saturating).
 MAX_COUNT = 255
 
-#: The table's *load* — the stories each slot has counted, on average (every story's distinct
-#: shingles over the 2^SLOT_BITS slots) — past which a run is told its table is crowded.
-#: The slots of unrelated shingles then hold about a Poisson number of stories of that
-#: mean, so a shingle never seen before starts with a count: at a load of 1, 0.4 % of the
-#: slots hold five stories; at 2, 5 %; at 4, 37 %. And a reprint's text, counted once by
-#: its story, is seen in two stories wherever anything else shares its slot (at 4, 98 % of
-#: it), so long runs of it read as a passage of chrome. Shingles of a story's own text
-#: then look like chrome, and its reprints are missed: on the dev benchmarks, loaded at
-#: random to 1 / 2 / 4 / 8, F1 (zh, en) 0.9959 / 0.9949 / 0.9775 / 0.7871 and 0.9799 /
-#: 0.9739 / 0.9276 / 0.7194, against 0.9966 and 0.9827 (``bench/guard_load.py``). A long
-#: Chinese news story adds about 1.84e-5 to the load (hkcnews: 27,463 stories, 0.505), so
-#: a table holds some 54,000 of them before it is crowded; shorter texts add less (20
-#: Newsgroups 1.39e-5 a post, Reuters 8.8e-6 an item).
-CROWDED_LOAD = 1.0
-
+#: The table's *load* is the stories each slot has counted, on average (every story's
+#: distinct shingles over the 2^SLOT_BITS slots). The slots of unrelated shingles hold
+#: about a Poisson number of stories of that mean, so a shingle never seen before starts
+#: with a count: at a load of 1, 0.4 % of the slots hold five stories; at 2, 5 %; at 4,
+#: 37 %. And a reprint's text, counted once by its story, is seen in two stories wherever
+#: anything else shares its slot (at 4, 98 % of it), so long runs of it read as a passage
+#: of chrome. Shingles of a story's own text then look like chrome, and its reprints are
+#: missed: on the dev benchmarks, loaded at random to 1 / 2 / 4 / 8, F1 (zh, en) 0.9959 /
+#: 0.9949 / 0.9775 / 0.7871 and 0.9799 / 0.9739 / 0.9276 / 0.7194, against 0.9966 and
+#: 0.9827 (``bench/guard_load.py``); after real stories of other corpora (a load of 0.93),
+#: en-dev 0.9754, since real English texts share more phrases than random ones. A long
+#: Chinese news story adds about 1.84e-5 to the load (hkcnews: 27,463 stories, 0.505), so a
+#: table holds some 54,000 of them before it reaches 1; shorter texts add less (20
+#: Newsgroups 1.39e-5 a post, Reuters 8.8e-6 an item). :func:`common_after_for` and
+#: :func:`chrome_passage_for` give the settings that keep chance below :data:`NOISE` at a
+#: load, and :func:`crowding` tells a run whose settings are below them (with the defaults,
+#: from a load of about 0.74).
+#:
 #: :func:`common_after_for` picks the smallest ``common_after`` that a slot holding only
 #: unrelated shingles reaches at most this often.
 NOISE = 1e-3
@@ -136,10 +138,10 @@ def chrome_passage_for(load: float, passage: int) -> int:
 
 def crowding(load: float, limit: int, passage: int) -> str | None:
     """What to tell a user whose run or store counted ``load`` stories a slot with
-    ``common_after`` at ``limit`` and ``chrome_passage`` at ``passage``: None while the
-    load is below :data:`CROWDED_LOAD` (or the guard is off), or while both settings are
-    at least what :func:`common_after_for` and :func:`chrome_passage_for` ask."""
-    if limit <= 0 or load < CROWDED_LOAD:
+    ``common_after`` at ``limit`` and ``chrome_passage`` at ``passage``: None while both
+    settings are at least what :func:`common_after_for` and :func:`chrome_passage_for` ask
+    at that load (or the guard is off)."""
+    if limit <= 0:
         return None
     wanted = {
         "common_after": (limit, common_after_for(load, limit)),
@@ -236,7 +238,7 @@ class CommonShingles:
         self.counts[at] = counts
 
     def load_factor(self) -> float:
-        """The stories each slot has counted, on average (see :data:`CROWDED_LOAD`)."""
+        """The stories each slot has counted, on average (see :data:`NOISE`)."""
         return float(self.counts.sum(dtype=np.int64)) / len(self.counts)
 
     def own_pages(self) -> None:
