@@ -28,22 +28,15 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
-
-import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _data import BenchDataMissing, die, header, read_jsonl
+from loaded.sitecustomize import loading
 from quality import load_scorer
 
 from neardup.deduper import dedup_batch
 from neardup.engine import DedupConfig
-from neardup.engine.templates import (
-    SLOT_BITS,
-    CommonShingles,
-    chrome_passage_for,
-    common_after_for,
-)
+from neardup.engine.templates import chrome_passage_for, common_after_for
 
 #: The corpus each dev set was built from (left out of the stories before it).
 SOURCE = {
@@ -60,25 +53,16 @@ REAL = {
 
 
 @contextmanager
-def loaded(load: float, seed: int = 1) -> Iterator[None]:
+def loaded(load: float) -> Iterator[None]:
     """Every CommonShingles made inside starts with Poisson(``load``) stories in each slot."""
     if load <= 0:
         yield
         return
-    background = np.minimum(np.random.default_rng(seed).poisson(load, 1 << SLOT_BITS), 255).astype(
-        np.uint8
-    )
-    made = CommonShingles.__init__
-
-    def start_loaded(self: CommonShingles, **kw: Any) -> None:
-        made(self, **kw)
-        self.counts[:] = background
-
-    CommonShingles.__init__ = start_loaded  # type: ignore[method-assign]
+    undo = loading(load)
     try:
         yield
     finally:
-        CommonShingles.__init__ = made  # type: ignore[method-assign]
+        undo()
 
 
 def scored(bench: str, load: float, cfg: DedupConfig) -> dict[str, float]:
