@@ -75,9 +75,12 @@ def scored(bench: str, load: float, cfg: DedupConfig) -> dict[str, float]:
     return out
 
 
-def after_real(bench: str, common_after: int) -> tuple[float, dict[str, float]]:
+def after_real(
+    bench: str, common_after: int, window: float = 0.0, load: float = 0.0
+) -> tuple[float, dict[str, float]]:
     """The dev set ``bench`` deduplicated after the real corpora but its source, in one
-    batch run: the load at the end and the dev set's scores."""
+    batch run (the guard turning at ``window``, its table started at ``load``): the load at
+    the end and the dev set's scores."""
     ids: list[str] = []
     texts: list[str] = []
     for relative in REAL.values():
@@ -89,7 +92,9 @@ def after_real(bench: str, common_after: int) -> tuple[float, dict[str, float]]:
     rows = list(read_jsonl(f"bench/{bench}.jsonl.gz"))
     ids += [r["id"] for r in rows]
     texts += [r["text"] or "" for r in rows]
-    result = dedup_batch(ids, texts, config=DedupConfig(common_after=common_after))
+    cfg = DedupConfig(common_after=common_after, chrome_window=window)
+    with loaded(load):
+        result = dedup_batch(ids, texts, config=cfg)
     pred = {d.id: d.cluster for d in result.decisions[before:]}
     return result.chrome_load, load_scorer().score(rows, pred)
 
@@ -121,24 +126,42 @@ def main() -> int:
     ap.add_argument(
         "--after-real-common", default="6,9", help="common_after values to try after them"
     )
+    ap.add_argument(
+        "--windows",
+        default="0",
+        help="with --after-real: comma-separated chrome_window values to run each with",
+    )
+    ap.add_argument(
+        "--after-real-load",
+        default="0",
+        help="with --after-real: comma-separated loads to start the table from",
+    )
     args = ap.parse_args()
     benches = args.bench or ["zh-news-dev", "en-news-dev"]
     loads = [float(x) for x in args.loads.split(",") if x.strip()]
     print(header("The chrome guard's load and the dev benchmarks' F1"))
     try:
         if args.after_real:
-            print("| benchmark | common_after | load at the end | F1 | P / R |")
-            print("|---|---:|---:|---:|---|")
+            print(
+                "| benchmark | load at the start | chrome_window | common_after "
+                "| load at the end | F1 | P / R |"
+            )
+            print("|---|---:|---:|---:|---:|---:|---|")
             default = DedupConfig().common_after
             values = [default] + [int(x) for x in args.after_real_common.split(",") if x]
+            windows = [float(x) for x in args.windows.split(",") if x.strip()]
+            starts = [float(x) for x in args.after_real_load.split(",") if x.strip()]
             for bench in benches:
-                for common_after in values:
-                    load, sc = after_real(bench, common_after)
-                    print(
-                        f"| {bench} | {common_after} | {load:.3f} | {sc['f1']:.4f} | "
-                        f"{sc['precision']:.4f} / {sc['recall']:.4f} |",
-                        flush=True,
-                    )
+                for start in starts:
+                    for window in windows:
+                        for common_after in values:
+                            load, sc = after_real(bench, common_after, window, start)
+                            print(
+                                f"| {bench} | {start:g} | {window:g} | {common_after} "
+                                f"| {load:.3f} | {sc['f1']:.4f} | "
+                                f"{sc['precision']:.4f} / {sc['recall']:.4f} |",
+                                flush=True,
+                            )
             return 0
         if args.real:
             real()

@@ -287,8 +287,18 @@ def test_synthetic_stories_never_merge(seed: int, lang: str) -> None:
         DedupConfig(num_perm=64, cjk_width=3, word_width=5),
         DedupConfig(max_verify=1),
         DedupConfig(max_verify=2, bucket_cap=3),
+        DedupConfig(common_after=2, chrome_window=300 / (1 << 26)),  # turns several times
     ],
-    ids=["cap1", "cap2-common2", "no-common", "bands32x4", "perm64-narrow", "verify1", "verify2"],
+    ids=[
+        "cap1",
+        "cap2-common2",
+        "no-common",
+        "bands32x4",
+        "perm64-narrow",
+        "verify1",
+        "verify2",
+        "window",
+    ],
 )
 @pytest.mark.parametrize("lang", ["zh", "en", "mixed"])
 def test_synthetic_batch_equals_stream_under_other_configs(cfg: DedupConfig, lang: str) -> None:

@@ -160,6 +160,7 @@ class Deduper:
         self._log_pos = 0
         self._saved_pos = 0
         self._loaded = False
+        self._has_saved = False  # the store holds a saved table
         self._own: set[str] = set()  # kept ids this process counted, not yet seen in the log
         self._cache: OrderedDict[tuple[str, int], Stored] = OrderedDict()
         self._cache_size = 0 if self.store.in_process else cache_size
@@ -373,16 +374,14 @@ class Deduper:
         self._common = CommonShingles.of(self.config)
         if saved is not None:
             self._log_pos = self._saved_pos = saved[0]
-            counts = compact_sketch.decode_counts(saved[1])
-            if counts is None:
-                self._common.load(saved[1])
-            else:
-                self._common.counts = counts
+            compact_sketch.load_guard(self._common, saved[1])
+        self._has_saved = saved is not None
         self._own.clear()  # the table replaced: what this process counted is in it or the log
         self._loaded = True
 
-    def _sync(self) -> None:
-        """Bring the common-shingle counts up to date with what every process has kept."""
+    def _sync(self, *, save: bool = True) -> None:
+        """Bring the common-shingle counts up to date with what every process has kept;
+        ``save``: the table may be saved now (not inside a section that is rolled back)."""
         if not self._loaded:
             self._load_table()
         while True:
@@ -406,14 +405,22 @@ class Deduper:
         due = self._log_pos - self._saved_pos >= _SNAPSHOT_EVERY or self.store.snapshot_due(
             self._log_pos, self._saved_pos
         )
-        if self.config.common_after > 0 and due and self._log_pos > self._saved_pos:
+        # a guard with a window saves its table at once, so that what folds a store's log
+        # into its table (SQLiteCompactStore.reclaim) knows the window
+        first = self._common.fresh is not None and not self._has_saved
+        if (
+            save
+            and self.config.common_after > 0
+            and (first or (due and self._log_pos > self._saved_pos))
+        ):
             table = (
                 self._common.to_bytes()
                 if self.store.indexes_copies
-                else compact_sketch.encode_counts(self._common.counts)
+                else compact_sketch.encode_guard(self._common)
             )
             self.store.save_common(self._log_pos, table)
             self._saved_pos = self._log_pos
+            self._has_saved = True
 
     def _run(self, items: list[_Item], *, add: bool) -> list[Decision]:
         if not items:
@@ -441,8 +448,10 @@ class Deduper:
         while True:
             self.store.begin(write=add)
             counted: list[tuple[int, U32]] = []  # (entry number, codes) of stories counted
+            turns = self._common.turns
             try:
-                self._sync()
+                self._sync(save=add)
+                turns = self._common.turns
                 decisions, news, origin = self._decide(items, times, sketches, add, counted, start)
                 if add:
                     self.store.put(news)
@@ -455,12 +464,10 @@ class Deduper:
                 # that failed in commit() has left it already, and may fail again here)
                 with contextlib.suppress(Exception):
                     self.store.rollback()
-                for _, codes in counted:
-                    self._common.remove(codes)
+                self._uncount(counted, turns)
                 raise
             if not add:
-                for _, codes in counted:  # a check counts nothing
-                    self._common.remove(codes)
+                self._uncount(counted, turns)  # a check counts nothing
                 return decisions
             self._own.update(
                 n.entry.id for n in news[:applied] if n.entry.kept and n.sketch is not None
@@ -469,15 +476,24 @@ class Deduper:
                 return done + decisions
             # another writer changed what entry `applied` read: keep what was added before it
             # and decide the rest again
-            for number, codes in counted:
-                if number >= applied:
-                    self._common.remove(codes)
+            self._uncount(counted, turns, applied)
             stop = origin[applied]
             done += decisions[: stop - start]
             start = stop
             attempt += 1
             self.retries += 1
             time.sleep(min(0.05, 0.001 * attempt) * random.random())
+
+    def _uncount(self, counted: list[tuple[int, U32]], turns: int, since: int = 0) -> None:
+        """Take back the stories ``counted`` from entry number ``since`` on; when the guard
+        has turned since they were counted (it was at ``turns``), read it from the store
+        again instead (a turn cannot be undone)."""
+        if self._common.turns != turns:
+            self._loaded = False
+            return
+        for number, codes in counted:
+            if number >= since:
+                self._common.remove(codes)
 
     def _to_verify(self, sk: Sketch, cands: dict[str, int], pool: dict[str, Stored]) -> list[str]:
         """The candidates (with their sequence numbers) a document is verified against,

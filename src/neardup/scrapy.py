@@ -652,7 +652,9 @@ class Worker:
         """Close the store; what to tell the user of its chrome table when it is crowded
         (:func:`~neardup.engine.templates.crowding`)."""
         cfg = self.deduper.config
-        note = crowding(self.deduper.chrome_load(), cfg.common_after, cfg.chrome_passage)
+        note = crowding(
+            self.deduper.chrome_load(), cfg.common_after, cfg.chrome_passage, cfg.chrome_window
+        )
         self.deduper.close()
         return note
 

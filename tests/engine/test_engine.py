@@ -10,6 +10,7 @@ import random
 from unittest import mock
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -33,14 +34,18 @@ from neardup.engine import (
     to_verify,
     verify,
 )
+from neardup.engine import compact as compact_sketch
 from neardup.engine.templates import (
+    MAX_COUNT,
     NOISE,
     PASSAGE_REST,
     SLOT_BITS,
     chrome_passage_for,
     common_after_for,
     crowding,
+    holds,
     passages,
+    window_for,
 )
 from neardup.errors import ConfigError
 
@@ -597,10 +602,11 @@ def test_chrome_passage_for_is_the_shortest_run_chance_rarely_fills() -> None:
 
 def test_crowding_speaks_from_a_load_of_one() -> None:
     """Nothing to say while the settings are what the load asks (the defaults, up to a load
-    of about 0.74) or with the guard off; past it, the settings to raise; with them raised,
-    nothing."""
+    of about 0.73) or with the guard off; past it, a window to forget with and the settings
+    to raise; with them raised, nothing."""
     assert crowding(0.5, 5, 96) is None and crowding(0.73, 5, 96) is None
-    assert "(--set common_after=6)" in (crowding(0.75, 5, 96) or "")
+    note = crowding(0.75, 5, 96) or ""
+    assert "(--set common_after=6)" in note and "(--set chrome_window=0.36) so that it" in note
     assert crowding(8.0, 0, 96) is None
     note = crowding(2.0, 5, 96)
     assert note is not None and "2.00 stories a slot" in note
@@ -613,6 +619,140 @@ def test_crowding_speaks_from_a_load_of_one() -> None:
     assert crowding(4.0, 12, 374) is None
     note = crowding(300.0, 5, 96)  # past what a count of 255 can tell
     assert note is not None and "(--set common_after=0: no guard)" in note
+    note = crowding(2.0, 5, 96, window=1.0)  # a window too wide for the settings
+    assert note is not None and "lower chrome_window to 0.36" in note
+
+
+def test_the_window_keeps_a_guard_below_the_load_its_settings_hold() -> None:
+    """holds() is the highest load (in hundredths) at which crowding says nothing, and a
+    guard that turns at window_for() answers from at most twice that window."""
+    for limit, passage in ((5, 96), (9, 96), (12, 374), (3, 0)):
+        top = holds(limit, passage)
+        assert crowding(top, limit, passage) is None
+        assert crowding(top + 0.01, limit, passage) is not None
+        assert 2 * window_for(limit, passage) <= top
+    assert holds(0, 96) == MAX_COUNT
+
+
+#: A window whose turns end every 64 counts (a few stories of the tests below).
+_TINY_WINDOW = 64 / (1 << SLOT_BITS)
+
+
+def _stories(seed: int, n: int) -> list[npt.NDArray[np.uint32]]:
+    """Stories of a few distinct shingle codes over a small set of slots (so they share)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n):
+        slot = rng.integers(0, 40, size=int(rng.integers(1, 30)))
+        low = rng.integers(0, 1 << (32 - SLOT_BITS), size=len(slot))  # codes sharing a slot
+        out.append(np.unique((slot << (32 - SLOT_BITS)) | low).astype(np.uint32))
+    return out
+
+
+def _naive_turns(stories: list[npt.NDArray[np.uint32]], size: int) -> tuple[list[int], int]:
+    """What a guard turning every ``size`` counts answers for slots 0..39: each slot's
+    count in the last full turn plus the current one (saturating), and the turns ended."""
+    last: dict[int, int] = {}
+    this: dict[int, int] = {}
+    filled = turns = 0
+    for story in stories:
+        for slot in set((story >> (32 - SLOT_BITS)).tolist()):
+            if this.get(slot, 0) < MAX_COUNT:
+                this[slot] = this.get(slot, 0) + 1
+                filled += 1
+        if filled >= size:
+            last, this, filled, turns = this, {}, 0, turns + 1
+    return [min(MAX_COUNT, last.get(k, 0) + this.get(k, 0)) for k in range(40)], turns
+
+
+@given(st.integers(0, 2**32 - 1), st.integers(1, 200), st.sampled_from(["on", "off"]))
+@settings(max_examples=40, deadline=None)
+def test_a_guard_with_a_window_answers_from_its_last_two_turns(
+    seed: int, n: int, kernels_mode: str
+) -> None:
+    """With a window the guard counts in turns and answers from the last full turn and
+    the current one: equal to a naive model, compiled or not; without one, every story."""
+    stories = _stories(seed, n)
+    with mock.patch.dict("os.environ", {"NEARDUP_KERNELS": kernels_mode}):
+        turning = CommonShingles(limit=3, window=_TINY_WINDOW)
+        forever = CommonShingles(limit=3)
+        for story in stories:
+            turning.add(story)
+            forever.add(story)
+    expected, turns = _naive_turns(stories, 64)
+    assert turning.counts[:40].tolist() == expected and turning.turns == turns
+    assert turning.load_factor() <= (2 * 64 + 40) / (1 << SLOT_BITS)
+    everything = [0] * 40
+    for story in stories:
+        for slot in set((story >> (32 - SLOT_BITS)).tolist()):
+            everything[slot] = min(MAX_COUNT, everything[slot] + 1)
+    assert forever.counts[:40].tolist() == everything and forever.turns == 0
+
+
+def test_a_guard_forgets_chrome_not_seen_for_a_whole_turn() -> None:
+    """Chrome seen in five stories stays chrome through the next turn and is forgotten
+    once a whole turn has passed without it; a removed story is taken back exactly."""
+    chrome = np.array([3 << (32 - SLOT_BITS)], dtype=np.uint32)
+    guard = CommonShingles(limit=5, window=_TINY_WINDOW)
+    for k in range(5):
+        guard.add(np.concatenate([chrome, np.array([(100 + k) << (32 - SLOT_BITS)], np.uint32)]))
+    assert guard.is_common(chrome).tolist() == [True]
+
+    def other(start: int) -> npt.NDArray[np.uint32]:
+        return (np.arange(start, start + 32, dtype=np.uint32) + 1000) << np.uint32(32 - SLOT_BITS)
+
+    before = (guard.counts.copy(), guard.fresh.copy() if guard.fresh is not None else None)
+    story = other(0)
+    guard.add(story)
+    guard.remove(story)
+    assert (guard.counts == before[0]).all() and guard.fresh is not None
+    assert before[1] is not None and (guard.fresh == before[1]).all() and guard.filled == 10
+    guard.add(other(0))
+    guard.add(other(32))  # 74 counts: the first turn ends
+    assert guard.turns == 1 and guard.is_common(chrome).tolist() == [True]
+    guard.add(other(64))
+    guard.add(other(96))  # the second: the turn that saw the chrome is forgotten
+    assert guard.turns == 2 and guard.is_common(chrome).tolist() == [False]
+
+
+@pytest.mark.parametrize("window", [0.0, _TINY_WINDOW])
+def test_a_guard_saved_and_loaded_turns_where_it_would_have(window: float) -> None:
+    """A guard saved (as a store saves it, compact or not) and loaded answers and turns as
+    the one that went on; a table saved without a window becomes a windowed guard's turn."""
+    stories = _stories(11, 120)
+    whole = CommonShingles(limit=3, window=window)
+    for story in stories:
+        whole.add(story)
+    for save, load in (
+        (CommonShingles.to_bytes, CommonShingles.load),
+        (compact_sketch.encode_guard, lambda g, b: compact_sketch.load_guard(g, b)),
+    ):
+        half = CommonShingles(limit=3, window=window)
+        for story in stories[:60]:
+            half.add(story)
+        blob = save(half)
+        assert compact_sketch.guard_window(blob) == (
+            window if save is not CommonShingles.to_bytes else 0.0
+        )
+        again = CommonShingles(limit=3, window=window)
+        load(again, blob)
+        for story in stories[60:]:
+            again.add(story)
+        assert (again.counts == whole.counts).all() and again.turns == whole.turns
+    old = CommonShingles(limit=3)
+    for story in stories[:10]:
+        old.add(story)
+    turning = CommonShingles(limit=3, window=_TINY_WINDOW)
+    compact_sketch.load_guard(turning, compact_sketch.encode_counts(old.counts))
+    assert (turning.counts == old.counts).all() and turning.fresh is not None
+    assert (turning.fresh == old.counts).all() and turning.filled == int(old.counts.sum())
+
+
+def test_chrome_window_must_be_a_load() -> None:
+    with pytest.raises(ConfigError, match="chrome_window must be in"):
+        DedupConfig(chrome_window=-0.1)
+    with pytest.raises(ConfigError, match="chrome_window must be in"):
+        DedupConfig(chrome_window=100.0)
 
 
 def _naive_passages(seen: list[bool], length: int) -> list[bool]:

@@ -18,9 +18,10 @@ pytest.importorskip("pyarrow")
 from neardup.cli import main
 from neardup.deduper import dedup_batch
 from neardup.engine import DedupConfig
-from neardup.errors import MissingDependencyError
+from neardup.errors import ConfigError, MissingDependencyError
 from neardup.records.document import NO_TEXT
 from neardup.spark import connected_components, dedup, require_pyspark, spark_session
+from neardup.spark.pipeline import check_config
 
 # -- fixtures --------------------------------------------------------------------------------
 
@@ -758,3 +759,20 @@ def test_cli_spark_conf_needs_key_equals_value(tmp_path: Path) -> None:
     status = main(["dedup", str(source), *out, "--engine", "spark", "--spark-conf", "novalue"])
     assert status == 2
     assert main(["dedup", str(source), *out, "--spark-conf", "a=b"]) == 2
+
+
+def test_cli_spark_refuses_a_turning_guard_before_spark_starts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """chrome_window (a template guard that forgets) is the local engine's for now: the
+    Spark engine says so, exit 2, before it starts a session; with the guard off it is moot."""
+    source = tmp_path / "in.jsonl"
+    write_jsonl(source)
+    out = ["-o", str(tmp_path / "u"), "--clusters", str(tmp_path / "c")]
+    status = main(["dedup", str(source), *out, "--engine", "spark", "--set", "chrome_window=0.3"])
+    assert status == 2
+    err = capsys.readouterr().err
+    assert "does not turn the template guard yet" in err and "Traceback" not in err
+    check_config(DedupConfig(chrome_window=0.3, common_after=0))
+    with pytest.raises(ConfigError, match="chrome_window must be 0"):
+        check_config(DedupConfig(chrome_window=0.3))

@@ -247,6 +247,47 @@ def test_the_common_shingle_table_is_saved_and_replayed(
     assert saved is not None and saved[0] > 0
 
 
+#: A template guard that turns every 1,000 counts: a dozen turns in the corpus below.
+TURNING = DedupConfig(common_after=2, chrome_window=1000 / (1 << 26))
+
+
+def test_a_guard_with_a_window_turns_at_the_same_story_in_every_process(
+    store_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two processes taking turns on one store, saving and reading the table often, with
+    checks that count stories and take them back across a turn: the decisions and the
+    table's load are the batch run's."""
+    monkeypatch.setattr(deduper_module, "_SNAPSHOT_EVERY", 7)
+    monkeypatch.setattr(deduper_module, "_LOG_PAGE", 3)
+    docs = [(i, t) for i, t, _ in corpus(7, 30, 3, cut=False)]
+    ids, texts = [d[0] for d in docs], [d[1] for d in docs]
+    ref = dedup_batch(ids, texts, config=TURNING)
+    with Deduper(TURNING, store=store_url, explain=False) as first:
+        second = (
+            Deduper(TURNING, store=store_url, explain=False) if _persistent(store_url) else first
+        )
+        got = []
+        for k, lo in enumerate(range(0, len(docs), 9)):
+            dd = (first, second)[k % 2]
+            dd.check_many(docs[lo:])  # counts every story to the end, then takes them back
+            got += dd.check_and_add_many(docs[lo : lo + 9])
+        assert first.chrome().turns > 5
+        for dd in (first, second):
+            dd.check_many(docs[:1])  # brought up to date with the log
+            assert dd.chrome_load() == pytest.approx(ref.chrome_load, abs=1e-12)
+        if second is not first:
+            second.close()
+    assert _labels(got) == _labels(ref.decisions)
+    if store_url.startswith("sqlite") and _compact(store_url):  # folds its log into the table
+        store = open_store(store_url)
+        store.reclaim()
+        store.close()
+    if _persistent(store_url):  # a process started later reads the table and the log
+        with Deduper(TURNING, store=store_url, explain=False) as late:
+            late.check_many(docs[:1])
+            assert late.chrome_load() == pytest.approx(ref.chrome_load, abs=1e-12)
+
+
 def test_bad_store_urls_are_clear_errors(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="unknown store URL"):
         Deduper(store="postgres://x")

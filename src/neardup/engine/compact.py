@@ -56,6 +56,7 @@ from __future__ import annotations
 import struct
 import zlib
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
@@ -64,6 +65,9 @@ from ..errors import NeardupError
 from ..shingling import difference, union
 from .config import DedupConfig
 from .sketches import Sketch, distinct, figures_at
+
+if TYPE_CHECKING:
+    from .templates import CommonShingles
 
 __all__ = [
     "MASK",
@@ -498,6 +502,46 @@ def decode_counts(blob: bytes) -> npt.NDArray[np.uint8] | None:
     out = np.zeros(size, dtype=np.uint8)
     out[np.cumsum(gaps + 1) - 1] = counts
     return out
+
+
+#: A template guard with a window (:class:`~neardup.engine.templates.CommonShingles`) as a
+#: store keeps it (:func:`encode_guard`): a mark, the window, the counts its turn has added,
+#: the turns ended and the size of the first table's bytes; then both tables.
+_GUARD_MAGIC = b"NDW2"
+_GUARD = struct.Struct("<4sdqqQ")
+
+
+def encode_guard(common: CommonShingles) -> bytes:
+    """A template guard's tables for a compact store (:func:`encode_counts` of each; a guard
+    without a window: of its one table, as before windows)."""
+    if common.fresh is None:
+        return encode_counts(common.counts)
+    first = encode_counts(common.counts)
+    head = _GUARD.pack(_GUARD_MAGIC, common.window, common.filled, common.turns, len(first))
+    return head + first + encode_counts(common.fresh)
+
+
+def guard_window(blob: bytes) -> float:
+    """The window of the guard a store saved (:func:`encode_guard`; 0.0: none)."""
+    return float(_GUARD.unpack_from(blob)[1]) if blob.startswith(_GUARD_MAGIC) else 0.0
+
+
+def load_guard(common: CommonShingles, blob: bytes) -> None:
+    """Set ``common``'s counts to those a store saved: by :func:`encode_guard`, by
+    :func:`encode_counts` or by :meth:`~neardup.engine.templates.CommonShingles.to_bytes`."""
+    if blob.startswith(_GUARD_MAGIC):
+        _, _, filled, turns, size = _GUARD.unpack_from(blob)
+        counts = decode_counts(blob[_GUARD.size : _GUARD.size + size])
+        fresh = decode_counts(blob[_GUARD.size + size :])
+        if counts is None or fresh is None:
+            raise ValueError("the saved template guard's tables are damaged")
+        common.set_counts(counts, fresh, filled, turns)
+        return
+    counts = decode_counts(blob)
+    if counts is None:
+        common.load(blob)
+    else:
+        common.set_counts(counts)
 
 
 def _varints(values: list[int]) -> bytes:

@@ -51,6 +51,12 @@ class DedupConfig:
     ``chrome_passage``: a passage of this many units (shingles in a row) every shingle of
     which has been seen in two different stories is chrome as well — a bio, a signature, a
     series' blurb that two different stories carry (0 turns this off).
+    ``chrome_window``: how much the guard behind ``common_after`` and ``chrome_passage``
+    remembers, as a load (stories a slot of its count table): it counts in turns, each
+    ending once the stories counted in it fill this load, and forgets what came before the
+    last full turn, so its load stays below twice this (0: it counts every story ever kept;
+    its load then grows with the run, and from about 0.74 chance makes a story's own text
+    look like chrome; see :class:`~neardup.engine.templates.CommonShingles`).
     ``lsh_threshold``: the Jaccard level the LSH bands are tuned to catch (low, because the
     verification, not the index, decides; excerpts have a low Jaccard but a high coverage).
     ``bucket_cap``: an LSH bucket pairs only its first this many documents with later ones.
@@ -65,6 +71,7 @@ class DedupConfig:
     prefilter: float = 0.3
     common_after: int = 5
     chrome_passage: int = 96
+    chrome_window: float = 0.0
     title_threshold: float = 0.75
     short_units: int = 24
     lsh_threshold: float = 0.15
@@ -87,6 +94,8 @@ class DedupConfig:
             raise ConfigError(f"short_units must be >= 0, got {self.short_units}")
         if self.chrome_passage < 0:
             raise ConfigError(f"chrome_passage must be >= 0, got {self.chrome_passage}")
+        if not 0.0 <= self.chrome_window <= 64.0:  # a turn's load can reach 255 a slot
+            raise ConfigError(f"chrome_window must be in [0, 64], got {self.chrome_window}")
         if not (1 <= self.cjk_width <= 255 and 1 <= self.word_width <= 255):
             raise ConfigError(
                 f"shingle widths must be between 1 and 255, got cjk_width={self.cjk_width}, "

@@ -8,7 +8,9 @@ different stories carry is not a phrase they share by chance (a story's own text
 once however often it is reprinted: copies never count). Coverage ignores chrome on both
 sides. Counts live in a fixed table of ``2^SLOT_BITS`` saturating bytes indexed by the top
 bits of the shingle code (:func:`slots`); a few collisions only make a rare shingle look
-common a little sooner.
+common a little sooner — until the table holds so many stories that they do more (its
+*load*, :data:`NOISE`), which a guard with a window (``chrome_window``) never reaches: it
+counts in turns and forgets the stories before its last full turn (:meth:`CommonShingles.add`).
 
 :class:`CommonShingles` is the guard the local runners update as they keep documents;
 :class:`TemplateTable` is the same guard as the document at one input position sees it,
@@ -30,6 +32,8 @@ codes in text order.
 
 from __future__ import annotations
 
+import math
+import struct
 import zlib
 from typing import TYPE_CHECKING, Protocol
 
@@ -37,6 +41,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .. import kernels
+from ..shingling import distinct
 
 if TYPE_CHECKING:
     from .config import DedupConfig
@@ -53,9 +58,11 @@ __all__ = [
     "chrome_passage_for",
     "common_after_for",
     "crowding",
+    "holds",
     "passages",
     "slot_buckets",
     "slots",
+    "window_for",
 ]
 
 U32 = npt.NDArray[np.uint32]
@@ -73,6 +80,11 @@ PASSAGE_STORIES = 2
 #: 2^BUCKET_SHIFT slots (2^20 buckets, 8 MB).
 BUCKET_SHIFT = 6
 
+
+#: How a guard with a window saves where its turn stands (:meth:`CommonShingles.to_bytes`):
+#: a mark, the window, the counts this turn has added and the turns ended.
+_TURNING_MAGIC = b"NDW1"
+_TURNING = struct.Struct("<4sdqq")
 
 #: A slot's count stops at this many stories (a byte, saturating).
 MAX_COUNT = 255
@@ -136,11 +148,40 @@ def chrome_passage_for(load: float, passage: int) -> int:
     return max(passage, int(np.ceil(np.log(NOISE) / np.log(shared))))
 
 
-def crowding(load: float, limit: int, passage: int) -> str | None:
+def holds(limit: int, passage: int) -> float:
+    """The highest load at which ``common_after`` at ``limit`` and ``chrome_passage`` at
+    ``passage`` are what :func:`common_after_for` and :func:`chrome_passage_for` ask (to two
+    decimals; the defaults: 0.73).
+
+    >>> holds(5, 96), holds(9, 96)
+    (0.73, 2.45)
+    """
+    if limit <= 0:
+        return float(MAX_COUNT)
+    low, high = 0, 100 * MAX_COUNT  # hundredths of a load: low holds, high does not
+    while high - low > 1:
+        mid = (low + high) // 2
+        x = mid / 100
+        ok = common_after_for(x, limit) <= limit and chrome_passage_for(x, passage) <= passage
+        low, high = (mid, high) if ok else (low, mid)
+    return low / 100
+
+
+def window_for(limit: int, passage: int) -> float:
+    """The ``chrome_window`` that keeps a guard with these settings below the load they hold
+    (:func:`holds`): half of it, since the guard answers from two turns.
+
+    >>> window_for(5, 96)
+    0.36
+    """
+    return math.floor(holds(limit, passage) * 50) / 100
+
+
+def crowding(load: float, limit: int, passage: int, window: float = 0.0) -> str | None:
     """What to tell a user whose run or store counted ``load`` stories a slot with
-    ``common_after`` at ``limit`` and ``chrome_passage`` at ``passage``: None while both
-    settings are at least what :func:`common_after_for` and :func:`chrome_passage_for` ask
-    at that load (or the guard is off)."""
+    ``common_after`` at ``limit``, ``chrome_passage`` at ``passage`` and ``chrome_window``
+    at ``window``: None while both settings are at least what :func:`common_after_for` and
+    :func:`chrome_passage_for` ask at that load (or the guard is off)."""
     if limit <= 0:
         return None
     wanted = {
@@ -150,15 +191,20 @@ def crowding(load: float, limit: int, passage: int) -> str | None:
     raise_ = [f"{name}={new}" for name, (old, new) in wanted.items() if new > old]
     if not raise_:
         return None
-    if wanted["common_after"][1] > MAX_COUNT:  # no count tells chrome from chance
-        advice = "set common_after=0 (--set common_after=0: no guard)"
+    turn = window_for(limit, passage)
+    if window <= 0:
+        forget = f"set chrome_window={turn:g} (--set chrome_window={turn:g}) so that it forgets"
     else:
-        advice = f"raise {' and '.join(raise_)} ({' '.join(f'--set {x}' for x in raise_)})"
+        forget = f"lower chrome_window to {turn:g} (--set chrome_window={turn:g})"
+    if wanted["common_after"][1] > MAX_COUNT:  # no count tells chrome from chance
+        advice = f"{forget}, or set common_after=0 (--set common_after=0: no guard)"
+    else:
+        raising = " ".join(f"--set {x}" for x in raise_)
+        advice = f"{forget}, or raise {' and '.join(raise_)} ({raising})"
     return (
         f"the chrome table is crowded: {load:.2f} stories a slot on average, so shingles of "
         f"unrelated stories share its slots, a story's own text may be taken for chrome and "
-        f"reprints missed; {advice}, or deduplicate fewer stories at once (README: How many "
-        f"stories the chrome guard holds)"
+        f"reprints missed; {advice} (README: How many stories the chrome guard holds)"
     )
 
 
@@ -209,23 +255,52 @@ class TemplateGuard(Protocol):
 
 
 class CommonShingles:
-    """How many distinct stories (kept documents) each shingle has appeared in, so far;
-    ``passage``: the shortest run of shingles seen in :data:`PASSAGE_STORIES` stories that
-    is chrome (0: none)."""
+    """How many distinct stories (kept documents) each shingle has appeared in, so far (or,
+    with a ``window``, in the last full turn and the current one); ``passage``: the
+    shortest run of shingles seen in :data:`PASSAGE_STORIES` stories that is chrome (0:
+    none)."""
 
-    def __init__(self, *, limit: int, passage: int = 0) -> None:
+    def __init__(self, *, limit: int, passage: int = 0, window: float = 0.0) -> None:
         self.limit = limit
         self.passage = passage
+        #: what the guard answers from: every story counted (``window`` 0), or the stories
+        #: of this turn and the one before (saturating at :data:`MAX_COUNT`)
         self.counts = np.zeros(1 << SLOT_BITS, dtype=np.uint8)
+        #: the load at which a turn ends (0: the guard never forgets; see :meth:`add`)
+        self.window = float(window)
+        #: this turn's counts (None without a window)
+        self.fresh = np.zeros(1 << SLOT_BITS, dtype=np.uint8) if window > 0 else None
+        #: the counts this turn has added (its load times the table's size), and the turns
+        #: ended so far
+        self.filled = 0
+        self.turns = 0
 
     @classmethod
     def of(cls, cfg: DedupConfig) -> CommonShingles:
-        """An empty guard with a configuration's ``common_after`` and ``chrome_passage``."""
-        return cls(limit=cfg.common_after, passage=cfg.chrome_passage)
+        """An empty guard with a configuration's ``common_after``, ``chrome_passage`` and
+        ``chrome_window``."""
+        return cls(limit=cfg.common_after, passage=cfg.chrome_passage, window=cfg.chrome_window)
+
+    @property
+    def turn_size(self) -> int:
+        """The counts a turn adds before it ends (``window`` times the table's size)."""
+        return int(self.window * (1 << SLOT_BITS))
 
     def add(self, vocab: U32) -> None:
-        """Count one more story for each (distinct) shingle code in ``vocab``."""
+        """Count one more story for each (distinct) shingle code in ``vocab``.
+
+        With a ``window``, the guard *turns*: the stories are counted in this turn's table
+        (:attr:`fresh`) as well, and once the counts this turn has added reach ``window``
+        times the table's size (its load reaches ``window``), what the guard answers from
+        becomes that turn's table alone and a new turn starts empty. The guard then always
+        answers from the last full turn and the current one — between ``window`` and twice
+        that load — and forgets the stories before them. Turns end where the stories
+        counted, in the order they are counted, fill them, so every runner (and every
+        process reading a store's log) turns at the same story."""
         if self.limit <= 0 or len(vocab) == 0:
+            return
+        if self.fresh is not None:
+            self._add_turning(vocab, self.fresh)
             return
         if kernels.wanted(len(vocab)):  # the same counts, without numpy's temporaries
             codes = np.ascontiguousarray(vocab, dtype=np.uint32)  # one compiled version
@@ -237,8 +312,29 @@ class CommonShingles:
         counts += counts < MAX_COUNT  # saturating
         self.counts[at] = counts
 
+    def _add_turning(self, vocab: U32, fresh: npt.NDArray[np.uint8]) -> None:
+        if kernels.wanted(len(vocab)):
+            codes = np.ascontiguousarray(vocab, dtype=np.uint32)
+            added = int(kernels.load("_pairs").count_story_turning(self.counts, fresh, codes))
+        else:
+            kernels.work_done(len(vocab))
+            at = distinct(slots(vocab))
+            old = fresh[at]
+            up = old < MAX_COUNT
+            fresh[at] = old + up
+            counts = self.counts[at]
+            self.counts[at] = counts + (up & (counts < MAX_COUNT))
+            added = int(np.count_nonzero(up))
+        self.filled += added
+        if self.filled >= self.turn_size:
+            self.counts[:] = fresh  # the turn that ended is all the guard remembers
+            fresh.fill(0)
+            self.filled = 0
+            self.turns += 1
+
     def load_factor(self) -> float:
-        """The stories each slot has counted, on average (see :data:`NOISE`)."""
+        """The stories each slot has counted, on average, in what the guard answers from
+        (see :data:`NOISE`)."""
         return float(self.counts.sum(dtype=np.int64)) / len(self.counts)
 
     def own_pages(self) -> None:
@@ -251,24 +347,66 @@ class CommonShingles:
         lookups misses the TLB: on hkcnews 10k, a story counted took 44-100 ns a shingle
         where the table of its own takes 23, and the verify stage 1.01 s instead of 0.72."""
         self.counts = self.counts.copy()
+        if self.fresh is not None:
+            self.fresh = self.fresh.copy()
 
     def remove(self, vocab: U32) -> None:
-        """Undo one :meth:`add` of ``vocab`` (a saturated count stays at or above the limit)."""
+        """Undo one :meth:`add` of ``vocab`` (a saturated count stays at or above the limit).
+        It cannot undo a story counted before the guard last turned (:attr:`turns`): a
+        caller that sees the turns change between its adds and removes loads the guard
+        again instead."""
         if self.limit <= 0 or len(vocab) == 0:
+            return
+        if self.fresh is not None:
+            at = distinct(slots(vocab))
+            old = self.fresh[at]
+            down = old > 0
+            self.fresh[at] = old - down
+            counts = self.counts[at]
+            self.counts[at] = counts - (down & (counts > 0))
+            self.filled -= int(np.count_nonzero(down))
             return
         at = slots(vocab)
         self.counts[at] = np.maximum(self.counts[at].astype(np.int16) - 1, 0).astype(np.uint8)
 
     def to_bytes(self) -> bytes:
-        """The count table, compressed, for a store to keep (see :meth:`load`)."""
-        return zlib.compress(self.counts.tobytes(), 1)
+        """The count table, compressed, for a store to keep (see :meth:`load`); with a
+        window, this turn's table, where it stands and the window as well."""
+        if self.fresh is None:
+            return zlib.compress(self.counts.tobytes(), 1)
+        head = _TURNING.pack(_TURNING_MAGIC, self.window, self.filled, self.turns)
+        return head + zlib.compress(self.counts.tobytes() + self.fresh.tobytes(), 1)
 
     def load(self, blob: bytes) -> None:
         """Replace the counts with those :meth:`to_bytes` saved (a table of the same size)."""
+        if blob.startswith(_TURNING_MAGIC):
+            _, _window, filled, turns = _TURNING.unpack_from(blob)
+            both = np.frombuffer(zlib.decompress(blob[_TURNING.size :]), dtype=np.uint8)
+            self.set_counts(both[: len(both) // 2], both[len(both) // 2 :], filled, turns)
+            return
         counts = np.frombuffer(zlib.decompress(blob), dtype=np.uint8)
-        if len(counts) != len(self.counts):
+        self.set_counts(counts)
+
+    def set_counts(
+        self,
+        counts: npt.NDArray[np.uint8],
+        fresh: npt.NDArray[np.uint8] | None = None,
+        filled: int = 0,
+        turns: int = 0,
+    ) -> None:
+        """Replace the counts with a saved table's (``fresh``, ``filled``, ``turns``: a
+        guard with a window's, where its turn stands). A guard with a window given a table
+        saved without one takes it as its current turn (it turns at its next story once
+        that holds ``window`` or more); one without a window answers from ``counts``."""
+        if len(counts) != len(self.counts) or (fresh is not None and len(fresh) != len(counts)):
             raise ValueError(f"saved table has {len(counts)} slots, expected {len(self.counts)}")
         self.counts = counts.copy()
+        if self.fresh is None:
+            return
+        if fresh is None:
+            self.fresh, self.filled, self.turns = counts.copy(), int(counts.sum(dtype=np.int64)), 0
+        else:
+            self.fresh, self.filled, self.turns = fresh.copy(), int(filled), int(turns)
 
     def is_common(self, codes: U32) -> npt.NDArray[np.bool_]:
         """Which of a text's ``codes`` (in text order) have been seen in ``limit`` stories

@@ -26,6 +26,7 @@ __all__ = [
     "alike_rows",
     "any_shared",
     "count_story",
+    "count_story_turning",
     "placement",
     "quoted_units",
     "unit_chars",
@@ -399,6 +400,28 @@ def count_story(counts, codes):
         c = old[i]
         if c < 255:
             counts[codes[i] >> _SHIFT] = c + 1
+
+
+@jit
+def count_story_turning(counts, fresh, codes):
+    """One more story for the slot of each of ``codes`` in this turn's table ``fresh`` and
+    in ``counts`` (each saturating at 255, a slot that several codes share counted once):
+    what :meth:`~neardup.engine.templates.CommonShingles.add` does with numpy for a guard
+    with a window. Returns how many of ``fresh``'s counts went up."""
+    old = np.empty(len(codes), dtype=np.uint8)
+    for i in range(len(codes)):
+        old[i] = fresh[codes[i] >> _SHIFT]
+    added = 0
+    for i in range(len(codes)):
+        s = codes[i] >> _SHIFT
+        f = old[i]
+        if f < 255 and fresh[s] == f:  # not yet counted for this story
+            fresh[s] = f + 1
+            added += 1
+            c = counts[s]
+            if c < 255:
+                counts[s] = c + 1
+    return added
 
 
 _NEWLINE = 10

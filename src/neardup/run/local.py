@@ -150,7 +150,7 @@ def run_dedup(
             load = _stream(*args, store=store, window=window, batch_size=batch_size)
 
     notes = list(reader.notes)
-    if crowded := crowding(load, cfg.common_after, cfg.chrome_passage):
+    if crowded := crowding(load, cfg.common_after, cfg.chrome_passage, cfg.chrome_window):
         notes.append(crowded)
     if reader.not_documents:
         notes.append(_not_documents(reader))

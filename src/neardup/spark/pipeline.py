@@ -262,6 +262,17 @@ def with_position(df: DataFrame, *, order_by: str | None = None) -> DataFrame:
     )
 
 
+def check_config(cfg: DedupConfig) -> None:
+    """ConfigError for a setting the Spark engine does not follow: a template guard that
+    turns (``chrome_window``), which its summaries of the guard do not hold yet."""
+    if cfg.chrome_window > 0 and cfg.common_after > 0:
+        raise ConfigError(
+            "the Spark engine does not turn the template guard yet: chrome_window must be 0 "
+            f"with --engine spark (got {cfg.chrome_window:g}); run the local engine, or set "
+            "common_after=0 for a corpus that crowds its table"
+        )
+
+
 def run_pipeline(
     spark: SparkSession,
     prepared: DataFrame,
@@ -293,6 +304,7 @@ def run_pipeline(
         raise ConfigError(f"max_rounds must be at least 1, got {max_rounds}")
     if partitions is not None and partitions < 1:
         raise ConfigError(f"partitions must be at least 1, got {partitions}")
+    check_config(cfg)
     if held is None:
         held = held_rdds(spark)
     cores = max(1, spark.sparkContext.defaultParallelism)

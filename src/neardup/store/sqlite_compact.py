@@ -32,11 +32,12 @@ import numpy as np
 from ..engine.compact import (
     compact,
     decode,
-    decode_counts,
     decode_slots,
     encode,
-    encode_counts,
+    encode_guard,
     encode_slots,
+    guard_window,
+    load_guard,
 )
 from ..engine.decide import story_codes
 from ..engine.templates import CommonShingles
@@ -422,18 +423,17 @@ class CompactSQLiteStore(SQLiteStore):
         rows = self._db.execute("SELECT pos, slots FROM log ORDER BY pos").fetchall()
         if not rows:
             return
-        common = CommonShingles(limit=1)
         saved = self._meta("common")
+        blob = b"" if saved is None else bytes(saved)[8:]
+        # the guard turns as the Deduper that saved it does (a guard with a window saves its
+        # table before it logs a story)
+        common = CommonShingles(limit=1, window=guard_window(blob))
         if saved is not None:
-            counts = decode_counts(bytes(saved)[8:])
-            if counts is None:
-                common.load(bytes(saved)[8:])
-            else:
-                common.counts = counts
+            load_guard(common, blob)
         for _, slots in rows:
             common.add(decode_slots(bytes(slots)))
         position = int(rows[-1][0])
-        self._save(position, position.to_bytes(8, "little") + encode_counts(common.counts))
+        self._save(position, position.to_bytes(8, "little") + encode_guard(common))
 
     @_guarded
     def clusters(self, limit: int = 100, offset: int = 0) -> list[tuple[str, int]]:
