@@ -5,8 +5,8 @@
     python bench/guard_load.py --real                # the loads real corpora reach, too
 
 The template guard counts every kept story's distinct shingles in a fixed table of 2^26
-saturating bytes (``neardup.engine.templates``) and never forgets. A crawl of many stories
-fills it: the slots of shingles that no two stories share then hold counts anyway, and a
+saturating bytes (``neardup.engine.templates``); with ``chrome_window=0`` it never forgets,
+and a crawl of many stories fills it: the slots of shingles that no two stories share then hold counts anyway, and a
 story's own text looks like chrome. This bench stands for the stories counted before a run
 by starting each run's table with a Poisson number of stories of mean LOAD in every slot
 (seeded; what unrelated stories leave there), deduplicates a dev benchmark in one batch
@@ -18,7 +18,12 @@ a crowded run's note tells the user to set). ``--real`` prints the load
 themselves, and the stories a slot of the table adds per kept story. ``--after-real`` loads
 the table with real stories instead: the real corpora (all but the dev set's own source,
 which holds its originals) and then the dev set go through one batch run, and the dev set's
-clusters are scored, with the defaults and with each ``--after-real-common`` value.
+clusters are scored, with the defaults and with each ``--after-real-common`` value; with
+``--windows`` for each ``chrome_window`` (0: a guard that never forgets) and
+``--after-real-load`` for each load the table starts from (a long history before: a guard
+that turns forgets it within two turns).
+
+    python bench/guard_load.py --after-real --after-real-common "" --windows 0,0.36 --after-real-load 0,4
 """
 
 from __future__ import annotations

@@ -448,10 +448,10 @@ def test_worker_decides_batches_like_one_by_one() -> None:
 def test_a_crowded_chrome_table_is_logged_when_the_crawl_ends(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """A store whose chrome table counted two stories a slot on average is named in a
-    warning when the pipeline closes (a thread worker, and the worker process's own close,
-    run here in this process), with the ``common_after`` to set; a table of a few stories
-    says nothing."""
+    """A store whose chrome table counted two stories a slot on average (before its guard
+    turned: a store of an earlier version) is named in a warning when the pipeline closes
+    (a thread worker, and the worker process's own close, run here in this process),
+    saying it is forgotten as the guard turns; a table of a few stories says nothing."""
     assert Worker(Options("memory://", False, None, 0.6, 0.75)).close() is None
     made = CommonShingles.__init__
 
@@ -465,7 +465,7 @@ def test_a_crowded_chrome_table_is_logged_when_the_crawl_ends(
         pipeline.close()
     (message,) = [r.getMessage() for r in caplog.records if "crowded" in r.getMessage()]
     assert message.startswith("neardup: the chrome table is crowded: 2.00 stories a slot")
-    assert "--set common_after=9" in message
+    assert "until the guard has turned twice more (chrome_window=0.36" in message
 
     scrapy_module._worker = Worker(Options("memory://", False, None, 0.6, 0.75))
     note = scrapy_module._close_worker()

@@ -16,7 +16,7 @@ from typing import TypeAlias, cast
 
 from . import __version__
 from .compare import Comparison, DedupView, compare
-from .deduper import Deduper
+from .deduper import Deduper, chrome_of
 from .engine import DedupConfig
 from .engine.verify import quoted_chars
 from .errors import Interrupted, NeardupError, StoreError
@@ -518,6 +518,10 @@ def _cmd_store(args: argparse.Namespace) -> int:
     with _open_store(args, readonly=args.action == "stats") as store:
         if args.action == "stats":
             stats = store.stats(full=True)
+            guard = chrome_of(store)  # the chrome guard's load: how crowded its table is
+            stats["chrome_load"] = float(f"{guard.load_factor():.6g}")
+            if guard.window > 0:
+                stats["chrome_window"] = guard.window
             if args.json:
                 print(json.dumps(stats, ensure_ascii=False))
             else:
@@ -761,7 +765,7 @@ def _dedup_matching(g: argparse._ArgumentGroup) -> None:
         action="append",
         metavar="NAME=VALUE",
         help="set any DedupConfig setting (threshold, fragment_ratio, prefilter, common_after, "
-        "chrome_passage, title_threshold, short_units, lsh_threshold, num_perm, lsh_params, bucket_cap, "
+        "chrome_passage, chrome_window, title_threshold, short_units, lsh_threshold, num_perm, lsh_params, bucket_cap, "
         "max_verify, cjk_width, word_width, normalize, strip_boilerplate, normalizer.html|width|case|"
         "whitespace|script); again for more",
     )

@@ -54,7 +54,7 @@ from .engine import compact as compact_sketch
 from .engine.compact import Compact
 from .errors import ConfigError, InputError
 from .passages import Passage
-from .store import BandKey, Entry, NewEntry, Store, Stored, open_store
+from .store import BandKey, Entry, LogPage, NewEntry, Store, Stored, open_store
 from .times import parse_window, timestamp_or_none
 
 if TYPE_CHECKING:
@@ -115,6 +115,42 @@ def _from_entry(e: Entry) -> Decision:
     return Decision(
         e.id, not e.kept, e.duplicate_of, e.cluster, e.score, e.measure, extends=e.extends
     )
+
+
+def _count_page(store: Store, common: CommonShingles, page: LogPage, own: set[str]) -> None:
+    """Count the stories of a page of ``store``'s log in ``common``, in log order, but those
+    in ``own`` (counted already, by this process: taken out of it)."""
+    stories = [(i, slots) for i, slots in page.stories if i not in own]
+    own.difference_update(i for i, _ in page.stories)
+    unread = [i for i, slots in stories if slots is None]
+    found = store.sketches(unread) if unread else {}
+    for doc_id, slots in stories:  # in log order (deleted documents are skipped)
+        if slots is not None:
+            common.add(slots)
+        elif isinstance(sk := found.get(doc_id), Sketch):
+            common.add(story_codes(sk))
+
+
+def chrome_of(store: Store) -> CommonShingles:
+    """The template guard ``store`` holds — its saved table and the stories its log holds
+    after it — read without writing anything, with the window it was saved with
+    (``neardup store stats`` shows its load)."""
+    while True:
+        saved = store.load_common()
+        blob = saved[1] if saved is not None else b""
+        common = CommonShingles(limit=1, window=compact_sketch.guard_window(blob))
+        position = 0
+        if saved is not None:
+            position = saved[0]
+            compact_sketch.load_guard(common, blob)
+        while True:
+            page = store.log_stories(position, _LOG_PAGE)
+            if page.behind:  # folded into a newer saved table meanwhile: read that one
+                break
+            _count_page(store, common, page, set())
+            position = page.position
+            if page.done:
+                return common
 
 
 class Deduper:
@@ -389,15 +425,7 @@ class Deduper:
             if page.behind:  # folded into a newer saved table: start again from that one
                 self._load_table()
                 continue
-            stories = [(i, slots) for i, slots in page.stories if i not in self._own]
-            self._own.difference_update(i for i, _ in page.stories)
-            unread = [i for i, slots in stories if slots is None]
-            found = self.store.sketches(unread) if unread else {}
-            for doc_id, slots in stories:  # in log order (deleted documents are skipped)
-                if slots is not None:
-                    self._common.add(slots)
-                elif isinstance(sk := found.get(doc_id), Sketch):
-                    self._common.add(story_codes(sk))
+            _count_page(self.store, self._common, page, self._own)
             self._log_pos = page.position
             if page.done:
                 break
@@ -405,9 +433,9 @@ class Deduper:
         due = self._log_pos - self._saved_pos >= _SNAPSHOT_EVERY or self.store.snapshot_due(
             self._log_pos, self._saved_pos
         )
-        # a guard with a window saves its table at once, so that what folds a store's log
-        # into its table (SQLiteCompactStore.reclaim) knows the window
-        first = self._common.fresh is not None and not self._has_saved
+        # a guard with a window saves its table at once in a store that folds its log into
+        # its saved table itself (CompactSQLiteStore.reclaim), so that the fold knows the window
+        first = self._common.window > 0 and not self._has_saved and self.store.folds_log
         if (
             save
             and self.config.common_after > 0

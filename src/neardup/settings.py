@@ -12,7 +12,7 @@ False
 >>> parse_assignment("thresold=0.7")
 Traceback (most recent call last):
 ...
-neardup.errors.ConfigError: no setting 'thresold' (did you mean threshold?); the settings are: threshold, copy_threshold, fragment_ratio, prefilter, common_after, chrome_passage, title_threshold, short_units, lsh_threshold, num_perm, lsh_params, bucket_cap, max_verify, cjk_width, word_width, normalize, strip_boilerplate, normalizer.html, normalizer.width, normalizer.case, normalizer.whitespace, normalizer.script
+neardup.errors.ConfigError: no setting 'thresold' (did you mean threshold?); the settings are: threshold, copy_threshold, fragment_ratio, prefilter, common_after, chrome_passage, chrome_window, title_threshold, short_units, lsh_threshold, num_perm, lsh_params, bucket_cap, max_verify, cjk_width, word_width, normalize, strip_boilerplate, normalizer.html, normalizer.width, normalizer.case, normalizer.whitespace, normalizer.script
 """
 
 from __future__ import annotations

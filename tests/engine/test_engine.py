@@ -621,6 +621,10 @@ def test_crowding_speaks_from_a_load_of_one() -> None:
     assert note is not None and "(--set common_after=0: no guard)" in note
     note = crowding(2.0, 5, 96, window=1.0)  # a window too wide for the settings
     assert note is not None and "lower chrome_window to 0.36" in note
+    note = crowding(2.0, 5, 96, window=0.36)  # counted before the guard turned
+    assert note is not None and "until the guard has turned twice more" in note
+    assert "--set" not in note
+    assert DedupConfig().chrome_window == window_for(CFG.common_after, CFG.chrome_passage)
 
 
 def test_the_window_keeps_a_guard_below_the_load_its_settings_hold() -> None:
@@ -649,9 +653,12 @@ def _stories(seed: int, n: int) -> list[npt.NDArray[np.uint32]]:
     return out
 
 
-def _naive_turns(stories: list[npt.NDArray[np.uint32]], size: int) -> tuple[list[int], int]:
+def _naive_turns(
+    stories: list[npt.NDArray[np.uint32]], size: int
+) -> tuple[list[int], list[int], int]:
     """What a guard turning every ``size`` counts answers for slots 0..39: each slot's
-    count in the last full turn plus the current one (saturating), and the turns ended."""
+    count in the last full turn plus the current one (saturating), in the current one, and
+    the turns ended."""
     last: dict[int, int] = {}
     this: dict[int, int] = {}
     filled = turns = 0
@@ -662,7 +669,8 @@ def _naive_turns(stories: list[npt.NDArray[np.uint32]], size: int) -> tuple[list
                 filled += 1
         if filled >= size:
             last, this, filled, turns = this, {}, 0, turns + 1
-    return [min(MAX_COUNT, last.get(k, 0) + this.get(k, 0)) for k in range(40)], turns
+    both = [min(MAX_COUNT, last.get(k, 0) + this.get(k, 0)) for k in range(40)]
+    return both, [this.get(k, 0) for k in range(40)], turns
 
 
 @given(st.integers(0, 2**32 - 1), st.integers(1, 200), st.sampled_from(["on", "off"]))
@@ -679,8 +687,10 @@ def test_a_guard_with_a_window_answers_from_its_last_two_turns(
         for story in stories:
             turning.add(story)
             forever.add(story)
-    expected, turns = _naive_turns(stories, 64)
+    expected, current, turns = _naive_turns(stories, 64)
     assert turning.counts[:40].tolist() == expected and turning.turns == turns
+    assert turning.this_turn()[:40].tolist() == current
+    assert (turning.fresh is None) == (turns == 0)  # one table until the first turn ends
     assert turning.load_factor() <= (2 * 64 + 40) / (1 << SLOT_BITS)
     everything = [0] * 40
     for story in stories:
@@ -701,15 +711,19 @@ def test_a_guard_forgets_chrome_not_seen_for_a_whole_turn() -> None:
     def other(start: int) -> npt.NDArray[np.uint32]:
         return (np.arange(start, start + 32, dtype=np.uint32) + 1000) << np.uint32(32 - SLOT_BITS)
 
-    before = (guard.counts.copy(), guard.fresh.copy() if guard.fresh is not None else None)
+    before = guard.counts.copy()
     story = other(0)
     guard.add(story)
     guard.remove(story)
-    assert (guard.counts == before[0]).all() and guard.fresh is not None
-    assert before[1] is not None and (guard.fresh == before[1]).all() and guard.filled == 10
+    assert (guard.counts == before).all() and guard.filled == 10 and guard.fresh is None
     guard.add(other(0))
     guard.add(other(32))  # 74 counts: the first turn ends
     assert guard.turns == 1 and guard.is_common(chrome).tolist() == [True]
+    assert guard.fresh is not None and not guard.fresh.any()
+    before, fresh = guard.counts.copy(), guard.fresh.copy()
+    guard.add(other(64))
+    guard.remove(other(64))  # taken back in a later turn: both tables
+    assert (guard.counts == before).all() and (guard.fresh == fresh).all() and guard.filled == 0
     guard.add(other(64))
     guard.add(other(96))  # the second: the turn that saw the chrome is forgotten
     assert guard.turns == 2 and guard.is_common(chrome).tolist() == [False]
@@ -731,9 +745,7 @@ def test_a_guard_saved_and_loaded_turns_where_it_would_have(window: float) -> No
         for story in stories[:60]:
             half.add(story)
         blob = save(half)
-        assert compact_sketch.guard_window(blob) == (
-            window if save is not CommonShingles.to_bytes else 0.0
-        )
+        assert compact_sketch.guard_window(blob) == window
         again = CommonShingles(limit=3, window=window)
         load(again, blob)
         for story in stories[60:]:
@@ -744,8 +756,8 @@ def test_a_guard_saved_and_loaded_turns_where_it_would_have(window: float) -> No
         old.add(story)
     turning = CommonShingles(limit=3, window=_TINY_WINDOW)
     compact_sketch.load_guard(turning, compact_sketch.encode_counts(old.counts))
-    assert (turning.counts == old.counts).all() and turning.fresh is not None
-    assert (turning.fresh == old.counts).all() and turning.filled == int(old.counts.sum())
+    assert (turning.counts == old.counts).all() and turning.fresh is None
+    assert (turning.this_turn() == old.counts).all() and turning.filled == int(old.counts.sum())
 
 
 def test_chrome_window_must_be_a_load() -> None:

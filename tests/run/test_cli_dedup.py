@@ -580,8 +580,9 @@ def test_a_crowded_chrome_table_is_noted(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A run whose chrome table holds two stories a slot on average (as if some 100,000
-    long stories had been counted) says so in its summary, with the ``common_after`` that
-    load calls for; a run of a few stories says nothing of it."""
+    long stories had been counted) says so in its summary: with a guard that never forgets,
+    the window and the ``common_after`` that load calls for; with the default window, that
+    it is forgotten as the guard turns; a run of a few stories says nothing of it."""
     summary = tmp_path / "summary.json"
     before, _, err = dedup(tmp_path, corpus, capsys, "--json-summary", str(summary), *mode)
     (numbers,) = read_jsonl(summary)
@@ -594,26 +595,34 @@ def test_a_crowded_chrome_table_is_noted(
         self.counts[:] = 2
 
     monkeypatch.setattr(CommonShingles, "__init__", crowded)
-    after, _, err = dedup(tmp_path, corpus, capsys, "--json-summary", str(summary), *mode)
+    forever = ["--set", "chrome_window=0"]  # a guard that never forgets
+    after, _, err = dedup(tmp_path, corpus, capsys, "--json-summary", str(summary), *forever, *mode)
     (numbers,) = read_jsonl(summary)
     (note,) = [n for n in numbers["notes"] if CROWDED in n]  # type: ignore[attr-defined]
     assert "2.00 stories a slot" in note and "--set common_after=9" in note
-    assert f"note: {note}" in err
+    assert "--set chrome_window=0.36" in note and f"note: {note}" in err
     assert after == before  # every slot at two: no shingle common, every one in a passage
+
+    # with the default window, the crowded start is said to be forgotten as the guard turns
+    dedup(tmp_path, corpus, capsys, "--json-summary", str(summary), *mode)
+    (numbers,) = read_jsonl(summary)
+    (note,) = [n for n in numbers["notes"] if CROWDED in n]  # type: ignore[attr-defined]
+    assert "counted before its guard turned" in note and "--set" not in note
     monkeypatch.undo()
 
     # told to count common shingles from 9 stories, the run says nothing more to raise
     monkeypatch.setattr(CommonShingles, "__init__", crowded)
     dedup(
-        tmp_path, corpus, capsys, "--json-summary", str(summary), "--set", "common_after=9", *mode
-    )
+        tmp_path, corpus, capsys, "--json-summary", str(summary), "--set", "common_after=9",
+        *forever, *mode,
+    )  # fmt: skip
     (numbers,) = read_jsonl(summary)
     assert not any(CROWDED in n for n in numbers["notes"])  # type: ignore[attr-defined]
 
-    # a guard that turns every 600 counts (a few of these stories) forgets the crowded start
+    # a guard that turns every 100 counts (a story or so) forgets the crowded start within two
     dedup(
         tmp_path, corpus, capsys, "--json-summary", str(summary),
-        "--set", f"chrome_window={600 / (1 << 26)!r}", *mode,
+        "--set", f"chrome_window={100 / (1 << 26)!r}", *mode,
     )  # fmt: skip
     (numbers,) = read_jsonl(summary)
     assert not any(CROWDED in n for n in numbers["notes"])  # type: ignore[attr-defined]

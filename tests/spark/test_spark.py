@@ -21,7 +21,6 @@ from neardup.engine import DedupConfig
 from neardup.errors import ConfigError, MissingDependencyError
 from neardup.records.document import NO_TEXT
 from neardup.spark import connected_components, dedup, require_pyspark, spark_session
-from neardup.spark.pipeline import check_config
 
 # -- fixtures --------------------------------------------------------------------------------
 
@@ -761,18 +760,27 @@ def test_cli_spark_conf_needs_key_equals_value(tmp_path: Path) -> None:
     assert main(["dedup", str(source), *out, "--spark-conf", "a=b"]) == 2
 
 
-def test_cli_spark_refuses_a_turning_guard_before_spark_starts(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+def test_spark_refuses_an_input_that_would_turn_the_guard_twice(
+    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """chrome_window (a template guard that forgets) is the local engine's for now: the
-    Spark engine says so, exit 2, before it starts a session; with the guard off it is moot."""
+    """The Spark engine does not turn the template guard: an input whose shingles could
+    fill two turns of ``chrome_window`` is refused once sketched (exit 2, what to give
+    instead, no traceback); with the guard off, or a window it cannot fill twice (the
+    default's, here), it runs and decides as the local engine does."""
     source = tmp_path / "in.jsonl"
     write_jsonl(source)
-    out = ["-o", str(tmp_path / "u"), "--clusters", str(tmp_path / "c")]
-    status = main(["dedup", str(source), *out, "--engine", "spark", "--set", "chrome_window=0.3"])
+    out = ["-o", str(tmp_path / "u"), "--clusters", str(tmp_path / "c"), "-q"]
+    tiny = ["--set", f"chrome_window={100 / (1 << 26)!r}"]
+    status = main(["dedup", str(source), *out, "--engine", "spark", *tiny])
     assert status == 2
     err = capsys.readouterr().err
-    assert "does not turn the template guard yet" in err and "Traceback" not in err
-    check_config(DedupConfig(chrome_window=0.3, common_after=0))
-    with pytest.raises(ConfigError, match="chrome_window must be 0"):
-        check_config(DedupConfig(chrome_window=0.3))
+    assert "the Spark engine does not turn the guard yet" in err and "Traceback" not in err
+    assert "--set chrome_window=0" in err
+    rows = [(i, t) for i, t, _ in records()]
+    frame = spark.createDataFrame(rows, "id string, text string")
+    with pytest.raises(ConfigError, match="past two turns"):
+        dedup(frame, config=DedupConfig(chrome_window=100 / (1 << 26)))
+    ids, texts = [r[0] for r in rows], [r[1] for r in rows]
+    for cfg in (DedupConfig(chrome_window=100 / (1 << 26), common_after=0), DedupConfig()):
+        local = local_decisions(ids, texts, config=cfg)
+        assert spark_decisions(dedup(frame, config=cfg)) == local

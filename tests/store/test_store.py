@@ -20,6 +20,7 @@ import pytest
 
 from neardup import ConfigError, Deduper, dedup_batch
 from neardup import deduper as deduper_module
+from neardup.deduper import chrome_of
 from neardup.engine import DedupConfig
 from neardup.store import open_store, parse_window
 
@@ -286,6 +287,27 @@ def test_a_guard_with_a_window_turns_at_the_same_story_in_every_process(
         with Deduper(TURNING, store=store_url, explain=False) as late:
             late.check_many(docs[:1])
             assert late.chrome_load() == pytest.approx(ref.chrome_load, abs=1e-12)
+            turns = late.chrome().turns
+        with open_store(store_url, readonly=True) as store:  # what `store stats` shows
+            read = chrome_of(store)
+        assert read.window == TURNING.chrome_window and read.turns == turns
+        assert read.load_factor() == pytest.approx(ref.chrome_load, abs=1e-12)
+
+
+def test_store_stats_shows_the_chrome_load(tmp_path: Path) -> None:
+    """`neardup store stats` reads the chrome guard's table and log without writing: its
+    load is the batch run's, and the window it turns at when it has one."""
+    docs = [(i, t) for i, t, _ in corpus(5, 20, 2, cut=False)]
+    for cfg, name in ((DedupConfig(), "plain"), (TURNING, "turning")):
+        path = tmp_path / f"{name}.db"
+        with Deduper(cfg, store=f"sqlite:///{path}", explain=False) as dd:
+            dd.check_and_add_many(docs)
+        ref = dedup_batch([d[0] for d in docs], [d[1] for d in docs], config=cfg)
+        before = path.stat().st_mtime_ns
+        stats = json.loads(_cli("store", "stats", "--db", str(path), "--json").stdout)
+        assert stats["chrome_load"] == float(f"{ref.chrome_load:.6g}") > 0
+        assert stats.get("chrome_window") == (cfg.chrome_window or None)
+        assert path.stat().st_mtime_ns == before
 
 
 def test_bad_store_urls_are_clear_errors(tmp_path: Path) -> None:

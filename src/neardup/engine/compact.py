@@ -56,7 +56,6 @@ from __future__ import annotations
 import struct
 import zlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
@@ -65,9 +64,7 @@ from ..errors import NeardupError
 from ..shingling import difference, union
 from .config import DedupConfig
 from .sketches import Sketch, distinct, figures_at
-
-if TYPE_CHECKING:
-    from .templates import CommonShingles
+from .templates import CommonShingles
 
 __all__ = [
     "MASK",
@@ -506,7 +503,9 @@ def decode_counts(blob: bytes) -> npt.NDArray[np.uint8] | None:
 
 #: A template guard with a window (:class:`~neardup.engine.templates.CommonShingles`) as a
 #: store keeps it (:func:`encode_guard`): a mark, the window, the counts its turn has added,
-#: the turns ended and the size of the first table's bytes; then both tables.
+#: the turns ended and the size of the first table's bytes; then the last full turn's
+#: counts (what it answers from, less this turn's: nothing before the first turn ends) and
+#: this turn's, so that the two take the bytes of about one table.
 _GUARD_MAGIC = b"NDW2"
 _GUARD = struct.Struct("<4sdqqQ")
 
@@ -514,16 +513,19 @@ _GUARD = struct.Struct("<4sdqqQ")
 def encode_guard(common: CommonShingles) -> bytes:
     """A template guard's tables for a compact store (:func:`encode_counts` of each; a guard
     without a window: of its one table, as before windows)."""
-    if common.fresh is None:
+    if common.window <= 0:
         return encode_counts(common.counts)
-    first = encode_counts(common.counts)
+    first = encode_counts(common.last_turn())
     head = _GUARD.pack(_GUARD_MAGIC, common.window, common.filled, common.turns, len(first))
-    return head + first + encode_counts(common.fresh)
+    return head + first + encode_counts(common.this_turn())
 
 
 def guard_window(blob: bytes) -> float:
-    """The window of the guard a store saved (:func:`encode_guard`; 0.0: none)."""
-    return float(_GUARD.unpack_from(blob)[1]) if blob.startswith(_GUARD_MAGIC) else 0.0
+    """The window of the guard a store saved (:func:`encode_guard` or
+    :meth:`~neardup.engine.templates.CommonShingles.to_bytes`; 0.0: none)."""
+    if blob.startswith(_GUARD_MAGIC):
+        return float(_GUARD.unpack_from(blob)[1])
+    return CommonShingles.saved_window(blob)
 
 
 def load_guard(common: CommonShingles, blob: bytes) -> None:
@@ -531,11 +533,11 @@ def load_guard(common: CommonShingles, blob: bytes) -> None:
     :func:`encode_counts` or by :meth:`~neardup.engine.templates.CommonShingles.to_bytes`."""
     if blob.startswith(_GUARD_MAGIC):
         _, _, filled, turns, size = _GUARD.unpack_from(blob)
-        counts = decode_counts(blob[_GUARD.size : _GUARD.size + size])
+        last = decode_counts(blob[_GUARD.size : _GUARD.size + size])
         fresh = decode_counts(blob[_GUARD.size + size :])
-        if counts is None or fresh is None:
+        if last is None or fresh is None:
             raise ValueError("the saved template guard's tables are damaged")
-        common.set_counts(counts, fresh, filled, turns)
+        common.set_turns(last, fresh, filled, turns)
         return
     counts = decode_counts(blob)
     if counts is None:

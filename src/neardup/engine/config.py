@@ -54,9 +54,11 @@ class DedupConfig:
     ``chrome_window``: how much the guard behind ``common_after`` and ``chrome_passage``
     remembers, as a load (stories a slot of its count table): it counts in turns, each
     ending once the stories counted in it fill this load, and forgets what came before the
-    last full turn, so its load stays below twice this (0: it counts every story ever kept;
-    its load then grows with the run, and from about 0.74 chance makes a story's own text
-    look like chrome; see :class:`~neardup.engine.templates.CommonShingles`).
+    last full turn, so its load stays below twice this. The default is what the default
+    ``common_after`` and ``chrome_passage`` hold (:func:`~neardup.engine.templates.window_for`:
+    about 20,000 long news stories a turn). 0: it counts every story ever kept; its load
+    then grows with the run, and from about 0.73 chance makes a story's own text look like
+    chrome (see :class:`~neardup.engine.templates.CommonShingles`).
     ``lsh_threshold``: the Jaccard level the LSH bands are tuned to catch (low, because the
     verification, not the index, decides; excerpts have a low Jaccard but a high coverage).
     ``bucket_cap``: an LSH bucket pairs only its first this many documents with later ones.
@@ -71,7 +73,7 @@ class DedupConfig:
     prefilter: float = 0.3
     common_after: int = 5
     chrome_passage: int = 96
-    chrome_window: float = 0.0
+    chrome_window: float = 0.36
     title_threshold: float = 0.75
     short_units: int = 24
     lsh_threshold: float = 0.15

@@ -62,6 +62,7 @@ __all__ = [
     "passages",
     "slot_buckets",
     "slots",
+    "turn_size",
     "window_for",
 ]
 
@@ -192,6 +193,13 @@ def crowding(load: float, limit: int, passage: int, window: float = 0.0) -> str 
     if not raise_:
         return None
     turn = window_for(limit, passage)
+    if 0 < window <= turn:  # counted before the guard turned (a store's older table)
+        return (
+            f"the chrome table is crowded: {load:.2f} stories a slot on average (counted before "
+            f"its guard turned), so a story's own text may be taken for chrome and reprints "
+            f"missed until the guard has turned twice more (chrome_window={window:g}: a load "
+            f"of {window:g} a turn) (README: How many stories the chrome guard holds)"
+        )
     if window <= 0:
         forget = f"set chrome_window={turn:g} (--set chrome_window={turn:g}) so that it forgets"
     else:
@@ -206,6 +214,12 @@ def crowding(load: float, limit: int, passage: int, window: float = 0.0) -> str 
         f"unrelated stories share its slots, a story's own text may be taken for chrome and "
         f"reprints missed; {advice} (README: How many stories the chrome guard holds)"
     )
+
+
+def turn_size(window: float) -> int:
+    """The counts a turn of a guard with ``window`` adds before it ends: ``window`` (a load)
+    times the table's size."""
+    return int(window * (1 << SLOT_BITS))
 
 
 def slots(codes: U32) -> npt.NDArray[np.intp]:
@@ -268,8 +282,9 @@ class CommonShingles:
         self.counts = np.zeros(1 << SLOT_BITS, dtype=np.uint8)
         #: the load at which a turn ends (0: the guard never forgets; see :meth:`add`)
         self.window = float(window)
-        #: this turn's counts (None without a window)
-        self.fresh = np.zeros(1 << SLOT_BITS, dtype=np.uint8) if window > 0 else None
+        #: this turn's counts once the first turn has ended (until then they are
+        #: :attr:`counts`, and no second table is held); None without a window
+        self.fresh: npt.NDArray[np.uint8] | None = None
         #: the counts this turn has added (its load times the table's size), and the turns
         #: ended so far
         self.filled = 0
@@ -283,36 +298,41 @@ class CommonShingles:
 
     @property
     def turn_size(self) -> int:
-        """The counts a turn adds before it ends (``window`` times the table's size)."""
-        return int(self.window * (1 << SLOT_BITS))
+        """The counts a turn adds before it ends (:func:`turn_size`)."""
+        return turn_size(self.window)
+
+    def this_turn(self) -> npt.NDArray[np.uint8]:
+        """This turn's counts (:attr:`counts` while the first turn runs, or without a
+        window)."""
+        return self.counts if self.fresh is None else self.fresh
 
     def add(self, vocab: U32) -> None:
         """Count one more story for each (distinct) shingle code in ``vocab``.
 
         With a ``window``, the guard *turns*: the stories are counted in this turn's table
-        (:attr:`fresh`) as well, and once the counts this turn has added reach ``window``
-        times the table's size (its load reaches ``window``), what the guard answers from
-        becomes that turn's table alone and a new turn starts empty. The guard then always
-        answers from the last full turn and the current one — between ``window`` and twice
-        that load — and forgets the stories before them. Turns end where the stories
-        counted, in the order they are counted, fill them, so every runner (and every
-        process reading a store's log) turns at the same story."""
+        (:meth:`this_turn`) as well, and once the counts this turn has added reach
+        ``window`` times the table's size (its load reaches ``window``), what the guard
+        answers from becomes that turn's table alone and a new turn starts empty. The guard
+        then always answers from the last full turn and the current one — between
+        ``window`` and twice that load — and forgets the stories before them. Turns end
+        where the stories counted, in the order they are counted, fill them, so every
+        runner (and every process reading a store's log) turns at the same story. Until
+        the first turn ends the two tables are one: nothing is forgotten and no second
+        table is held."""
         if self.limit <= 0 or len(vocab) == 0:
             return
-        if self.fresh is not None:
-            self._add_turning(vocab, self.fresh)
+        if self.window <= 0:
+            if kernels.wanted(len(vocab)):  # the same counts, without numpy's temporaries
+                codes = np.ascontiguousarray(vocab, dtype=np.uint32)  # one compiled version
+                kernels.load("_pairs").count_story(self.counts, codes)
+                return
+            kernels.work_done(len(vocab))
+            at = slots(vocab)  # a fancy-index assignment counts a repeated slot once
+            counts = self.counts[at]
+            counts += counts < MAX_COUNT  # saturating
+            self.counts[at] = counts
             return
-        if kernels.wanted(len(vocab)):  # the same counts, without numpy's temporaries
-            codes = np.ascontiguousarray(vocab, dtype=np.uint32)  # one compiled version
-            kernels.load("_pairs").count_story(self.counts, codes)
-            return
-        kernels.work_done(len(vocab))
-        at = slots(vocab)  # a fancy-index assignment counts a repeated slot once
-        counts = self.counts[at]
-        counts += counts < MAX_COUNT  # saturating
-        self.counts[at] = counts
-
-    def _add_turning(self, vocab: U32, fresh: npt.NDArray[np.uint8]) -> None:
+        fresh = self.this_turn()
         if kernels.wanted(len(vocab)):
             codes = np.ascontiguousarray(vocab, dtype=np.uint32)
             added = int(kernels.load("_pairs").count_story_turning(self.counts, fresh, codes))
@@ -321,14 +341,18 @@ class CommonShingles:
             at = distinct(slots(vocab))
             old = fresh[at]
             up = old < MAX_COUNT
+            if fresh is not self.counts:
+                counts = self.counts[at]
+                self.counts[at] = counts + (up & (counts < MAX_COUNT))
             fresh[at] = old + up
-            counts = self.counts[at]
-            self.counts[at] = counts + (up & (counts < MAX_COUNT))
             added = int(np.count_nonzero(up))
         self.filled += added
-        if self.filled >= self.turn_size:
-            self.counts[:] = fresh  # the turn that ended is all the guard remembers
-            fresh.fill(0)
+        if self.filled >= self.turn_size:  # the turn that ended is all the guard remembers
+            if self.fresh is None:  # the first: what the guard answers from is that turn's
+                self.fresh = np.zeros_like(self.counts)
+            else:
+                self.counts[:] = self.fresh
+                self.fresh.fill(0)
             self.filled = 0
             self.turns += 1
 
@@ -357,56 +381,73 @@ class CommonShingles:
         again instead."""
         if self.limit <= 0 or len(vocab) == 0:
             return
-        if self.fresh is not None:
+        if self.window > 0:
+            fresh = self.this_turn()
             at = distinct(slots(vocab))
-            old = self.fresh[at]
+            old = fresh[at]
             down = old > 0
-            self.fresh[at] = old - down
-            counts = self.counts[at]
-            self.counts[at] = counts - (down & (counts > 0))
+            if fresh is not self.counts:
+                counts = self.counts[at]
+                self.counts[at] = counts - (down & (counts > 0))
+            fresh[at] = old - down
             self.filled -= int(np.count_nonzero(down))
             return
         at = slots(vocab)
         self.counts[at] = np.maximum(self.counts[at].astype(np.int16) - 1, 0).astype(np.uint8)
 
+    def last_turn(self) -> npt.NDArray[np.uint8]:
+        """What the guard answers from less this turn's counts: the last full turn's (all
+        zero while the first turn runs)."""
+        if self.fresh is None:
+            return np.zeros_like(self.counts)
+        return self.counts - self.fresh  # never below: counts >= fresh
+
     def to_bytes(self) -> bytes:
         """The count table, compressed, for a store to keep (see :meth:`load`); with a
-        window, this turn's table, where it stands and the window as well."""
-        if self.fresh is None:
+        window, the last full turn's and this turn's, where the turn stands and the window."""
+        if self.window <= 0:
             return zlib.compress(self.counts.tobytes(), 1)
         head = _TURNING.pack(_TURNING_MAGIC, self.window, self.filled, self.turns)
-        return head + zlib.compress(self.counts.tobytes() + self.fresh.tobytes(), 1)
+        return head + zlib.compress(self.last_turn().tobytes() + self.this_turn().tobytes(), 1)
+
+    @staticmethod
+    def saved_window(blob: bytes) -> float:
+        """The window of the guard that :meth:`to_bytes` saved ``blob`` (0.0: none)."""
+        return float(_TURNING.unpack_from(blob)[1]) if blob.startswith(_TURNING_MAGIC) else 0.0
 
     def load(self, blob: bytes) -> None:
         """Replace the counts with those :meth:`to_bytes` saved (a table of the same size)."""
         if blob.startswith(_TURNING_MAGIC):
             _, _window, filled, turns = _TURNING.unpack_from(blob)
             both = np.frombuffer(zlib.decompress(blob[_TURNING.size :]), dtype=np.uint8)
-            self.set_counts(both[: len(both) // 2], both[len(both) // 2 :], filled, turns)
+            self.set_turns(both[: len(both) // 2], both[len(both) // 2 :], filled, turns)
             return
-        counts = np.frombuffer(zlib.decompress(blob), dtype=np.uint8)
-        self.set_counts(counts)
+        self.set_counts(np.frombuffer(zlib.decompress(blob), dtype=np.uint8))
 
-    def set_counts(
-        self,
-        counts: npt.NDArray[np.uint8],
-        fresh: npt.NDArray[np.uint8] | None = None,
-        filled: int = 0,
-        turns: int = 0,
+    def set_turns(
+        self, last: npt.NDArray[np.uint8], fresh: npt.NDArray[np.uint8], filled: int, turns: int
     ) -> None:
-        """Replace the counts with a saved table's (``fresh``, ``filled``, ``turns``: a
-        guard with a window's, where its turn stands). A guard with a window given a table
-        saved without one takes it as its current turn (it turns at its next story once
-        that holds ``window`` or more); one without a window answers from ``counts``."""
-        if len(counts) != len(self.counts) or (fresh is not None and len(fresh) != len(counts)):
+        """Replace the counts with those of a guard with a window saved: its last full
+        turn's, this turn's, the counts this turn has added and the turns ended. A guard
+        without a window answers from the two turns' counts, and counts on from them."""
+        if len(last) != len(self.counts) or len(fresh) != len(self.counts):
+            raise ValueError(f"saved table has {len(fresh)} slots, expected {len(self.counts)}")
+        counts = np.minimum(last.astype(np.uint16) + fresh, MAX_COUNT).astype(np.uint8)
+        if self.window <= 0:
+            self.counts = counts
+            return
+        self.counts, self.filled, self.turns = counts, int(filled), int(turns)
+        self.fresh = fresh.copy() if turns > 0 else None  # before the first, fresh is counts
+
+    def set_counts(self, counts: npt.NDArray[np.uint8]) -> None:
+        """Replace the counts with a table saved without a window. A guard with a window
+        takes it as its first turn (it turns at its next story once that holds ``window``
+        or more)."""
+        if len(counts) != len(self.counts):
             raise ValueError(f"saved table has {len(counts)} slots, expected {len(self.counts)}")
         self.counts = counts.copy()
-        if self.fresh is None:
-            return
-        if fresh is None:
-            self.fresh, self.filled, self.turns = counts.copy(), int(counts.sum(dtype=np.int64)), 0
-        else:
-            self.fresh, self.filled, self.turns = fresh.copy(), int(filled), int(turns)
+        self.fresh, self.turns = None, 0
+        self.filled = int(counts.sum(dtype=np.int64)) if self.window > 0 else 0
 
     def is_common(self, codes: U32) -> npt.NDArray[np.bool_]:
         """Which of a text's ``codes`` (in text order) have been seen in ``limit`` stories

@@ -407,7 +407,8 @@ def count_story_turning(counts, fresh, codes):
     """One more story for the slot of each of ``codes`` in this turn's table ``fresh`` and
     in ``counts`` (each saturating at 255, a slot that several codes share counted once):
     what :meth:`~neardup.engine.templates.CommonShingles.add` does with numpy for a guard
-    with a window. Returns how many of ``fresh``'s counts went up."""
+    with a window (``fresh`` may be ``counts`` itself: the first turn). Returns how many of
+    ``fresh``'s counts went up."""
     old = np.empty(len(codes), dtype=np.uint8)
     for i in range(len(codes)):
         old[i] = fresh[codes[i] >> _SHIFT]
@@ -416,11 +417,11 @@ def count_story_turning(counts, fresh, codes):
         s = codes[i] >> _SHIFT
         f = old[i]
         if f < 255 and fresh[s] == f:  # not yet counted for this story
-            fresh[s] = f + 1
-            added += 1
-            c = counts[s]
+            c = counts[s]  # first, for when fresh is counts: it is then f
             if c < 255:
                 counts[s] = c + 1
+            fresh[s] = f + 1
+            added += 1
     return added
 
 

@@ -13,7 +13,7 @@ from ..records import BadRecord, Document, Fields, LineWriter, UniqueWriter
 from ..run import RunResult, RunSummary, Tally, cluster_line, output_names
 from ..timing import Stages
 from .columns import Batches, BatchFn, arrow_schema, blank
-from .pipeline import check_config, checked, run_pipeline, with_position
+from .pipeline import checked, run_pipeline, with_position
 from .session import check_executors, jvm_failure, require_pyspark, spark_session
 
 if TYPE_CHECKING:
@@ -74,7 +74,6 @@ def run_cli(
         raise ConfigError("--engine spark reads files Spark can open, not standard input")
     if "://" not in source and not os.path.exists(source):
         raise InputError(f"cannot read {source}: no such file or folder")
-    check_config(config if config is not None else DedupConfig())
     if output_dir is not None:
         if unique is not None or clusters is not None:
             raise ConfigError("output_dir holds UNIQUE and CLUSTERS: give no unique or clusters")

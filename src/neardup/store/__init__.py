@@ -142,6 +142,9 @@ class Store(ABC):
     #: (:data:`VERBATIM`) joins no LSH bucket (later documents find the documents of its
     #: story that were kept), and keeps no sketch
     indexes_copies: bool = True
+    #: True when the store itself counts its log into its saved table (``reclaim``): it
+    #: needs a saved table to know the template guard's window from
+    folds_log: bool = False
 
     def indexes(self, entry: Entry) -> bool:
         """Whether a document with this decision joins its LSH buckets (and keeps a sketch

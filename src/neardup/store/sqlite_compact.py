@@ -118,6 +118,7 @@ class CompactSQLiteStore(SQLiteStore):
     schema = _SCHEMA
     layout = "compact"
     indexes_copies = False
+    folds_log = True
     page_size = 4096
 
     def __init__(
