@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from collections.abc import Iterator
@@ -18,7 +19,7 @@ pytest.importorskip("pyarrow")
 from neardup.cli import main
 from neardup.deduper import dedup_batch
 from neardup.engine import DedupConfig
-from neardup.errors import ConfigError, MissingDependencyError
+from neardup.errors import MissingDependencyError
 from neardup.records.document import NO_TEXT
 from neardup.spark import connected_components, dedup, require_pyspark, spark_session
 
@@ -760,27 +761,28 @@ def test_cli_spark_conf_needs_key_equals_value(tmp_path: Path) -> None:
     assert main(["dedup", str(source), *out, "--spark-conf", "a=b"]) == 2
 
 
-def test_spark_refuses_an_input_that_would_turn_the_guard_twice(
-    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+def test_spark_says_when_the_local_engine_would_have_turned_its_guard_twice(
+    spark: Any, tmp_path: Path
 ) -> None:
-    """The Spark engine does not turn the template guard: an input whose shingles could
-    fill two turns of ``chrome_window`` is refused once sketched (exit 2, what to give
-    instead, no traceback); with the guard off, or a window it cannot fill twice (the
-    default's, here), it runs and decides as the local engine does."""
-    source = tmp_path / "in.jsonl"
-    write_jsonl(source)
-    out = ["-o", str(tmp_path / "u"), "--clusters", str(tmp_path / "c"), "-q"]
-    tiny = ["--set", f"chrome_window={100 / (1 << 26)!r}"]
-    status = main(["dedup", str(source), *out, "--engine", "spark", *tiny])
-    assert status == 2
-    err = capsys.readouterr().err
-    assert "the Spark engine does not turn the guard yet" in err and "Traceback" not in err
-    assert "--set chrome_window=0" in err
+    """The Spark engine does not turn the template guard: below two turns of
+    ``chrome_window`` (the default's, here) it decides as the local engine does; where the
+    stories could fill two it counts every story — the local engine's decisions with
+    ``chrome_window=0`` — and says so in its summary and stats."""
     rows = [(i, t) for i, t, _ in records()]
     frame = spark.createDataFrame(rows, "id string, text string")
-    with pytest.raises(ConfigError, match="past two turns"):
-        dedup(frame, config=DedupConfig(chrome_window=100 / (1 << 26)))
     ids, texts = [r[0] for r in rows], [r[1] for r in rows]
-    for cfg in (DedupConfig(chrome_window=100 / (1 << 26), common_after=0), DedupConfig()):
-        local = local_decisions(ids, texts, config=cfg)
-        assert spark_decisions(dedup(frame, config=cfg)) == local
+    assert spark_decisions(dedup(frame)) == local_decisions(ids, texts)
+    tiny = DedupConfig(chrome_window=100 / (1 << 26))
+    result = dedup(frame, config=tiny)
+    assert "enough to turn the chrome guard twice" in result.stats["guard_note"]
+    forever = dataclasses.replace(tiny, chrome_window=0.0)
+    assert spark_decisions(result) == local_decisions(ids, texts, config=forever)
+    assert dedup(frame, config=forever).stats["guard_note"] is None
+
+    source, summary = tmp_path / "in.jsonl", tmp_path / "summary.json"
+    write_jsonl(source)
+    out = ["-o", str(tmp_path / "u"), "--clusters", str(tmp_path / "c"), "-q"]
+    window = ["--set", f"chrome_window={100 / (1 << 26)!r}", "--json-summary", str(summary)]
+    assert main(["dedup", str(source), *out, "--engine", "spark", *window]) == 0
+    notes = json.loads(summary.read_text(encoding="utf-8"))["notes"]
+    assert any("--set chrome_window=0 to both engines" in n for n in notes)

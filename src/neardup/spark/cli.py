@@ -186,6 +186,7 @@ def run_cli(
             f"batches of {stats['batch']:,}; executors run {executors}",
             f"{stats['originals']:,} distinct texts sketched; {stats['prefiltered_pairs']:,} "
             f"pairs verified in {stats['rounds']} round(s)",
+            *((stats["guard_note"],) if stats.get("guard_note") else ()),
         ),
     )
     result.clusters.unpersist()

@@ -263,23 +263,24 @@ def with_position(df: DataFrame, *, order_by: str | None = None) -> DataFrame:
     )
 
 
-def check_turns(cfg: DedupConfig, originals: int, shingles: int) -> None:
-    """ConfigError when the template guard of the local engine could turn twice on this
-    input (``chrome_window``) — then forgetting what it counted first, which the Spark
-    engine's summaries of the guard do not follow yet. ``shingles``: the distinct shingles
-    of the ``originals`` summed, at least what their stories count, so below two turns'
-    worth the local engine's guard never forgets and the two engines decide alike."""
+def turning_note(cfg: DedupConfig, shingles: int) -> str | None:
+    """What to tell the user of a run whose stories hold ``shingles`` distinct shingles in
+    all (at least what they count in the template guard): None while they cannot fill two
+    turns of ``chrome_window`` — below that the local engine's guard has forgotten nothing,
+    and the two engines decide alike — else that the Spark engine's guard, which does not
+    turn yet, counted every story and may decide otherwise past that point."""
     if cfg.common_after <= 0 or cfg.chrome_window <= 0:
-        return
+        return None
     if shingles < 2 * turn_size(cfg.chrome_window):
-        return
-    raise ConfigError(
-        f"{originals:,} texts with {shingles:,} distinct shingles could fill the chrome "
-        f"guard's table past two turns of chrome_window={cfg.chrome_window:g} (a load of "
-        f"{shingles / (1 << SLOT_BITS):.2f}), and the Spark engine does not turn the guard "
-        "yet: run the local engine, or give --set chrome_window=0 (every story counted; past "
-        "a load of about 0.73 reprints are missed: README, How many stories the chrome guard "
-        "holds) or --set common_after=0 (no guard)"
+        return None
+    return (
+        f"this run's stories hold {shingles:,} distinct shingles (a load of "
+        f"{shingles / (1 << SLOT_BITS):.2f}), enough to turn the chrome guard twice at "
+        f"chrome_window={cfg.chrome_window:g}: the local engine's guard would have forgotten "
+        "its first turns, the Spark engine's counts every story (it does not turn yet), so "
+        "past that point their decisions may differ and this table may be crowded; give "
+        "--set chrome_window=0 to both engines for the same decisions (README: How many "
+        "stories the chrome guard holds)"
     )
 
 
@@ -570,7 +571,7 @@ def _sketch(run: _Run, usable: DataFrame) -> tuple[DataFrame, DataFrame, DataFra
         run.stats["originals"], shingles = int(row["n"]), int(row["v"] or 0)
         if run.stats["originals"] * run.cfg.max_verify <= BROADCAST_PAIRS:
             light = light_of(to_arrow(sketches.selectExpr(*_LIGHT)))
-    check_turns(run.cfg, run.stats["originals"], shingles)
+    run.stats["original_shingles"] = shingles
     return sketches, docs, side, light
 
 
@@ -789,6 +790,19 @@ def _verify(
         guard.unpersist()
         stats["template_slots"] = len(table[0])
         links = book.links(docs)
+    stats["guard_note"] = None
+    if turning_note(cfg, stats["original_shingles"]):  # then count what the stories hold
+        from pyspark.sql import functions as F
+
+        repeated = (
+            links.frame.filter(~F.col("_story"))
+            .select("_pos")
+            .join(sketches.select("_pos", "_nv"), "_pos")
+            .agg(F.sum("_nv"))
+            .first()
+        )
+        stories = stats["original_shingles"] - int((repeated[0] if repeated else 0) or 0)
+        stats["guard_note"] = turning_note(cfg, stories)
     return links
 
 
