@@ -476,7 +476,7 @@ class Deduper:
         while True:
             self.store.begin(write=add)
             counted: list[tuple[int, U32]] = []  # (entry number, codes) of stories counted
-            turns = self._common.turns
+            turns, had_saved = self._common.turns, self._has_saved
             try:
                 self._sync(save=add)
                 turns = self._common.turns
@@ -493,6 +493,7 @@ class Deduper:
                 with contextlib.suppress(Exception):
                     self.store.rollback()
                 self._uncount(counted, turns)
+                self._has_saved = had_saved  # a table saved in the section went with it
                 raise
             if not add:
                 self._uncount(counted, turns)  # a check counts nothing
