@@ -520,18 +520,20 @@ def encode_guard(common: CommonShingles) -> bytes:
     return head + first + encode_counts(common.this_turn())
 
 
+def is_guard(blob: bytes) -> bool:
+    """Whether ``blob`` is a guard with a window that :func:`encode_guard` saved."""
+    return blob.startswith(_GUARD_MAGIC)
+
+
 def guard_window(blob: bytes) -> float:
-    """The window of the guard a store saved (:func:`encode_guard` or
-    :meth:`~neardup.engine.templates.CommonShingles.to_bytes`; 0.0: none)."""
-    if blob.startswith(_GUARD_MAGIC):
-        return float(_GUARD.unpack_from(blob)[1])
-    return CommonShingles.saved_window(blob)
+    """The window of the guard a store saved (:func:`encode_guard`; 0.0: none)."""
+    return float(_GUARD.unpack_from(blob)[1]) if is_guard(blob) else 0.0
 
 
 def load_guard(common: CommonShingles, blob: bytes) -> None:
     """Set ``common``'s counts to those a store saved: by :func:`encode_guard`, by
     :func:`encode_counts` or by :meth:`~neardup.engine.templates.CommonShingles.to_bytes`."""
-    if blob.startswith(_GUARD_MAGIC):
+    if is_guard(blob):
         _, _, filled, turns, size = _GUARD.unpack_from(blob)
         last = decode_counts(blob[_GUARD.size : _GUARD.size + size])
         fresh = decode_counts(blob[_GUARD.size + size :])
@@ -541,7 +543,7 @@ def load_guard(common: CommonShingles, blob: bytes) -> None:
         return
     counts = decode_counts(blob)
     if counts is None:
-        common.load(blob)
+        common.load(blob)  # a table of every story, compressed whole
     else:
         common.set_counts(counts)
 

@@ -33,7 +33,6 @@ codes in text order.
 from __future__ import annotations
 
 import math
-import struct
 import zlib
 from typing import TYPE_CHECKING, Protocol
 
@@ -81,11 +80,6 @@ PASSAGE_STORIES = 2
 #: 2^BUCKET_SHIFT slots (2^20 buckets, 8 MB).
 BUCKET_SHIFT = 6
 
-
-#: How a guard with a window saves where its turn stands (:meth:`CommonShingles.to_bytes`):
-#: a mark, the window, the counts this turn has added and the turns ended.
-_TURNING_MAGIC = b"NDW1"
-_TURNING = struct.Struct("<4sdqq")
 
 #: A slot's count stops at this many stories (a byte, saturating).
 MAX_COUNT = 255
@@ -404,23 +398,19 @@ class CommonShingles:
 
     def to_bytes(self) -> bytes:
         """The count table, compressed, for a store to keep (see :meth:`load`); with a
-        window, the last full turn's and this turn's, where the turn stands and the window."""
+        window, the turns as :func:`~neardup.engine.compact.encode_guard` keeps them."""
         if self.window <= 0:
             return zlib.compress(self.counts.tobytes(), 1)
-        head = _TURNING.pack(_TURNING_MAGIC, self.window, self.filled, self.turns)
-        return head + zlib.compress(self.last_turn().tobytes() + self.this_turn().tobytes(), 1)
+        from .compact import encode_guard
 
-    @staticmethod
-    def saved_window(blob: bytes) -> float:
-        """The window of the guard that :meth:`to_bytes` saved ``blob`` (0.0: none)."""
-        return float(_TURNING.unpack_from(blob)[1]) if blob.startswith(_TURNING_MAGIC) else 0.0
+        return encode_guard(self)
 
     def load(self, blob: bytes) -> None:
         """Replace the counts with those :meth:`to_bytes` saved (a table of the same size)."""
-        if blob.startswith(_TURNING_MAGIC):
-            _, _window, filled, turns = _TURNING.unpack_from(blob)
-            both = np.frombuffer(zlib.decompress(blob[_TURNING.size :]), dtype=np.uint8)
-            self.set_turns(both[: len(both) // 2], both[len(both) // 2 :], filled, turns)
+        from .compact import is_guard, load_guard
+
+        if is_guard(blob):
+            load_guard(self, blob)
             return
         self.set_counts(np.frombuffer(zlib.decompress(blob), dtype=np.uint8))
 
