@@ -144,6 +144,38 @@ def test_story_slots_and_the_count_table_round_trip() -> None:
     assert empty is not None and not empty.any()
 
 
+@pytest.mark.parametrize("kernels", ["on", "off"])
+def test_a_saved_guard_is_the_same_bytes_with_kernels_or_without(
+    kernels: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The count tables a store saves are the same bytes whether the compiled kernel or
+    numpy finds their non-zero slots, and a guard in its first turn saves the empty last
+    turn it has not scanned as the encoding of a table of zeros."""
+    if kernels == "on":
+        pytest.importorskip("numba")
+    monkeypatch.setenv("NEARDUP_KERNELS", kernels)
+    rng = np.random.default_rng(3)
+    counts = np.zeros(1 << 16, dtype=np.uint8)
+    counts[rng.integers(0, len(counts), 5000)] = rng.integers(1, 256, 5000, dtype=np.uint8)
+    counts[-1] = 7
+    blob = C.encode_counts(counts)
+    back = C.decode_counts(blob)
+    assert back is not None and np.array_equal(back, counts)
+    monkeypatch.setenv("NEARDUP_KERNELS", "off")
+    assert C.encode_counts(counts) == blob
+    monkeypatch.setenv("NEARDUP_KERNELS", kernels)
+    guard = CommonShingles(limit=2, window=0.5)
+    guard.add(make_sketch(story(random.Random(2), 30), CFG).vocab)
+    assert guard.fresh is None  # the first turn: no last one to scan
+    saved = C.encode_guard(guard)
+    first = C.encode_counts(np.zeros_like(guard.counts))
+    size = int.from_bytes(saved[C._GUARD.size - 8 : C._GUARD.size], "little")
+    assert saved[C._GUARD.size : C._GUARD.size + size] == first
+    again = CommonShingles(limit=2, window=0.5)
+    C.load_guard(again, saved)
+    assert np.array_equal(again.counts, guard.counts) and again.fresh is None
+
+
 @pytest.mark.parametrize("seed", [4, 5])
 def test_a_shared_stretch_reads_chrome_from_the_later_text(seed: int) -> None:
     """Where the later document shares the stored one's text, the stand-in holds the later

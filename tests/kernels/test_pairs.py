@@ -396,3 +396,14 @@ def test_has_quotes_is_the_quoted_lines_expression(pieces: list[str]) -> None:
     """The substring shortcuts of has_quotes say what the expression of quoted lines says."""
     text = "".join(pieces)
     assert v.has_quotes(text) == (v._QUOTED.search(text) is not None)
+
+
+@settings(max_examples=100)
+@given(st.lists(st.integers(0, 255), max_size=300), st.integers(0, 3))
+def test_nonzero_slots_is_flatnonzero(values: list[int], zeros: int) -> None:
+    """The compiled scan of a count table finds numpy's non-zero slots, in order."""
+    from neardup.kernels import _pairs
+
+    counts = np.array(values + [0] * zeros, dtype=np.uint8)
+    found = _pairs.nonzero_slots(counts, int(np.count_nonzero(counts)))
+    assert found.dtype == np.int64 and np.array_equal(found, np.flatnonzero(counts))

@@ -60,6 +60,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from .. import kernels
 from ..errors import NeardupError
 from ..shingling import difference, union
 from .config import DedupConfig
@@ -474,14 +475,31 @@ def encode_counts(counts: npt.NDArray[np.uint8]) -> bytes:
     """A count table (:class:`~neardup.engine.templates.CommonShingles`) for a store: the
     gaps between its non-zero slots (their low, middle and high bytes, each as one run) and
     their counts, compressed (4.2 MB for the 5.7 million slots 5,453 hkcnews stories fill,
-    in about 0.2 s, where the whole table compresses to 9.7 MB)."""
-    nz = np.flatnonzero(counts)
+    in about 0.1 s, where the whole table compresses to 9.7 MB)."""
+    nz = _nonzero(counts)
+    return _encoded(len(counts), nz, counts[nz])
+
+
+def _encoded(size: int, nz: npt.NDArray[np.int64], values: npt.NDArray[np.uint8]) -> bytes:
+    """:func:`encode_counts` of a table of ``size`` slots whose non-zero ones are ``nz``,
+    holding ``values``."""
     gaps = (np.diff(nz, prepend=-1) - 1).astype("<u4")
     width = 3 if len(gaps) == 0 or int(gaps.max()) < 1 << 24 else 4
     planes = gaps.view(np.uint8).reshape(-1, 4)[:, :width].T.tobytes()
-    head = struct.pack("<QQB", len(counts), len(nz), width)
+    head = struct.pack("<QQB", size, len(nz), width)
     packer = zlib.compressobj(1, zlib.DEFLATED, 15, 9, zlib.Z_RLE)  # runs of small bytes
-    return _TABLE_MAGIC + packer.compress(head + planes + counts[nz].tobytes()) + packer.flush()
+    return _TABLE_MAGIC + packer.compress(head + planes + values.tobytes()) + packer.flush()
+
+
+def _nonzero(counts: npt.NDArray[np.uint8]) -> npt.NDArray[np.int64]:
+    """``np.flatnonzero(counts)``: by the compiled kernel when the kernels are loaded (or
+    on), 0.06 s instead of 0.2 on a table of 2^26 slots — a store saves its table inside its
+    atomic section, where every other process waits."""
+    if len(counts) and kernels.wanted(0):
+        n = int(np.count_nonzero(counts))
+        found: npt.NDArray[np.int64] = kernels.load("_pairs").nonzero_slots(counts, n)
+        return found
+    return np.flatnonzero(counts)
 
 
 def decode_counts(blob: bytes) -> npt.NDArray[np.uint8] | None:
@@ -507,6 +525,8 @@ def decode_counts(blob: bytes) -> npt.NDArray[np.uint8] | None:
 #: counts (what it answers from, less this turn's: nothing before the first turn ends) and
 #: this turn's, so that the two take the bytes of about one table.
 _GUARD_MAGIC = b"NDW2"
+_NO_SLOTS = np.zeros(0, dtype=np.int64)
+_NO_COUNTS = np.zeros(0, dtype=np.uint8)
 _GUARD = struct.Struct("<4sdqqQ")
 
 
@@ -515,7 +535,11 @@ def encode_guard(common: CommonShingles) -> bytes:
     without a window: of its one table, as before windows)."""
     if common.window <= 0:
         return encode_counts(common.counts)
-    first = encode_counts(common.last_turn())
+    first = (
+        encode_counts(common.last_turn())
+        if common.fresh is not None
+        else _encoded(len(common.counts), _NO_SLOTS, _NO_COUNTS)  # the first turn: none
+    )
     head = _GUARD.pack(_GUARD_MAGIC, common.window, common.filled, common.turns, len(first))
     return head + first + encode_counts(common.this_turn())
 
