@@ -9,6 +9,7 @@ import random
 import threading
 import time
 from importlib import resources
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -424,6 +425,35 @@ def test_a_run_gives_freed_memory_back_between_joins(monkeypatch: pytest.MonkeyP
     assert 2 <= len(calls) <= len(ids) // 6
     alone = dedup_batch(ids, texts, workers=1, chunk=3).decisions
     assert [fields(d) for d in decisions] == [fields(d) for d in alone]
+
+
+def test_reading_waits_for_the_decisions_of_joined_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Beside worker processes, once more than ``MAX_JOINED`` joined chunks wait to be
+    decided, taking the next document waits for the oldest: however slow the join, the
+    documents read ahead of the decisions stay bounded (without the bound they pile up);
+    the decisions do not change."""
+    ids, texts = corpus(4, "all")
+    slow = BatchRun._candidates
+
+    def lagging(self: BatchRun, *args: Any) -> Any:
+        time.sleep(0.1)  # a join slower than reading
+        return slow(self, *args)
+
+    monkeypatch.setattr(BatchRun, "_candidates", lagging)
+    alone = [fields(d) for d in dedup_batch(ids, texts, workers=1, chunk=3).decisions]
+    for bound in (1, 10_000):
+        waiting: list[int] = []
+        with BatchRun(DedupConfig(), chunk=2, workers=2, chars=None) as run:
+            run.MIN_CHUNK, run.MAX_JOINED, run.JOIN_SHARE = 2, bound, 1 << 40  # each joined
+            run.POLL_EVERY = 1
+            for doc_id, text in zip(ids, texts, strict=True):
+                while run._sent and not run._ready(run._sent[0][1]):
+                    time.sleep(0.005)  # each chunk sketched before the next document
+                run.add(doc_id, text)
+                waiting.append(len(run._joined))
+            decisions = run.finish().decisions
+        assert (max(waiting) == 1) if bound == 1 else (max(waiting) > 2)
+        assert [fields(d) for d in decisions] == alone
 
 
 @pytest.mark.parametrize("workers", [1, 2])

@@ -53,7 +53,7 @@ from .engine.codec import Packed, Shared, free, pack, share, take, unpack
 from .engine.warm import load_kernels
 from .errors import ConfigError, InputError
 from .index.lsh import LSHJoin
-from .memory import trim
+from .memory import grown, trim
 from .passages import Passage
 from .timing import Stages
 
@@ -135,6 +135,10 @@ class BatchRun:
     #: freed memory is given back to the system (:func:`~neardup.memory.trim`) before a
     #: join once this many band keys were joined since the last time
     TRIM_EVERY = 4_000_000
+    #: joined chunks waiting to be decided: past this many, reading waits for the oldest
+    #: (when the join or the decisions are slower than reading, the documents read ahead
+    #: would otherwise wait in memory, with their band keys and the arrays their joins hold)
+    MAX_JOINED = 4
 
     def __init__(
         self,
@@ -528,7 +532,7 @@ class BatchRun:
         while self._joined:
             frontier, item = self._joined[0]
             if isinstance(item, Future):
-                if not (wait or item.done()):
+                if not (wait or item.done() or len(self._joined) > self.MAX_JOINED):
                     return
                 pairs, candidates, join_s, prefilter_s = item.result()
             else:
@@ -554,11 +558,11 @@ class BatchRun:
         n, more = self._known, len(live)
         if n + more > len(self._units):
             size = max(2 * len(self._units), n + more, 1024)
-            self._light = np.resize(self._light, (size, self.cfg.num_perm))
-            self._vocab_sizes = np.resize(self._vocab_sizes, size)
-            self._units = np.resize(self._units, size)
+            self._light = grown(self._light, size)
+            self._vocab_sizes = grown(self._vocab_sizes, size)
+            self._units = grown(self._units, size)
         if more and live[-1] >= len(self._row):
-            self._row = np.resize(self._row, max(2 * len(self._row), live[-1] + 1, 1024))
+            self._row = grown(self._row, max(2 * len(self._row), live[-1] + 1, 1024))
         self._row[live] = np.arange(n, n + more, dtype=np.int32)
         if more:
             self._light[n : n + more] = light(signatures)

@@ -1,4 +1,5 @@
-"""Giving freed memory back to the operating system.
+"""Giving freed memory back to the operating system, and growing arrays without touching
+what they do not hold yet.
 
 glibc's malloc keeps the blocks a process frees for its later allocations: those under its
 mmap threshold (which grows up to 32 MiB as larger blocks are freed), in one arena per
@@ -8,8 +9,15 @@ memory: some hundreds of MB by the end of a million tiny records. :func:`trim` a
 its free pages back (``malloc_trim``) where the C library has it (glibc); elsewhere it does
 nothing.
 
+:func:`grown` makes room in an array that grows by doubling: ``np.resize`` fills the new
+rows with copies of the old ones, so every page of the doubled array is written and
+resident at once; the rows :func:`grown` adds are left unwritten, and the system gives them
+pages only when they are filled.
+
 >>> trim() in (True, False)
 True
+>>> grown(np.arange(3), 6)[:3].tolist(), grown(np.ones((2, 4)), 5).shape
+([0, 1, 2], (5, 4))
 """
 
 from __future__ import annotations
@@ -17,8 +25,13 @@ from __future__ import annotations
 import ctypes
 import sys
 from collections.abc import Callable
+from typing import Any, TypeVar
 
-__all__ = ["trim"]
+import numpy as np
+
+__all__ = ["grown", "trim"]
+
+_A = TypeVar("_A", bound=np.ndarray[Any, Any])
 
 
 def _malloc_trim() -> Callable[[int], int] | None:
@@ -43,3 +56,11 @@ def trim() -> bool:
     if _MALLOC_TRIM is None:
         return False
     return bool(_MALLOC_TRIM(0))
+
+
+def grown(a: _A, rows: int) -> _A:
+    """``a`` with room for ``rows`` rows (at least its own): a new array whose first rows are
+    ``a``'s and whose others are not written (their values are undefined until set)."""
+    out = np.empty((max(rows, len(a)), *a.shape[1:]), dtype=a.dtype)
+    out[: len(a)] = a
+    return out  # type: ignore[return-value]

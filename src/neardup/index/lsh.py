@@ -28,6 +28,7 @@ import numpy.typing as npt
 from .. import kernels
 from ..errors import ConfigError
 from ..hashing import mix
+from ..memory import grown
 from ..shingling import distinct
 
 __all__ = [
@@ -349,7 +350,7 @@ class LSHJoin:
         self._next = int(pos1d[-1]) + 1
         first_ord, self._count = self._count, self._count + m
         if self._count > len(self._positions):
-            self._positions = np.resize(self._positions, max(2 * len(self._positions), self._count))
+            self._positions = grown(self._positions, max(2 * len(self._positions), self._count))
         self._positions[first_ord : self._count] = pos1d
         wide = self._count > np.iinfo(np.int32).max
         rows: Pos = np.arange(first_ord, self._count, dtype=np.int64 if wide else np.int32)  # type: ignore[assignment]
@@ -417,7 +418,7 @@ class LSHJoin:
         document's keys all lie in one run, so no pair comes from two runs)."""
         if self._count > len(self._stamp):
             old = len(self._stamp)
-            self._stamp = np.resize(self._stamp, max(2 * old, self._count))
+            self._stamp = grown(self._stamp, max(2 * old, self._count))
             self._stamp[old:] = -1
         where = np.empty(len(order), dtype=np.int64)  # each (row, band)'s place in keys
         where[order] = np.arange(len(order), dtype=np.int64)
