@@ -572,6 +572,39 @@ def test_a_sqlite_store_of_the_first_version_opens(tmp_path: Path) -> None:
         assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
 
 
+def test_stats_and_check_read_a_first_version_sqlite_store_as_it_is(tmp_path: Path) -> None:
+    """``store stats`` and ``store check`` open a store read-only, so a file of the first
+    version is not upgraded: its chrome load is read all the same (its kept documents are its
+    stories), the same as once it is upgraded."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "store.db"
+    path.write_bytes((FIXTURES / "store-v1.db").read_bytes())
+
+    def stats() -> dict[str, object]:
+        r = subprocess.run(
+            [sys.executable, "-m", "neardup", "store", "stats", "--db", str(path), "--json"],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        assert r.returncode == 0, r.stderr
+        found: dict[str, object] = json.loads(r.stdout)
+        return found
+
+    before = stats()
+    with sqlite3.connect(path) as con:
+        assert "story" not in {row[1] for row in con.execute("PRAGMA table_info(docs)")}
+    r = subprocess.run(
+        [sys.executable, "-m", "neardup", "store", "check", "--db", str(path)],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert r.returncode == 0 and "ok (18 documents checked)" in r.stdout, r.stdout + r.stderr
+    open_store(f"sqlite:///{path}").close()  # upgraded
+    after = stats()
+    assert isinstance(before["chrome_load"], float) and before["chrome_load"] > 0
+    assert before["chrome_load"] == after["chrome_load"]
+
+
 def test_a_redis_store_of_the_first_version_opens(tmp_path: Path) -> None:
     from ..conftest import start_redis_server
 

@@ -151,6 +151,7 @@ class SQLiteStore(Store):
         if not os.path.isdir(folder):
             raise ConfigError(f"cannot open store {self.url}: folder {folder} does not exist")
         self._lock = threading.RLock()
+        self._has_story = False  # whether docs has its story column (see _story)
         self._pending: list[NewEntry] = []
         self._in_section = False
         try:
@@ -370,13 +371,22 @@ class SQLiteStore(Store):
     def log(self, after: int, limit: int) -> tuple[int, list[str], bool]:
         with self._lock:
             rows = self._db.execute(
-                "SELECT seq, id FROM docs WHERE seq > ? AND coalesce(story, kept) = 1"
+                f"SELECT seq, id FROM docs WHERE seq > ? AND {self._story()} = 1"
                 " AND sketch IS NOT NULL ORDER BY seq LIMIT ?",
                 (after, limit),
             ).fetchall()
         if not rows:
             return after, [], True
         return rows[-1][0], [_py(i) for _, i in rows], len(rows) < limit
+
+    def _story(self) -> str:
+        """Whether a document counted as a story: its ``story`` column, or ``kept`` where
+        it has none (a file of the first version opened read-only, so not upgraded: what
+        :meth:`_upgrade` says of its documents)."""
+        if not self._has_story:
+            have = {row[1] for row in self._db.execute("PRAGMA table_info(docs)")}
+            self._has_story = "story" in have
+        return "coalesce(story, kept)" if self._has_story else "kept"
 
     @_guarded
     def load_common(self) -> tuple[int, bytes] | None:
