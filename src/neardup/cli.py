@@ -18,6 +18,7 @@ from . import __version__
 from .compare import Comparison, DedupView, compare
 from .deduper import Deduper, chrome_of
 from .engine import DedupConfig
+from .engine.compact import DamagedGuard
 from .engine.verify import quoted_chars
 from .errors import Interrupted, NeardupError, StoreError
 from .measures import DEFAULT_PROCESSOR
@@ -584,6 +585,11 @@ def _check_store(args: argparse.Namespace) -> int:
         return 1
     with store:
         problems = store.check()
+        if not problems:  # the learned chrome: its saved table, read as every run reads it
+            try:
+                chrome_of(store)
+            except DamagedGuard as e:
+                problems.append(e.problem)
         documents = None if problems else store.stats().get("documents")
     if not problems:
         held = f"{documents:,} documents" if isinstance(documents, int) else "its documents"

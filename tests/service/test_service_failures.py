@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 import signal
+import sqlite3
 import subprocess
 import threading
 import time
@@ -235,6 +236,27 @@ def test_a_damaged_sqlite_file_is_503_naming_the_problem(tmp_path: Path) -> None
         assert r.status_code == 200
         assert c.get("metrics").status_code == 200 and c.get("").status_code == 200
     assert "damaged" in "".join(s.log)  # and the server's log says so
+
+
+def test_a_damaged_chrome_table_is_503_naming_it(tmp_path: Path) -> None:
+    """A store whose saved chrome table does not read (its SQLite file sound): deciding
+    answers 503 "damaged" naming the table, to restore or rebuild the store (not a 503 to
+    retry, which would never mend); comparing still works."""
+    db = tmp_path / "crawl.db"
+    _fill(db, n=40)
+    with sqlite3.connect(db) as con:
+        value = bytes(con.execute("SELECT value FROM meta WHERE key = 'common'").fetchone()[0])
+        con.execute("UPDATE meta SET value = ? WHERE key = 'common'", (value[:-30],))
+    with serving("--db", str(db)) as s, httpx.Client(base_url=s.url) as c:
+        for r in (
+            c.post("v1/documents", json={"id": "new", "text": "一段正文。"}),
+            c.post("v1/check", json={"id": "other", "text": "另一段正文。"}),
+        ):
+            message = _assert_damaged(r)
+            assert message.startswith("the store's saved chrome table is damaged (")
+            assert "retry-after" not in r.headers
+        r = c.post("v1/compare", json={"a": "北京今天天气晴朗。", "b": "北京今天天气晴朗！"})
+        assert r.status_code == 200
 
 
 @pytest.mark.anyio

@@ -14,6 +14,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from neardup import Deduper, StoreError
@@ -128,6 +129,53 @@ def test_store_check_finds_what_the_integrity_check_does_not(tmp_path: Path) -> 
         con.execute("CREATE TABLE t (x)")
     r = _neardup("store", "check", "--db", str(other))
     assert r.returncode == 1 and "not a neardup store: no table meta, docs" in r.stdout
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "cut",  # a guard's table cut short in its compressed body
+        "head",  # no more than the guard's mark
+        "garbage",  # bytes that are none of the saved forms
+        "slots",  # a count table of another size
+    ],
+)
+def test_a_damaged_chrome_table_is_one_line_and_check_names_it(tmp_path: Path, damage: str) -> None:
+    """A store whose saved chrome table (the template guard's counts) does not read as one
+    is a one-line StoreError from ``neardup dedup`` and ``store stats`` (exit 2), a problem
+    that ``store check`` names (exit 1), and a StoreError from the API: never a traceback."""
+    from neardup.engine import compact
+
+    src, db = _filled(tmp_path, stories=20)
+    with sqlite3.connect(db) as con:
+        value = bytes(con.execute("SELECT value FROM meta WHERE key = 'common'").fetchone()[0])
+        head, blob = value[:8], value[8:]
+        assert compact.is_guard(blob)
+        broken = {
+            "cut": blob[: len(blob) - 20],
+            "head": blob[:6],
+            "garbage": b"\x00not a table\xff" * 3,
+            "slots": compact.encode_counts(np.ones(1 << 10, dtype=np.uint8)),
+        }[damage]
+        con.execute("UPDATE meta SET value = ? WHERE key = 'common'", (head + broken,))
+    out = ["-o", str(tmp_path / "u2"), "--clusters", str(tmp_path / "c2"), "-q"]
+    r = _neardup("dedup", str(src), "--db", str(db), *out)
+    assert r.returncode == 2
+    line = _one_line(r.stderr)
+    assert line.startswith(
+        f"neardup: error: the store's saved chrome table ({len(broken):,} bytes)"
+    )
+    assert "is damaged" in line and "restore the store from a backup, or rebuild it" in line
+    r = _neardup("store", "stats", "--db", str(db))
+    assert r.returncode == 2 and "saved chrome table" in _one_line(r.stderr)
+    r = _neardup("store", "check", "--db", str(db))
+    assert r.returncode == 1
+    assert r.stdout.splitlines()[1].strip().startswith("the store's saved chrome table")
+    with (
+        pytest.raises(StoreError, match="saved chrome table"),
+        Deduper(store=f"sqlite:///{db}") as dd,
+    ):
+        dd.check_and_add_many([("x", "a text of its own, long enough to be verified")])
 
 
 def test_store_check_of_a_redis_namespace(redis_url: str, tmp_path: Path) -> None:

@@ -61,7 +61,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .. import kernels
-from ..errors import NeardupError
+from ..errors import NeardupError, StoreError
 from ..shingling import difference, union
 from .config import DedupConfig
 from .sketches import Sketch, distinct, figures_at
@@ -502,19 +502,24 @@ def _nonzero(counts: npt.NDArray[np.uint8]) -> npt.NDArray[np.int64]:
     return np.flatnonzero(counts)
 
 
-def decode_counts(blob: bytes) -> npt.NDArray[np.uint8] | None:
-    """The count table of :func:`encode_counts` (None: ``blob`` is not one)."""
+def decode_counts(blob: bytes, *, size: int | None = None) -> npt.NDArray[np.uint8] | None:
+    """The count table of :func:`encode_counts` (None: ``blob`` is not one); ValueError
+    when it is not a table of ``size`` slots (if given) or does not read as one."""
     if not blob.startswith(_TABLE_MAGIC):
         return None
     body = zlib.decompress(blob[len(_TABLE_MAGIC) :])
-    size, n, width = struct.unpack_from("<QQB", body)
+    slots, n, width = struct.unpack_from("<QQB", body)
+    if size is not None and slots != size:
+        raise ValueError(f"a table of {slots:,} slots, not {size:,}")
+    if not 1 <= width <= 4 or n > slots:
+        raise ValueError(f"{n:,} counts of {width} bytes in a table of {slots:,} slots")
     at = struct.calcsize("<QQB")
     planes = np.frombuffer(body, dtype=np.uint8, count=n * width, offset=at).reshape(width, n)
     wide = np.zeros((n, 4), dtype=np.uint8)
     wide[:, :width] = planes.T
     gaps = wide.view("<u4").ravel().astype(np.int64)
     counts = np.frombuffer(body, dtype=np.uint8, count=n, offset=at + n * width)
-    out = np.zeros(size, dtype=np.uint8)
+    out = np.zeros(slots, dtype=np.uint8)
     out[np.cumsum(gaps + 1) - 1] = counts
     return out
 
@@ -550,26 +555,61 @@ def is_guard(blob: bytes) -> bool:
 
 
 def guard_window(blob: bytes) -> float:
-    """The window of the guard a store saved (:func:`encode_guard`; 0.0: none)."""
-    return float(_GUARD.unpack_from(blob)[1]) if is_guard(blob) else 0.0
+    """The window of the guard a store saved (:func:`encode_guard`; 0.0: none); StoreError
+    when ``blob`` starts as one and is cut short."""
+    if not is_guard(blob):
+        return 0.0
+    try:
+        return float(_GUARD.unpack_from(blob)[1])
+    except struct.error as exc:
+        raise _damaged(blob, exc) from exc
 
 
 def load_guard(common: CommonShingles, blob: bytes) -> None:
     """Set ``common``'s counts to those a store saved: by :func:`encode_guard`, by
-    :func:`encode_counts` or by :meth:`~neardup.engine.templates.CommonShingles.to_bytes`."""
+    :func:`encode_counts` or by :meth:`~neardup.engine.templates.CommonShingles.to_bytes`.
+    A saved table that does not read as one (a store damaged, or written by something else)
+    raises StoreError, saying so and how to mend it."""
+    try:
+        _load_guard(common, blob)
+    except (zlib.error, struct.error, ValueError, IndexError) as exc:
+        raise _damaged(blob, exc) from exc
+
+
+def _load_guard(common: CommonShingles, blob: bytes) -> None:
+    size = len(common.counts)
     if is_guard(blob):
-        _, _, filled, turns, size = _GUARD.unpack_from(blob)
-        last = decode_counts(blob[_GUARD.size : _GUARD.size + size])
-        fresh = decode_counts(blob[_GUARD.size + size :])
+        _, _, filled, turns, first = _GUARD.unpack_from(blob)
+        last = decode_counts(blob[_GUARD.size : _GUARD.size + first], size=size)
+        fresh = decode_counts(blob[_GUARD.size + first :], size=size)
         if last is None or fresh is None:
-            raise ValueError("the saved template guard's tables are damaged")
+            raise ValueError("its two turns are not count tables")
         common.set_turns(last, fresh, filled, turns)
         return
-    counts = decode_counts(blob)
+    counts = decode_counts(blob, size=size)
     if counts is None:
         common.load(blob)  # a table of every story, compressed whole
     else:
         common.set_counts(counts)
+
+
+class DamagedGuard(StoreError):
+    """A store's saved chrome table that does not read as one: ``problem`` says what is
+    wrong, the message also how to mend it."""
+
+    def __init__(self, problem: str) -> None:
+        super().__init__(
+            f"{problem}; restore the store from a backup, or rebuild it (move it away and run "
+            "neardup dedup again over what it held)"
+        )
+        self.problem = problem
+
+
+def _damaged(blob: bytes, exc: BaseException) -> DamagedGuard:
+    return DamagedGuard(
+        f"the store's saved chrome table ({len(blob):,} bytes) is damaged: it does not read "
+        f"as the template guard's counts ({exc or type(exc).__name__})"
+    )
 
 
 def _varints(values: list[int]) -> bytes:

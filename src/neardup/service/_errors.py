@@ -14,6 +14,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from ..engine.compact import DamagedGuard
 from ..errors import InputError, NeardupError
 from . import _models as m
 from ._middleware import SECURITY_HEADERS
@@ -103,16 +104,17 @@ class ServiceError(Exception):
 
 
 class StoreDamaged(ServiceError):
-    """The 503 of a store whose file is damaged: it will not mend by itself."""
+    """The 503 of a store whose file (or saved chrome table) is damaged: it will not mend
+    by itself."""
 
-    def __init__(self, detail: str) -> None:
+    def __init__(self, detail: str, what: str = "SQLite file") -> None:
         detail = " ".join(detail.split())
         if len(detail) > 200:
             detail = detail[:200] + "…"
         super().__init__(
             503,
             "damaged",
-            f"the store's SQLite file is damaged ({detail}): restore it from a backup, or "
+            f"the store's {what} is damaged ({detail}): restore it from a backup, or "
             "rebuild it by adding the documents again to a new store, then restart the "
             "service; the server's log has the file's path",
         )
@@ -205,13 +207,17 @@ def store_failure(exc: BaseException) -> ServiceError | None:
     """The 503 for an error a call to the store raised, or None when it is no store failure
     (a wrong input, or a bug: the 422 or 500 handlers answer those).
 
-    A store failure is a damaged SQLite file (:class:`StoreDamaged`), a SQLite or Redis
+    A store failure is a damaged SQLite file or saved chrome table (:class:`StoreDamaged`;
+    :class:`~neardup.engine.compact.DamagedGuard`), a SQLite or Redis
     error that says the store cannot be used now (locked, unreachable, timed out), an
     OSError, or a NeardupError other than an InputError
     (:class:`~neardup.errors.StoreError` included), raised itself or as the cause."""
     chain = _chain(exc)
     if isinstance(exc, InputError):
         return None
+    guard = [e for e in chain if isinstance(e, DamagedGuard)]
+    if guard:  # the learned chrome's saved table: it will not mend by itself either
+        return StoreDamaged(guard[0].problem.rpartition(" is damaged: ")[2], "saved chrome table")
     if any(_damaged(e) for e in chain):
         # SQLite's own words, without the file's path that the store's errors add
         sqlite = [e for e in chain if isinstance(e, sqlite3.DatabaseError)]
