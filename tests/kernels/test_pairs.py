@@ -405,5 +405,8 @@ def test_nonzero_slots_is_flatnonzero(values: list[int], zeros: int) -> None:
     from neardup.kernels import _pairs
 
     counts = np.array(values + [0] * zeros, dtype=np.uint8)
-    found = _pairs.nonzero_slots(counts, int(np.count_nonzero(counts)))
+    n = int(np.count_nonzero(counts))
+    found = _pairs.nonzero_slots(counts, n)
     assert found.dtype == np.int64 and np.array_equal(found, np.flatnonzero(counts))
+    fewer = max(0, n - 2)  # told of fewer: the first of them, and nothing written past
+    assert np.array_equal(_pairs.nonzero_slots(counts, fewer), np.flatnonzero(counts)[:fewer])
