@@ -80,10 +80,21 @@ def neardup_worker(url: str, docs: Docs, batch: int, start: Any, out: Any) -> No
     with Deduper(store=url, explain=False) as dd:
         start.wait()
         t0 = time.perf_counter()
+        written = _written()
         dups = 0
         for i in range(0, len(docs), batch):
             dups += sum(d.is_duplicate for d in dd.check_and_add_many(docs[i : i + batch]))
-        out.put((len(docs), time.perf_counter() - t0, dups, dd.retries))
+        out.put((len(docs), time.perf_counter() - t0, dups, dd.retries, _written() - written))
+
+
+def _written() -> int:
+    """The bytes this process has caused to be written to disk (Linux: /proc/self/io's
+    write_bytes; 0 elsewhere)."""
+    try:
+        with open("/proc/self/io") as f:
+            return next(int(line.split()[1]) for line in f if line.startswith("write_bytes"))
+    except (OSError, StopIteration):
+        return 0
 
 
 def datasketch_worker(
@@ -110,13 +121,14 @@ def datasketch_worker(
         m.update_batch([g.encode("utf-8") for g in grams])
         dups += bool(lsh.query(m))
         lsh.insert(doc_id, m, check_duplication=False)
-    out.put((len(docs), time.perf_counter() - t0, dups, 0))
+    out.put((len(docs), time.perf_counter() - t0, dups, 0, 0))
 
 
 def run(
     target: Callable[..., None], args: tuple[Any, ...], docs: Docs, procs: int, batch: int
-) -> tuple[float, float, int, int]:
-    """(docs/s of the whole run, docs/s per process, duplicates found, retries)."""
+) -> tuple[float, float, int, int, int]:
+    """(docs/s of the whole run, docs/s per process, duplicates found, retries, bytes the
+    processes wrote to disk)."""
     ctx = multiprocessing.get_context("fork")
     start = ctx.Barrier(procs)
     out = ctx.Queue()
@@ -132,7 +144,8 @@ def run(
     n = sum(r[0] for r in results)
     wall = max(r[1] for r in results)
     per = statistics.median(r[0] / r[1] for r in results)
-    return n / wall, per, sum(r[2] for r in results), sum(r[3] for r in results)
+    written = sum(r[4] for r in results)
+    return n / wall, per, sum(r[2] for r in results), sum(r[3] for r in results), written
 
 
 def _redis_memory(port: int) -> int:
@@ -182,6 +195,12 @@ def _breakdown(backend: str, db: Path, port: int, namespace: str, docs: int) -> 
     ]
 
 
+def _written_cell(backend: str, runs: list[tuple[float, float, int, int, int]], n: int) -> str:
+    if not backend.startswith("sqlite"):
+        return "—"
+    return f"{statistics.median(x[4] for x in runs) / n / 1024:,.1f}"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--limit", type=int, default=10_000)
@@ -202,7 +221,7 @@ def main() -> int:
     docs = [(i, t) for i, t in docs if t.strip()]
     scratch = Path(tempfile.mkdtemp(prefix="neardup-store-bench-"))
     redis_proc, port = start_redis(scratch)
-    table: dict[tuple[str, int], list[tuple[float, float, int, int]]] = {}
+    table: dict[tuple[str, int], list[tuple[float, float, int, int, int]]] = {}
     sizes: dict[str, list[float]] = {}
     breakdowns: dict[str, list[str]] = {}
     try:
@@ -247,9 +266,9 @@ def main() -> int:
     print(header(f"Check-and-add throughput, {len(docs):,} hkcnews articles, batch {args.batch}"))
     print(
         "| store | processes | docs/s (all) | docs/s per process | duplicates | retries "
-        "| bytes per document |"
+        "| bytes per document | KiB written to disk per document |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for (backend, procs), runs in table.items():
         name = "datasketch MinHashLSH (Redis)" if backend == "datasketch" else f"neardup {backend}"
         if backend in ("sqlite", "redis"):
@@ -260,11 +279,14 @@ def main() -> int:
             f"| {statistics.median(x[1] for x in runs):,.0f} "
             f"| {statistics.median(x[2] for x in runs):,.0f} "
             f"| {statistics.median(x[3] for x in runs):,.0f} "
-            f"| {'—' if per_doc is None else f'{per_doc:,.0f}'} |"
+            f"| {'—' if per_doc is None else f'{per_doc:,.0f}'} "
+            f"| {_written_cell(backend, runs, len(docs))} |"
         )
     print(
         "\nBytes per document: the SQLite file after a checkpoint, Redis's `used_memory` "
-        "(INFO memory) after the run less before it; memory:// is not measured."
+        "(INFO memory) after the run less before it; memory:// is not measured. Written to "
+        "disk: what the deciding processes caused to be written (/proc/self/io write_bytes: "
+        "SQLite's WAL and its checkpoints), SQLite only (redis-server writes its own)."
     )
     for name, lines in breakdowns.items():
         print(f"\nWhere the bytes go, {name}:")
