@@ -56,6 +56,14 @@ def _one_line(stderr: str) -> str:
     return lines[0]
 
 
+def _refused(src: Path, db: Path, tmp_path: Path) -> str:
+    """The one line ``neardup dedup`` of ``src`` into the store ``db`` exits 2 with."""
+    out = ["-o", str(tmp_path / "u2"), "--clusters", str(tmp_path / "c2"), "-q"]
+    r = _neardup("dedup", str(src), "--db", str(db), *out)
+    assert r.returncode == 2
+    return _one_line(r.stderr)
+
+
 def test_a_sqlite_file_overwritten_in_the_middle_is_one_line_everywhere(tmp_path: Path) -> None:
     src, db = _filled(tmp_path)
     size = db.stat().st_size
@@ -63,10 +71,7 @@ def test_a_sqlite_file_overwritten_in_the_middle_is_one_line_everywhere(tmp_path
     with db.open("r+b") as f:  # 200 KB of garbage in the middle
         f.seek(size // 2)
         f.write(os.urandom(200_000))
-    out = ["-o", str(tmp_path / "u2"), "--clusters", str(tmp_path / "c2"), "-q"]
-    r = _neardup("dedup", str(src), "--db", str(db), *out)
-    assert r.returncode == 2
-    line = _one_line(r.stderr)
+    line = _refused(src, db, tmp_path)
     assert line.startswith(
         f"neardup: error: store sqlite:///{db}: database disk image is malformed"
     )
@@ -88,10 +93,7 @@ def test_a_sqlite_file_whose_header_is_gone_is_no_database(tmp_path: Path) -> No
     src, db = _filled(tmp_path, stories=20)
     with db.open("r+b") as f:
         f.write(b"\0" * 100)
-    r = _neardup("dedup", str(src), "--db", str(db), "-o", str(tmp_path / "u2"),
-                 "--clusters", str(tmp_path / "c2"), "-q")  # fmt: skip
-    assert r.returncode == 2
-    line = _one_line(r.stderr)
+    line = _refused(src, db, tmp_path)
     assert f"sqlite:///{db}: file is not a database; the file is damaged" in line
     r = _neardup("store", "check", "--db", str(db))
     assert r.returncode == 1
@@ -158,10 +160,7 @@ def test_a_damaged_chrome_table_is_one_line_and_check_names_it(tmp_path: Path, d
             "slots": compact.encode_counts(np.ones(1 << 10, dtype=np.uint8)),
         }[damage]
         con.execute("UPDATE meta SET value = ? WHERE key = 'common'", (head + broken,))
-    out = ["-o", str(tmp_path / "u2"), "--clusters", str(tmp_path / "c2"), "-q"]
-    r = _neardup("dedup", str(src), "--db", str(db), *out)
-    assert r.returncode == 2
-    line = _one_line(r.stderr)
+    line = _refused(src, db, tmp_path)
     assert line.startswith(
         f"neardup: error: the store's saved chrome table ({len(broken):,} bytes)"
     )

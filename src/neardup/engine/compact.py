@@ -595,22 +595,21 @@ def _load_guard(common: CommonShingles, blob: bytes) -> None:
 
 
 class DamagedGuard(StoreError):
-    """A store's saved chrome table that does not read as one: ``problem`` says what is
-    wrong, the message also how to mend it."""
+    """A store's saved chrome table (``size`` bytes) that does not read as one: ``problem``
+    says so and why (``reason``), the message also how to mend it."""
 
-    def __init__(self, problem: str) -> None:
+    def __init__(self, size: int, reason: str) -> None:
+        self.reason = reason
+        self.problem = f"the store's saved chrome table ({size:,} bytes) is damaged: {reason}"
         super().__init__(
-            f"{problem}; restore the store from a backup, or rebuild it (move it away and run "
-            "neardup dedup again over what it held)"
+            f"{self.problem}; restore the store from a backup, or rebuild it (move it away and "
+            "run neardup dedup again over what it held)"
         )
-        self.problem = problem
 
 
 def _damaged(blob: bytes, exc: BaseException) -> DamagedGuard:
-    return DamagedGuard(
-        f"the store's saved chrome table ({len(blob):,} bytes) is damaged: it does not read "
-        f"as the template guard's counts ({exc or type(exc).__name__})"
-    )
+    why = f"it does not read as the template guard's counts ({exc or type(exc).__name__})"
+    return DamagedGuard(len(blob), why)
 
 
 def _varints(values: list[int]) -> bytes:

@@ -217,7 +217,7 @@ def store_failure(exc: BaseException) -> ServiceError | None:
         return None
     guard = [e for e in chain if isinstance(e, DamagedGuard)]
     if guard:  # the learned chrome's saved table: it will not mend by itself either
-        return StoreDamaged(guard[0].problem.rpartition(" is damaged: ")[2], "saved chrome table")
+        return StoreDamaged(guard[0].reason, "saved chrome table")
     if any(_damaged(e) for e in chain):
         # SQLite's own words, without the file's path that the store's errors add
         sqlite = [e for e in chain if isinstance(e, sqlite3.DatabaseError)]
