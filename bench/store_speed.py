@@ -3,12 +3,16 @@ datasketch's own Redis-backed MinHash LSH, in the same run.
 
     python bench/store_speed.py [--limit 10000] [--procs 1 2 4] [--rounds 3] [--batch 64]
     python bench/store_speed.py --limit 10000 --procs 1 --rounds 1 --breakdown   # sizes only
+    python bench/store_speed.py --limit 48005 --growth 8000 --backends sqlite   # as it fills
 
 ``--backends`` picks the stores: ``memory``, ``sqlite`` and ``redis`` (compact, the default for
 a new store), ``sqlite-full`` and ``redis-full`` (``format=full``: whole sketches, one key or
 row per bucket entry), ``datasketch``. ``--breakdown`` also prints where each store's bytes
 go (SQLite: each table and index, from ``dbstat``; Redis: each kind of key, from ``MEMORY
-USAGE``).
+USAGE``). ``--growth N`` measures instead how a store's cost changes as it fills: one process
+feeds all ``--limit`` articles into a fresh store of each backend, and every N documents the
+table gets a row of the documents a second, the KiB written to disk a document (SQLite) and
+the store's size, over the last N.
 
 The first ``--limit`` articles of ../shared/corpus/hkcnews-zh-hans.jsonl.gz are dealt out to
 the processes in turn; every process opens its own Deduper on the shared store, waits at a
@@ -85,6 +89,58 @@ def neardup_worker(url: str, docs: Docs, batch: int, start: Any, out: Any) -> No
         for i in range(0, len(docs), batch):
             dups += sum(d.is_duplicate for d in dd.check_and_add_many(docs[i : i + batch]))
         out.put((len(docs), time.perf_counter() - t0, dups, dd.retries, _written() - written))
+
+
+def growth_worker(url: str, db: Path, docs: Docs, batch: int, every: int, out: Any) -> None:
+    """Fill a fresh store, a row every ``every`` documents: (documents so far, docs/s and
+    bytes written over the last ``every``, the file's bytes after a checkpoint)."""
+    from neardup import Deduper
+
+    rows = []
+    with Deduper(store=url, explain=False) as dd:
+        t0, w0, last = time.perf_counter(), _written(), 0
+        for i in range(0, len(docs), batch):
+            dd.check_and_add_many(docs[i : i + batch])
+            n = min(i + batch, len(docs))
+            if n - last >= every or n == len(docs):
+                t1, w1 = time.perf_counter(), _written()
+                size = db.stat().st_size if db.exists() else 0
+                rows.append((n, (n - last) / (t1 - t0), (w1 - w0) / (n - last), size))
+                t0, w0, last = time.perf_counter(), _written(), n
+    out.put(rows)
+
+
+def growth(args: argparse.Namespace, docs: Docs, scratch: Path, port: int) -> None:
+    """``--growth``: a table a backend, a row each ``args.growth`` documents."""
+    ctx = multiprocessing.get_context("fork")
+    for backend in args.backends:
+        if backend in ("memory", "datasketch"):
+            continue
+        tag = uuid.uuid4().hex[:8]
+        db = scratch / f"{tag}.db"
+        url = {
+            "sqlite": f"sqlite:///{db}",
+            "sqlite-full": f"sqlite:///{db}?format=full",
+            "redis": f"redis://127.0.0.1:{port}/0?namespace=b{tag}",
+            "redis-full": f"redis://127.0.0.1:{port}/0?namespace=b{tag}&format=full",
+        }[backend]
+        out = ctx.Queue()
+        proc = ctx.Process(target=growth_worker, args=(url, db, docs, args.batch, args.growth, out))
+        proc.start()
+        rows = out.get()
+        proc.join()
+        print(header(f"neardup {backend}: as it fills, one process, batch {args.batch}"))
+        print("| documents | docs/s | KiB written to disk per document | file MiB |")
+        print("|---:|---:|---:|---:|")
+        for n, rate, written, size in rows:
+            disk = f"{written / 1024:,.1f}" if backend.startswith("sqlite") else "—"
+            file = f"{size / 2**20:,.1f}" if backend.startswith("sqlite") else "—"
+            print(f"| {n:,} | {rate:,.0f} | {disk} | {file} |")
+        print(
+            f"\nEach row: the {args.growth:,} documents before it (the file: its size then, "
+            "before a checkpoint). Command: python bench/store_speed.py --growth "
+            f"{args.growth} --limit {args.limit} --batch {args.batch} --backends {backend}\n"
+        )
 
 
 def _written() -> int:
@@ -213,6 +269,9 @@ def main() -> int:
         default=["memory", "sqlite", "sqlite-full", "redis", "redis-full", "datasketch"],
     )
     parser.add_argument("--breakdown", action="store_true", help="where each store's bytes go")
+    parser.add_argument(
+        "--growth", type=int, default=0, help="a row every N documents as one process fills a store"
+    )
     args = parser.parse_args()
     try:
         docs = [(str(d["id"]), str(d.get("text") or "")) for d in read_jsonl(CORPUS, args.limit)]
@@ -221,6 +280,14 @@ def main() -> int:
     docs = [(i, t) for i, t in docs if t.strip()]
     scratch = Path(tempfile.mkdtemp(prefix="neardup-store-bench-"))
     redis_proc, port = start_redis(scratch)
+    if args.growth:
+        try:
+            growth(args, docs, scratch, port)
+        finally:
+            redis_proc.terminate()
+            redis_proc.wait()
+            shutil.rmtree(scratch, ignore_errors=True)
+        return 0
     table: dict[tuple[str, int], list[tuple[float, float, int, int, int]]] = {}
     sizes: dict[str, list[float]] = {}
     breakdowns: dict[str, list[str]] = {}

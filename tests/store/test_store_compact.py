@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from neardup import ConfigError, Deduper
+from neardup import ConfigError, Deduper, StoreError
 from neardup import deduper as deduper_module
 from neardup.engine import bucket_keys
 from neardup.engine.compact import Compact
@@ -157,15 +157,195 @@ def test_the_lookup_table_grows_one_shard_at_a_time(
     """Linear hashing: as records come, shards split one by one, and every record stays
     where a lookup finds it."""
     monkeypatch.setattr(sqlite_compact, "_CAP", 4)
+    monkeypatch.setattr(sqlite_compact, "_FOLD_MIN", 64 * 3)  # a fold every few documents
     docs = corpus(66, 30, 0)
     url = f"sqlite:///{tmp_path / 's.db'}"
     with Deduper(store=url, explain=False) as dd:
         for i, t, _ in docs:
             dd.check_and_add(i, t)
         layout = dd.store._layout()  # type: ignore[attr-defined]
-        assert layout.count == 64 * 30 and layout.size > 64 * 30 // 8
+        assert 64 * 20 < layout.count <= 64 * 30 and layout.size > 64 * 20 // 8
         for i, t, _ in docs:
             keys = bucket_keys(dd.sketch(t))
             found = dd.store.buckets(keys)
             assert all(i in {m[1] for m in found[k]} for k in keys)
         assert dd.store.check() == []
+        dd.store.reclaim()  # the log folded in whole
+        layout = dd.store._layout()  # type: ignore[attr-defined]
+        assert layout.count == 64 * 30 and layout.size > 64 * 30 // 8
+        assert dd.stats()["bucket_entries"] == 64 * 30
+        assert dd.store.check() == []
+
+
+def _logged(path: Path) -> tuple[int, list[int]]:
+    """The shards written and the records of each row of the log, read from the file."""
+    with sqlite3.connect(path) as con:
+        (shards,) = con.execute("SELECT count(*) FROM lsh").fetchone()
+        rows = con.execute("SELECT length(records) FROM lsh_log ORDER BY pos").fetchall()
+    return int(shards), [int(n) // 9 for (n,) in rows]
+
+
+def test_a_batch_appends_its_records_to_the_log_and_another_process_finds_them(
+    tmp_path: Path,
+) -> None:
+    """A batch writes its records once, in one row of the log, and rewrites no shard; a
+    store opened on the same file (another process) finds them there, and the next ones."""
+    path = tmp_path / "s.db"
+    url = f"sqlite:///{path}"
+    docs = corpus(67, 12, 0)
+    other = open_store(url)
+    with Deduper(store=url, explain=False) as dd:
+        dd.check_and_add_many([(i, t) for i, t, _ in docs[:6]])
+        assert _logged(path) == (0, [64 * 6])
+        dd.check_and_add_many([(i, t) for i, t, _ in docs[6:9]])
+        dd.check_and_add_many([(i, t) for i, t, _ in docs[9:]])
+        assert _logged(path) == (0, [64 * 6, 64 * 3, 64 * 3])
+        assert dd.stats()["bucket_entries"] == 64 * 12
+        for i, t, _ in docs:
+            keys = bucket_keys(dd.sketch(t))
+            found = other.buckets(keys)
+            assert all([m[1] for m in found[k]] == [i] for k in keys)
+    assert other.check() == []
+    other.close()
+
+
+def test_a_fold_moves_the_log_into_the_shards_a_slice_a_batch_and_lookups_miss_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once the log holds its share of the table, the batches that follow fold it into the
+    shards a slice each, and the last deletes the rows folded; before, during and after,
+    another process's lookups find every record once."""
+    monkeypatch.setattr(sqlite_compact, "_FOLD_MIN", 64 * 4)
+    monkeypatch.setattr(sqlite_compact, "_FOLD_STEPS", 3)
+    path = tmp_path / "s.db"
+    url = f"sqlite:///{path}"
+    docs = corpus(68, 24, 0)
+    other = open_store(url)
+    states = set()
+    with Deduper(store=url, explain=False) as dd:
+        for n, (i, t, _) in enumerate(docs):
+            dd.check_and_add(i, t)
+            with sqlite3.connect(path) as con:
+                going = con.execute("SELECT value FROM meta WHERE key = 'lsh_fold'").fetchone()
+            states.add("folding" if going else "logging")
+            for j, u, _ in docs[: n + 1]:
+                keys = bucket_keys(dd.sketch(u))
+                found = other.buckets(keys)
+                assert all([m[1] for m in found[k]] == [j] for k in keys)
+        shards, rows = _logged(path)
+        assert shards > 0 and sum(rows) < 64 * 24
+        assert other.check() == [] and dd.store.check() == []
+    assert states == {"folding", "logging"}
+    other.close()
+
+
+def test_decisions_do_not_depend_on_when_the_log_is_folded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    docs = [(i, t) for i, t, _ in corpus(69, 30, 3)]
+
+    def decided(name: str) -> list[tuple[object, ...]]:
+        with Deduper(store=f"sqlite:///{tmp_path / name}", explain=False) as dd:
+            out = [
+                d for k in range(0, len(docs), 7) for d in dd.check_and_add_many(docs[k : k + 7])
+            ]
+        return [(d.id, d.is_duplicate, d.duplicate_of, d.cluster, d.score, d.measure) for d in out]
+
+    never = decided("never.db")
+    monkeypatch.setattr(sqlite_compact, "_FOLD_MIN", 64)
+    monkeypatch.setattr(sqlite_compact, "_FOLD_STEPS", 2)
+    assert decided("often.db") == never
+    assert sum(d[1] for d in never) > 30  # the reprints are found
+
+
+def test_a_batch_rolled_back_leaves_the_log_and_the_fold_as_they_were(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch that fails after writing its records (the disk full, say) takes them back,
+    and its fold step too; the process's copy of the log still matches the file."""
+    monkeypatch.setattr(sqlite_compact, "_FOLD_MIN", 64 * 3)
+    monkeypatch.setattr(sqlite_compact, "_FOLD_STEPS", 4)
+    path = tmp_path / "s.db"
+    url = f"sqlite:///{path}"
+    docs = corpus(70, 16, 0)
+    inserted = sqlite_compact.CompactSQLiteStore._inserted
+    failing = {"now": False}
+
+    def flaky(self: sqlite_compact.CompactSQLiteStore) -> None:
+        inserted(self)
+        if failing["now"]:
+            raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(sqlite_compact.CompactSQLiteStore, "_inserted", flaky)
+    with Deduper(store=url, explain=False) as dd:
+        for n, (i, t, _) in enumerate(docs):
+            failing["now"] = n % 3 == 1
+            if failing["now"]:
+                with pytest.raises(StoreError, match="disk is full"):
+                    dd.check_and_add(i, t)
+                continue
+            dd.check_and_add(i, t)
+        added = [(i, t) for n, (i, t, _) in enumerate(docs) if n % 3 != 1]
+        failing["now"] = False
+        for i, t in added:
+            keys = bucket_keys(dd.sketch(t))
+            assert all([m[1] for m in dd.store.buckets(keys)[k]] == [i] for k in keys)
+        assert dd.stats()["documents"] == len(added)
+        assert dd.store.check() == []
+        dd.store.reclaim()
+        assert dd.stats()["bucket_entries"] == 64 * len(added)
+
+
+def test_a_compact_file_of_the_version_before_the_log_opens_and_takes_one(
+    tmp_path: Path,
+) -> None:
+    """A compact file written before the log (every record in its shard, no ``lsh_log``)
+    reads as it was — also read-only, where it is not upgraded — and takes the log when a
+    process opens it to write."""
+    path = tmp_path / "old.db"
+    url = f"sqlite:///{path}"
+    docs = corpus(71, 10, 0)
+    with Deduper(store=url, explain=False) as dd:
+        dd.check_and_add_many([(i, t) for i, t, _ in docs[:6]])
+        dd.store.reclaim()
+    with sqlite3.connect(path) as con:
+        con.execute("DROP TABLE lsh_log")
+        con.execute("DELETE FROM meta WHERE key = 'lsh_folded'")
+    old = open_store(url, readonly=True)
+    assert old.stats()["bucket_entries"] == 64 * 6 and old.check() == []
+    probe = Deduper(explain=False)
+    keys = bucket_keys(probe.sketch(docs[0][1]))
+    assert all([m[1] for m in old.buckets(keys)[k]] == [docs[0][0]] for k in keys)
+    with Deduper(store=url, explain=False) as dd:
+        again = dd.check_and_add("again", docs[0][1])
+        assert again.duplicate_of == docs[0][0]
+        dd.check_and_add_many([(i, t) for i, t, _ in docs[6:]])
+        assert _logged(path) == (_logged(path)[0], [64 * 4])
+        assert dd.stats()["bucket_entries"] == 64 * 10 and dd.store.check() == []
+    assert old.stats()["bucket_entries"] == 64 * 10  # it sees the log now
+    old.close()
+
+
+def test_a_torn_row_of_the_log_or_a_shard_is_a_store_error_and_check_names_it(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "s.db"
+    url = f"sqlite:///{path}"
+    docs = [(i, t) for i, t, _ in corpus(72, 4, 0)]
+    with Deduper(store=url, explain=False) as dd:
+        dd.check_and_add_many(docs)
+    with sqlite3.connect(path) as con:
+        con.execute("UPDATE lsh_log SET records = substr(records, 1, 100)")
+    with Deduper(store=url, explain=False) as dd:
+        with pytest.raises(StoreError, match=r"is damaged: a log row of 100 bytes .*store check"):
+            dd.check_and_add("later", "转载：" + docs[0][1])
+        problems = dd.store.check()
+    assert problems == ["1 rows of the LSH log are not whole records"]
+    with sqlite3.connect(path) as con:
+        con.execute("DELETE FROM lsh_log")
+        con.execute("INSERT INTO lsh VALUES (3, x'0102')")
+    with (
+        Deduper(store=url, explain=False) as dd,
+        pytest.raises(StoreError, match="is damaged: a shard of 2 bytes"),
+    ):
+        dd.store.buckets([3 + 256])  # a key of shard 3

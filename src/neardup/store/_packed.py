@@ -37,7 +37,20 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["KEY_MASK", "LEVEL", "RECORD", "Layout", "keys40", "pack", "sized", "split", "unpack"]
+__all__ = [
+    "KEY_MASK",
+    "LEVEL",
+    "LOG_RECORD",
+    "RECORD",
+    "Layout",
+    "keys40",
+    "pack",
+    "pack_log",
+    "sized",
+    "split",
+    "unpack",
+    "unpack_log",
+]
 
 U64 = npt.NDArray[np.uint64]
 I64 = npt.NDArray[np.int64]
@@ -49,6 +62,10 @@ LEVEL = 8
 _LOW = np.uint64(0xFF)
 
 _DTYPE = np.dtype([("key", "<u4"), ("seq", "<u4")])
+#: A record of the log of records not yet in their shards: the whole 40-bit key (no shard
+#: says its low bits) and the sequence number, 9 bytes, little-endian.
+_LOG_DTYPE = np.dtype([("low", "<u4"), ("high", "u1"), ("seq", "<u4")])
+LOG_RECORD = _LOG_DTYPE.itemsize
 
 
 def keys40(bucket_keys: list[int]) -> U64:
@@ -73,6 +90,30 @@ def unpack(blob: bytes, shard: int | npt.NDArray[np.int64]) -> tuple[U64, I64]:
     rec = np.frombuffer(blob, dtype=_DTYPE)
     low = np.asarray(shard).astype(np.uint64) & _LOW
     keys: U64 = (rec["key"].astype(np.uint64) << np.uint64(8)) | low
+    return keys, rec["seq"].astype(np.int64)
+
+
+def pack_log(keys: U64, seqs: I64) -> bytes:
+    """Log records for ``keys`` (40-bit) and ``seqs``.
+
+    >>> keys, seqs = unpack_log(pack_log(np.array([0xAB_1234_5678], dtype=np.uint64),
+    ...                                  np.array([7], dtype=np.int64)))
+    >>> hex(int(keys[0])), seqs.tolist()
+    ('0xab12345678', [7])
+    """
+    rec = np.empty(len(keys), dtype=_LOG_DTYPE)
+    rec["low"] = (keys & np.uint64(0xFFFF_FFFF)).astype(np.uint32)
+    rec["high"] = (keys >> np.uint64(32)).astype(np.uint8)
+    rec["seq"] = seqs.astype(np.uint32)
+    return rec.tobytes()
+
+
+def unpack_log(blob: bytes) -> tuple[U64, I64]:
+    """The keys and sequence numbers of log records (ValueError if not whole records)."""
+    if len(blob) % LOG_RECORD:
+        raise ValueError(f"a log row of {len(blob)} bytes is not whole records of {LOG_RECORD}")
+    rec = np.frombuffer(blob, dtype=_LOG_DTYPE)
+    keys: U64 = rec["low"].astype(np.uint64) | (rec["high"].astype(np.uint64) << np.uint64(32))
     return keys, rec["seq"].astype(np.int64)
 
 

@@ -10,6 +10,14 @@ The file and its guarantees are the SQLite store's (:mod:`neardup.store.sqlite`:
   later document is verified against it (they find the documents of its story that were
   kept).
 - ``lsh``: the LSH buckets packed in shards of 8-byte records (:mod:`._packed`).
+- ``lsh_log``: the records of the batches since the last fold, a row a batch, in the order
+  they came. A batch appends its 64 records a document there — written once, together —
+  instead of rewriting the 64 shards they belong to: rewriting them wrote a page of the
+  file for each record, about 250 KiB a document once the table outgrew a batch's records.
+  Once the log holds a quarter of the records the shards hold (at most 2^21), the batches
+  that follow fold it into the shards a slice of the table at a time, and the last one
+  deletes the rows folded. Each process keeps the log's records in memory (read once, row
+  by row as they come), so a lookup reads the shards and that copy.
 - ``log``: the template-guard slots of each story since the last saved count table, so that
   other processes count them without a sketch; saving the table (``meta``) empties it.
 - ``texts`` (``?keep_text=1``): the prepared texts, compressed, for people — the page's
@@ -41,11 +49,23 @@ from ..engine.compact import (
 )
 from ..engine.decide import story_codes
 from ..engine.templates import CommonShingles
-from ..errors import ConfigError
+from ..errors import ConfigError, StoreError
 from ..hashing import signed64
 from ..shingling import distinct
 from . import BandKey, Entry, LogPage, NewEntry, Stored
-from ._packed import LEVEL, RECORD, Layout, keys40, pack, sized, split, unpack
+from ._packed import (
+    LEVEL,
+    LOG_RECORD,
+    RECORD,
+    Layout,
+    keys40,
+    pack,
+    pack_log,
+    sized,
+    split,
+    unpack,
+    unpack_log,
+)
 from .sqlite import SQLiteStore, _db, _guarded, _ids, _py
 
 __all__ = ["CompactSQLiteStore"]
@@ -74,6 +94,7 @@ CREATE INDEX IF NOT EXISTS docs_ts ON docs (ts);
 CREATE INDEX IF NOT EXISTS docs_extends ON docs (extends) WHERE extends IS NOT NULL AND kept = 1;
 CREATE TABLE IF NOT EXISTS exact (text_key INTEGER PRIMARY KEY, seq INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS lsh (shard INTEGER PRIMARY KEY, records BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS lsh_log (pos INTEGER PRIMARY KEY AUTOINCREMENT, records BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS log (
     pos INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL, slots BLOB NOT NULL
 );
@@ -91,6 +112,17 @@ _CAP = 32
 #: the log is folded into a saved count table once it holds this many bytes, or as many
 #: as the last saved table, whichever is more
 _LOG_BYTES = 2 << 20
+#: the records of ``lsh_log`` are folded into the shards once they are this share of the
+#: records the shards hold (so the table is rewritten once for each quarter it grows) ...
+_FOLD_SHARE = 4
+#: ... or this many (what a process keeps of the log in memory: about 16 bytes a record),
+#: and never fewer than this many
+_FOLD_MAX = 1 << 21
+_FOLD_MIN = 1 << 15
+#: records of the shards a batch rewrites while a fold goes on, at most (the fold takes at
+#: least _FOLD_STEPS batches)
+_FOLD_SLICE = 1 << 21
+_FOLD_STEPS = 8
 
 
 def _measure(value: Any) -> str | None:
@@ -126,6 +158,8 @@ class CompactSQLiteStore(SQLiteStore):
     ) -> None:
         self.keep_text = keep_text
         self._records: list[tuple[list[int], int]] = []  # (bucket keys, seq) of a batch
+        self._log = _Log()  # this process's copy of the rows of lsh_log not folded yet
+        self._has_log = False  # whether the file has lsh_log (one of an earlier version may not)
         super().__init__(path, timeout=timeout, readonly=readonly)
         if not readonly:
             self.keep_text = self._keeps_text()
@@ -205,27 +239,98 @@ class CompactSQLiteStore(SQLiteStore):
             self._db.execute("INSERT INTO texts VALUES (?, ?)", (seq, text))
 
     def _inserted(self) -> None:
-        """Put the batch's records in their shards (growing the table as it fills)."""
+        """Append the batch's records to the log of records (one row), after taking the
+        fold of the log into the shards a step further, if one is due or going on."""
         if not self._records:
             return
         keys = np.concatenate([keys40(k) for k, _ in self._records])
         seqs = np.concatenate([np.full(len(k), seq, dtype=np.int64) for k, seq in self._records])
         self._records = []
+        self._fold_step()
+        self._db.execute("INSERT INTO lsh_log (records) VALUES (?)", (pack_log(keys, seqs),))
+
+    def _recent(self) -> _Log:
+        """This process's copy of the log of records, brought up to date: the rows folded
+        since it was read let go, the rows added since read (inside the caller's transaction,
+        or under the lock: what the file holds now)."""
+        log = self._log
+        if not self._has_log:
+            self._has_log = (
+                self._db.execute(
+                    "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'lsh_log'"
+                ).fetchone()
+                is not None
+            )
+            if not self._has_log:  # a file of an earlier version, opened read-only
+                return log
+        log.forget(int(self._meta("lsh_folded") or 0))
+        rows = self._db.execute(
+            "SELECT pos, records FROM lsh_log WHERE pos > ? ORDER BY pos", (log.last,)
+        ).fetchall()
+        try:
+            log.add(rows)
+        except ValueError as exc:
+            raise self._damaged(exc) from exc
+        return log
+
+    def _read_shards(self, shards: list[int]) -> tuple[Any, Any, Any]:
+        """The records of ``shards`` (see :func:`_records_of`); a StoreError if damaged."""
+        try:
+            return _records_of(self._shards(shards))
+        except ValueError as exc:
+            raise self._damaged(exc) from exc
+
+    def _damaged(self, exc: ValueError) -> StoreError:
+        return StoreError(
+            f"store {self.url} is damaged: {exc}; restore it from a backup, or rebuild it (move "
+            "it away and run neardup dedup again over what it held); neardup store check "
+            "lists what is wrong"
+        )
+
+    def _fold_step(self) -> None:
+        """Fold the log's records into their shards, a slice of the table a batch: start a
+        fold once the log has grown past its share of the table, take one going on a slice
+        further, and end it (the rows folded deleted, the table grown) at the last slice.
+        Every record stays where a lookup finds it meanwhile: a record folded and not yet
+        deleted from the log is found twice, and a lookup counts it once."""
+        log = self._recent()
         layout = self._layout()
+        going = self._meta("lsh_fold")
+        if going is None:
+            due = max(_FOLD_MIN, min(layout.count // _FOLD_SHARE, _FOLD_MAX))
+            if len(log) < due:
+                return
+            upto, start, size = log.last, 0, layout.size
+        else:
+            upto, start, size = json.loads(going)
+        if size != layout.size:  # the table grew meanwhile (by a reclaim): start again
+            start, size = 0, layout.size
+        steps = max(_FOLD_STEPS, -(-(layout.count + len(log)) // _FOLD_SLICE))
+        end = min(size, start + -(-size // steps))
         floor = self._floor()
+        keys, seqs = log.records(upto)
         shards = layout.shards(keys)
-        wanted = distinct(shards).tolist()
-        old = self._shards(wanted)
-        old_keys, old_seqs, old_shards = _records_of(old)
+        mine = (shards >= start) & (shards < end) & (seqs >= floor)
+        keys, seqs, shards = keys[mine], seqs[mine], shards[mine]
+        old_keys, old_seqs, old_shards = self._read_shards(distinct(shards).tolist())
         live = old_seqs >= floor
-        every = (
+        every = _unique_records(
             np.concatenate((old_shards[live], shards)),
             np.concatenate((old_keys[live], keys)),
             np.concatenate((old_seqs[live], seqs)),
         )
         self._put_shards(_by_shard(*every))
-        count = layout.count + len(keys) - int((~live).sum())
-        layout = split(layout._replace(count=count), self._shards, self._put_shards, floor)
+        layout = layout._replace(count=layout.count + len(every[0]) - len(old_seqs))
+        if end < size:
+            self._db.execute(
+                "INSERT OR REPLACE INTO meta VALUES ('lsh_fold', ?)",
+                (json.dumps([upto, end, size]),),
+            )
+        else:  # the last slice: the rows folded go, and the table grows for what came
+            self._db.execute("DELETE FROM lsh_log WHERE pos <= ?", (upto,))
+            self._db.execute("DELETE FROM meta WHERE key = 'lsh_fold'")
+            self._db.execute("INSERT OR REPLACE INTO meta VALUES ('lsh_folded', ?)", (upto,))
+            layout = split(layout, self._shards, self._put_shards, floor)
         self._db.execute(
             "INSERT OR REPLACE INTO meta VALUES ('lsh', ?)", (json.dumps(list(layout)),)
         )
@@ -267,12 +372,17 @@ class CompactSQLiteStore(SQLiteStore):
         wanted: list[BandKey] = list(set(keys))
         if not wanted:
             return {}
+        short = keys40(wanted)
+        asked = distinct(short)
         with self._lock:
             layout = self._layout()
-        short = keys40(wanted)
-        found, seqs, _ = _records_of(self._shards(distinct(layout.shards(short)).tolist()))
-        hit = _member(distinct(short), found)
-        found, seqs = found[hit], seqs[hit]
+            recent = self._recent().find(asked)
+        found, seqs, _ = self._read_shards(distinct(layout.shards(short)).tolist())
+        hit = _member(asked, found)
+        found, seqs = (
+            np.concatenate((found[hit], recent[0])),
+            np.concatenate((seqs[hit], recent[1])),
+        )
         order = np.lexsort((seqs, found))
         found, seqs = found[order], seqs[order]
         alive = {
@@ -400,19 +510,27 @@ class CompactSQLiteStore(SQLiteStore):
                 keep = np.isin(q, live)
                 keys.append(k[keep])
                 seqs.append(q[keep])
-            count = sum(len(q) for q in seqs)
-            if count < layout.count:  # some went: rebuild the table for what is left
-                new = sized(count, layout.cap)
+            logged = self._recent()
+            if len(logged):  # the log's records too (those a fold took already, once)
+                k, q = logged.records(logged.last)
+                keep = np.isin(q, live)
+                keys.append(k[keep])
+                seqs.append(q[keep])
+            if len(logged) or sum(len(q) for q in seqs) < layout.count:  # rebuild, for the rest
                 every_key = np.concatenate(keys) if keys else np.zeros(0, dtype=np.uint64)
                 every_seq = np.concatenate(seqs) if seqs else np.zeros(0, dtype=np.int64)
-                order = np.argsort(every_seq, kind="stable")  # records in the order added
-                every_key, every_seq = every_key[order], every_seq[order]
+                _, every_key, every_seq = _unique_records(
+                    np.zeros(len(every_key), dtype=np.int64), every_key, every_seq
+                )  # in the order added
+                new = sized(len(every_key), layout.cap)
                 shards = new.shards(every_key)
+                self._db.execute("DELETE FROM lsh_log WHERE pos <= ?", (logged.last,))
+                self._db.execute("DELETE FROM meta WHERE key = 'lsh_fold'")
+                self._db.execute(
+                    "INSERT OR REPLACE INTO meta VALUES ('lsh_folded', ?)", (logged.last,)
+                )
                 self._db.execute("DELETE FROM lsh")
-                self._put_shards({
-                    int(s): pack(every_key[shards == s], every_seq[shards == s])
-                    for s in distinct(shards).tolist()
-                })  # fmt: skip
+                self._put_shards(_by_shard(shards, every_key, every_seq))
                 self._db.execute(
                     "INSERT OR REPLACE INTO meta VALUES ('lsh', ?)", (json.dumps(list(new)),)
                 )
@@ -458,7 +576,9 @@ class CompactSQLiteStore(SQLiteStore):
         return [_entry(r) for r in rows]
 
     def _bucket_entries(self) -> int:
-        return self._layout().count
+        """The records in the shards and in the log (one that a fold going on has put in
+        its shard already counted twice)."""
+        return self._layout().count + len(self._recent())
 
     @_guarded
     def stats(self, *, full: bool = False) -> dict[str, object]:
@@ -492,6 +612,12 @@ class CompactSQLiteStore(SQLiteStore):
             problems.append(f"{broken:,} LSH shards are damaged or out of the table")
         elif records != layout.count:
             problems.append(f"the LSH table counts {layout.count:,} records but holds {records:,}")
+        if "lsh_log" in {r[0] for r in db.execute("SELECT name FROM sqlite_master")}:
+            (torn,) = db.execute(
+                f"SELECT count(*) FROM lsh_log WHERE length(records) % {LOG_RECORD} != 0"
+            ).fetchone()
+            if torn:
+                problems.append(f"{torn:,} rows of the LSH log are not whole records")
         checks = (
             ("exact-text rows name no stored document",
              "SELECT count(*) FROM exact e LEFT JOIN docs d ON d.seq = e.seq WHERE d.seq IS NULL"),
@@ -516,6 +642,8 @@ def _records_of(blobs: Mapping[int, bytes]) -> tuple[Any, Any, Any]:
 
 def _by_shard(shards: Any, keys: Any, seqs: Any) -> dict[int, bytes]:
     """The blobs of the shards that records go to, each in the records' order."""
+    if len(shards) == 0:
+        return {}
     order = np.argsort(shards, kind="stable")
     shards, blob = shards[order], pack(keys[order], seqs[order])
     cuts = np.flatnonzero(np.diff(shards)) + 1
@@ -524,6 +652,90 @@ def _by_shard(shards: Any, keys: Any, seqs: Any) -> dict[int, bytes]:
     return {
         int(shards[a]): blob[a * RECORD : b * RECORD] for a, b in zip(starts, stops, strict=True)
     }
+
+
+def _unique_records(shards: Any, keys: Any, seqs: Any) -> tuple[Any, Any, Any]:
+    """Records (shard, key, sequence number) each once, in the order they were added (by
+    sequence number, then key: the order lookups read a bucket's members in)."""
+    order = np.lexsort((keys, seqs))
+    shards, keys, seqs = shards[order], keys[order], seqs[order]
+    new = np.ones(len(keys), dtype=np.bool_)
+    new[1:] = (keys[1:] != keys[:-1]) | (seqs[1:] != seqs[:-1])
+    return shards[new], keys[new], seqs[new]
+
+
+class _Log:
+    """A process's copy of the rows of ``lsh_log`` not folded yet: their records in runs
+    sorted by key (a run merged into the one before once it holds half as many records, so
+    each record is copied O(log n) times), with the row each came in."""
+
+    def __init__(self) -> None:
+        self.folded = 0  # rows up to this one were folded into the shards, and are gone
+        self.last = 0  # the last row read
+        self.runs: list[tuple[Any, Any, Any]] = []  # (keys, seqs, rows), sorted by key
+
+    def __len__(self) -> int:
+        return sum(len(keys) for keys, _, _ in self.runs)
+
+    def forget(self, folded: int) -> None:
+        """Rows up to ``folded`` were folded into the shards: let their records go."""
+        if folded <= self.folded:
+            return
+        if folded >= self.last:
+            self.runs, self.last = [], folded
+        else:
+            runs = [(k[r > folded], q[r > folded], r[r > folded]) for k, q, r in self.runs]
+            self.runs = [run for run in runs if len(run[0])]
+        self.folded = folded
+
+    def add(self, rows: Sequence[tuple[int, bytes]]) -> None:
+        """Take the records of rows read from the table (in order, after :attr:`last`)."""
+        if not rows:
+            return
+        parts = [unpack_log(bytes(blob)) for _, blob in rows]
+        sizes = [len(k) for k, _ in parts]
+        self.runs.append(
+            _sorted(
+                np.concatenate([k for k, _ in parts]),
+                np.concatenate([q for _, q in parts]).astype(np.uint32),
+                np.repeat(np.array([int(p) for p, _ in rows], dtype=np.uint32), sizes),
+            )
+        )
+        self.last = int(rows[-1][0])
+        while len(self.runs) > 1 and 2 * len(self.runs[-1][0]) >= len(self.runs[-2][0]):
+            (k2, q2, r2), (k1, q1, r1) = self.runs.pop(), self.runs.pop()
+            self.runs.append(
+                _sorted(
+                    np.concatenate((k1, k2)), np.concatenate((q1, q2)), np.concatenate((r1, r2))
+                )
+            )
+
+    def find(self, keys: Any) -> tuple[Any, Any]:
+        """The keys and sequence numbers of the records whose key is one of ``keys``
+        (sorted, distinct)."""
+        found_keys, found_seqs = [np.zeros(0, dtype=np.uint64)], [np.zeros(0, dtype=np.int64)]
+        for run_keys, seqs, _ in self.runs:
+            lo = np.searchsorted(run_keys, keys, "left")
+            count = np.searchsorted(run_keys, keys, "right") - lo
+            if not count.any():
+                continue
+            at = np.repeat(lo - (np.cumsum(count) - count), count) + np.arange(int(count.sum()))
+            found_keys.append(run_keys[at])
+            found_seqs.append(seqs[at].astype(np.int64))
+        return np.concatenate(found_keys), np.concatenate(found_seqs)
+
+    def records(self, upto: int) -> tuple[Any, Any]:
+        """The keys and sequence numbers of the records of the rows up to ``upto``."""
+        keys = [k[r <= upto] for k, _, r in self.runs]
+        seqs = [q[r <= upto].astype(np.int64) for _, q, r in self.runs]
+        if not keys:
+            return np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.int64)
+        return np.concatenate(keys), np.concatenate(seqs)
+
+
+def _sorted(keys: Any, seqs: Any, rows: Any) -> tuple[Any, Any, Any]:
+    order = np.argsort(keys, kind="stable")
+    return keys[order], seqs[order], rows[order]
 
 
 def _member(sorted_keys: Any, keys: Any) -> Any:
