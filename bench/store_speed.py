@@ -102,7 +102,7 @@ def growth_worker(url: str, db: Path, docs: Docs, batch: int, every: int, out: A
         for i in range(0, len(docs), batch):
             dd.check_and_add_many(docs[i : i + batch])
             n = min(i + batch, len(docs))
-            if n - last >= every or n == len(docs):
+            if n - last >= every or (n == len(docs) and n - last >= every // 2):
                 t1, w1 = time.perf_counter(), _written()
                 size = db.stat().st_size if db.exists() else 0
                 rows.append((n, (n - last) / (t1 - t0), (w1 - w0) / (n - last), size))
