@@ -149,10 +149,14 @@ def split(
     read: Callable[[list[int]], Mapping[int, bytes]],
     write: Callable[[dict[int, bytes]], None],
     floor: int = 0,
+    most: int | None = None,
 ) -> Layout:
-    """Split shards while the records have outgrown them; ``read`` gives shards' blobs,
-    ``write`` stores new ones. Records below ``floor`` are dropped on the way."""
-    while layout.due():
+    """Split shards while the records have outgrown them (``most`` shards at most); ``read``
+    gives shards' blobs, ``write`` stores new ones. Records below ``floor`` are dropped on
+    the way."""
+    done = 0
+    while layout.due() and (most is None or done < most):
+        done += 1
         s = layout.split
         keys, seqs = unpack(read([s]).get(s, b""), s)
         live = seqs >= floor

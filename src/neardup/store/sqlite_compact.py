@@ -123,6 +123,9 @@ _FOLD_MIN = 1 << 15
 #: least _FOLD_STEPS batches)
 _FOLD_SLICE = 1 << 21
 _FOLD_STEPS = 8
+#: shards split a batch at least, after a fold (the rest of what the fold's records ask for
+#: is spread over _FOLD_STEPS batches; no fold starts before the table has grown)
+_SPLITS = 64
 
 
 def _measure(value: Any) -> str | None:
@@ -290,12 +293,22 @@ class CompactSQLiteStore(SQLiteStore):
     def _fold_step(self) -> None:
         """Fold the log's records into their shards, a slice of the table a batch: start a
         fold once the log has grown past its share of the table, take one going on a slice
-        further, and end it (the rows folded deleted, the table grown) at the last slice.
+        further, and end it (the rows folded deleted) at the last slice; the batches after
+        it split the shards the records folded ask for, a few at a time.
         Every record stays where a lookup finds it meanwhile: a record folded and not yet
         deleted from the log is found twice, and a lookup counts it once."""
         log = self._recent()
         layout = self._layout()
         going = self._meta("lsh_fold")
+        if going is None and layout.due():  # the table grows for the last fold's records
+            floor = self._floor()
+            owed = -(-layout.count // layout.cap) - layout.size
+            most = max(_SPLITS, -(-owed // _FOLD_STEPS))
+            layout = split(layout, self._shards, self._put_shards, floor, most)
+            self._db.execute(
+                "INSERT OR REPLACE INTO meta VALUES ('lsh', ?)", (json.dumps(list(layout)),)
+            )
+            return
         if going is None:
             due = max(_FOLD_MIN, min(layout.count // _FOLD_SHARE, _FOLD_MAX))
             if len(log) < due:
@@ -326,11 +339,10 @@ class CompactSQLiteStore(SQLiteStore):
                 "INSERT OR REPLACE INTO meta VALUES ('lsh_fold', ?)",
                 (json.dumps([upto, end, size]),),
             )
-        else:  # the last slice: the rows folded go, and the table grows for what came
+        else:  # the last slice: the rows folded go (the batches after grow the table)
             self._db.execute("DELETE FROM lsh_log WHERE pos <= ?", (upto,))
             self._db.execute("DELETE FROM meta WHERE key = 'lsh_fold'")
             self._db.execute("INSERT OR REPLACE INTO meta VALUES ('lsh_folded', ?)", (upto,))
-            layout = split(layout, self._shards, self._put_shards, floor)
         self._db.execute(
             "INSERT OR REPLACE INTO meta VALUES ('lsh', ?)", (json.dumps(list(layout)),)
         )
