@@ -51,6 +51,7 @@ from ..engine.decide import story_codes
 from ..engine.templates import CommonShingles
 from ..errors import ConfigError, StoreError
 from ..hashing import signed64
+from ..index.lsh import _ranges
 from ..shingling import distinct
 from . import BandKey, Entry, LogPage, NewEntry, Stored
 from ._packed import (
@@ -731,7 +732,7 @@ class _Log:
             count = np.searchsorted(run_keys, keys, "right") - lo
             if not count.any():
                 continue
-            at = np.repeat(lo - (np.cumsum(count) - count), count) + np.arange(int(count.sum()))
+            at = _ranges(lo, count)
             found_keys.append(run_keys[at])
             found_seqs.append(seqs[at].astype(np.int64))
         return np.concatenate(found_keys), np.concatenate(found_seqs)
