@@ -408,6 +408,33 @@ def test_after_forking_its_workers_a_run_counts_chrome_in_a_table_of_its_own(
     assert [fields(d) for d in decisions] == [fields(d) for d in alone]
 
 
+def test_the_workers_start_with_the_first_chunk_of_a_large_input(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Told the input is ``POOL_BYTES`` or more on disk (the command line passes its size),
+    the run forks its sketch workers with the first chunk, while it holds little (forked
+    later, each would hold a copy of everything read and sketched by then); told less, or
+    nothing, only once ``STREAM_POOL_AT`` characters came in. The decisions are the same."""
+    import os
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    ids, texts = corpus(5, "all")
+    runs = {}
+    for size in (BatchRun.POOL_BYTES, BatchRun.POOL_BYTES - 1, None):
+        with BatchRun(DedupConfig(), chunk=3, workers=None, chars=None, input_bytes=size) as run:
+            run.MIN_CHUNK = 3
+            started = []
+            for doc_id, text in zip(ids, texts, strict=True):
+                run.add(doc_id, text)
+                started.append(run._pool is not None)
+            runs[size] = ([fields(d) for d in run.finish().decisions], started)
+    assert sum(map(len, texts)) < BatchRun.STREAM_POOL_AT
+    assert runs[BatchRun.POOL_BYTES][1][3] and not any(runs[BatchRun.POOL_BYTES][1][:2])
+    assert not any(runs[BatchRun.POOL_BYTES - 1][1]) and not any(runs[None][1])
+    assert runs[BatchRun.POOL_BYTES][0] == runs[None][0] == runs[BatchRun.POOL_BYTES - 1][0]
+    assert runs[None][0] == [fields(d) for d in dedup_batch(ids, texts, workers=1).decisions]
+
+
 def test_a_run_gives_freed_memory_back_between_joins(monkeypatch: pytest.MonkeyPatch) -> None:
     """Before a join, once ``TRIM_EVERY`` band keys were joined since the last time, the
     run gives the memory the chunks before it freed back to the system; the decisions do

@@ -126,6 +126,10 @@ class BatchRun:
     MIN_CHUNK = 100
     #: without the total size, worker processes start once this many characters came in
     STREAM_POOL_AT = 300_000
+    #: an input this large on disk (``input_bytes``) holds enough text for the worker
+    #: processes: they start with the first chunk, forked while this process holds little
+    #: (forked later, each would hold a copy of everything read and sketched so far)
+    POOL_BYTES = 2 << 20
     #: the workers' results are looked for every this many documents (a look costs a lock)
     POLL_EVERY = 64
     #: chunks that come back are joined once their keys are at least this share of those
@@ -147,6 +151,7 @@ class BatchRun:
         chunk: int = 2000,
         workers: int | None,
         chars: int | None,
+        input_bytes: int | None = None,
         hand_out: bool = False,
     ) -> None:
         if workers is not None and workers < 1:
@@ -172,9 +177,15 @@ class BatchRun:
         self._workers = workers
         self._chars_seen = 0
         # workers=None: processes when the texts hold two million characters (they pay from
-        # there) and ``chars``, the total, says so; without a total, once STREAM_POOL_AT
-        # characters came in (the input goes on, likely: it is being read)
-        self._auto_at = self.STREAM_POOL_AT if chars is None else (0 if chars >= 2_000_000 else -1)
+        # there) and ``chars``, the total, says so; without a total, at once when the input
+        # is POOL_BYTES on disk (``input_bytes``), else once STREAM_POOL_AT characters came
+        # in (the input goes on, likely: it is being read)
+        if chars is not None:
+            self._auto_at = 0 if chars >= 2_000_000 else -1
+        elif input_bytes is not None and input_bytes >= self.POOL_BYTES:
+            self._auto_at = 0
+        else:
+            self._auto_at = self.STREAM_POOL_AT
         self._pool: Any = None
         self._blocks: set[str] = set()  # the shared-memory blocks of chunks not yet read
         self._common = CommonShingles.of(cfg)

@@ -845,3 +845,27 @@ def test_batch_run_lets_copies_go_and_writes_the_same() -> None:
     dropped = [d.is_duplicate for d in result.decisions]
     assert dropped == [False, True, False, True]
     assert [(d.raw is None, d.text == "") for d in docs] == [(x, x) for x in dropped]
+
+
+def test_the_batch_run_is_told_the_size_of_the_input(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The command tells the batch run how many bytes its inputs hold on disk, so that the
+    sketch workers of a large input start with its first chunk (BatchRun.POOL_BYTES)."""
+    from neardup.batch import BatchRun
+    from neardup.run import local
+
+    told: list[int | None] = []
+
+    class Told(BatchRun):
+        def __init__(self, *args: Any, **kw: Any) -> None:
+            told.append(kw.get("input_bytes"))
+            super().__init__(*args, **kw)
+
+    monkeypatch.setattr(local, "BatchRun", Told)
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    a.write_text(json.dumps({"id": "1", "text": ZH_STORY}, ensure_ascii=False) + "\n", "utf-8")
+    b.write_text(json.dumps({"id": "2", "text": ZH_OTHER}, ensure_ascii=False) + "\n", "utf-8")
+    out = ["-o", str(tmp_path / "u.jsonl"), "--clusters", str(tmp_path / "c.jsonl"), "-q"]
+    assert main(["dedup", str(a), str(b), *out]) == 0
+    assert told == [a.stat().st_size + b.stat().st_size]

@@ -20,7 +20,7 @@ lookups in the same order would.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import numpy.typing as npt
@@ -357,6 +357,7 @@ class LSHJoin:
         flat = bucket_ids(keys2d).ravel()  # row by row: equal keys in ordinal order
         order = np.argsort(flat)  # not stable (6x quicker); equal keys are put back in order
         keys = flat[order]
+        del flat
         tied = np.flatnonzero(keys[1:] == keys[:-1])
         if len(tied):
             in_run = np.zeros(len(keys), dtype=bool)
@@ -370,7 +371,12 @@ class LSHJoin:
         if not fast:
             kernels.work_done(work)
         before = np.zeros(len(keys), dtype=np.int64)  # the bucket's members in earlier blocks
-        found: list[tuple[I64, I64, Pos]] = []  # (first member, members taken, ordinals)
+        # each run's part: (first member, members taken, ordinals) of the block's buckets.
+        # With the kernels a run's pairs are made as soon as its ranges are found, and the
+        # ranges let go (a block is joined with several runs, 16 bytes a key each)
+        walk = self._walker(order, n_bands, rows) if fast else None
+        found: list[tuple[I64, I64, Pos]] = []
+        pieces: list[tuple[I64, I64]] = []
         for run_keys, run_pos in self._runs:
             if fast:
                 lo, hi = kernels.load("_join").sorted_ranges(run_keys, keys)
@@ -379,19 +385,33 @@ class LSHJoin:
                 hi = lo.copy()  # most keys are in no earlier bucket
                 seen = np.flatnonzero(run_keys[np.minimum(lo, len(run_keys) - 1)] == keys)
                 hi[seen] = _ends(run_keys, keys, seen, lo)
-            found.append((lo, np.minimum(hi - lo, np.maximum(cap - before, 0)), run_pos))
-            before += hi - lo
+            hi -= lo  # the bucket's members in this run
+            take = cap - before
+            np.maximum(take, 0, out=take)
+            np.minimum(take, hi, out=take)
+            before += hi
+            del hi
+            if walk is None:
+                found.append((lo, take, run_pos))
+            else:
+                pieces.append(walk(lo, take, run_pos))
+            del lo, take
         starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
         first = np.repeat(starts, np.diff(np.append(starts, len(keys))))
         rank = np.arange(len(keys), dtype=np.int64) - first  # members before it in this block
-        found.append((first, np.maximum(np.minimum(rank, cap - before), 0), pos))
-        if fast:
-            e, j = self._pairs_compiled(found, order, n_bands, rows)
-        else:
+        take = np.maximum(np.minimum(rank, cap - before), 0)
+        if walk is None:
+            found.append((first, take, pos))
             e = np.concatenate([p[_ranges(lo, take)] for lo, take, p in found]).astype(np.int64)
             j = np.concatenate([np.repeat(pos, take) for _, take, _ in found]).astype(np.int64)
             keep = e != j  # one document under one key twice (odds 2^-64) pairs with itself
             e, j = e[keep], j[keep]
+        else:
+            pieces.append(walk(first, take, pos))
+            e = pieces[0][0] if len(pieces) == 1 else np.concatenate([p[0] for p in pieces])
+            j = pieces[0][1] if len(pieces) == 1 else np.concatenate([p[1] for p in pieces])
+            del pieces
+        del first, take
         # a bucket's members past its first ``cap`` never pair with a later document: they
         # are not kept (a bucket holds at most ``cap`` members in the runs, so ``before``
         # stays what decides, and a flood of near-identical records adds nothing to keep)
@@ -410,11 +430,12 @@ class LSHJoin:
         out: I64 = self._positions[pairs]
         return out
 
-    def _pairs_compiled(
-        self, found: list[tuple[I64, I64, Pos]], order: I64, n_bands: int, rows: Pos
-    ) -> tuple[I64, I64]:
-        """The pairs (earlier, later ordinals) of ``found``, each once: the kernel walks each
-        later document's buckets and skips an earlier one it has already paired it with (a
+    def _walker(
+        self, order: I64, n_bands: int, rows: Pos
+    ) -> Callable[[I64, I64, Pos], tuple[I64, I64]]:
+        """What makes the pairs (earlier, later ordinals) of one run's part of a block (its
+        first members, members taken and ordinals), each once: the kernel walks each later
+        document's buckets and skips an earlier one it has already paired it with (a
         document's keys all lie in one run, so no pair comes from two runs)."""
         if self._count > len(self._stamp):
             old = len(self._stamp)
@@ -422,11 +443,15 @@ class LSHJoin:
             self._stamp[old:] = -1
         where = np.empty(len(order), dtype=np.int64)  # each (row, band)'s place in keys
         where[order] = np.arange(len(order), dtype=np.int64)
-        total = sum(int(take.sum()) for _, take, _ in found)
-        e = np.empty(total, dtype=np.int64)
-        j = np.empty(total, dtype=np.int64)
-        n = 0
-        join = kernels.load("_join")
-        for lo, take, ordinals in found:
-            n = join.bucket_pairs(lo, take, ordinals, where, n_bands, rows, self._stamp, e, j, n)
-        return e[:n], j[:n]
+        join, stamp = kernels.load("_join"), self._stamp
+
+        def walk(lo: I64, take: I64, ordinals: Pos) -> tuple[I64, I64]:
+            total = int(take.sum())  # a pair under several buckets is counted in each
+            e = np.empty(total, dtype=np.int64)
+            j = np.empty(total, dtype=np.int64)
+            n = join.bucket_pairs(lo, take, ordinals, where, n_bands, rows, stamp, e, j, 0)
+            if 2 * n < total:  # most were found before: the room for them is let go
+                return e[:n].copy(), j[:n].copy()
+            return e[:n], j[:n]
+
+        return walk

@@ -406,7 +406,9 @@ def _batch(
         write_seconds[0] += time.perf_counter() - t0
 
     with (
-        BatchRun(cfg, workers=None, chars=None, hand_out=hand_out) as run,
+        BatchRun(
+            cfg, workers=None, chars=None, input_bytes=reader.total_bytes, hand_out=hand_out
+        ) as run,
         _collector_spared() as spare,
     ):
         progress.watch(
