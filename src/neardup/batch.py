@@ -136,6 +136,10 @@ class BatchRun:
     #: joined before (or no chunk is on its way): many small chunks (tiny records) would
     #: each search runs of millions of keys
     JOIN_SHARE = 32
+    #: ... but at most this many keys (what a join holds while it runs, about 80 bytes a
+    #: key, is what the run's memory peaks at: a million tiny records joined 1.6 million
+    #: keys at a time near their end)
+    JOIN_MOST = 1 << 19
     #: freed memory is given back to the system (:func:`~neardup.memory.trim`) before a
     #: join once this many band keys were joined since the last time
     TRIM_EVERY = 4_000_000
@@ -160,13 +164,15 @@ class BatchRun:
             raise ConfigError(f"chunk must be at least 1, got {chunk}")
         self.cfg, self.chunk = cfg, chunk
         self.ids: list[str] = []
-        self.lengths: list[int] = []  # of the texts as given
+        # a document's numbers in arrays, not lists of Python numbers (a million tiny
+        # records: 40 MB less)
+        self.lengths = array("q")  # of the texts as given
         self._texts: dict[int, str] = {}  # the texts of the originals not yet sent
-        self.copy_of: list[int] = []  # the first copy of the same text, or -1
+        self.copy_of = array("q")  # the first copy of the same text, or -1
         self.sketches: list[Sketch] = []
-        self.parent: list[int] = []  # the earlier document each one matched, or -1
-        self.copy: list[bool] = []  # whether it is a copy of it (dropped), or extends it
-        self.score: list[float] = []
+        self.parent = array("q")  # the earlier document each one matched, or -1
+        self.copy = bytearray()  # whether it is a copy of it (dropped), or extends it
+        self.score = array("d")
         self.measure: list[str | None] = []
         self._first_copy: dict[int, int] = {}
         self._pending: list[int] = []  # originals not yet sent to be sketched
@@ -474,7 +480,11 @@ class BatchRun:
         del packed  # the chunk's arrays are let go: the sketches kept hold what they need
         self._waiting.append((keys, live))
         self._waiting_keys += keys.size
-        if self._sent and self._waiting_keys * self.JOIN_SHARE < self._joined_keys:
+        if (
+            self._sent
+            and self._waiting_keys * self.JOIN_SHARE < self._joined_keys
+            and self._waiting_keys < self.JOIN_MOST
+        ):
             # more chunks are on their way: join them together, since what a join costs
             # grows with the keys joined so far, however few come in
             self.timings.add("candidates", time.perf_counter() - t1)
