@@ -11,6 +11,7 @@ import time
 from importlib import resources
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -870,3 +871,20 @@ def test_config_is_used() -> None:
     strict = dataclasses.replace(DedupConfig(), threshold=1.0)
     assert stream(["a", "b"], [ZH, ZH_REPRINT], strict)[1].is_duplicate is False
     assert stream(["a", "b"], [ZH, ZH_REPRINT])[1].is_duplicate is True
+
+
+@given(st.lists(st.lists(st.integers(0, 12), max_size=20), max_size=12))
+@settings(max_examples=200, deadline=None)
+def test_first_texts_finds_the_first_of_each_text(blocks: list[list[int]]) -> None:
+    """The batch run's index of exact texts (sorted runs, merged as they grow) gives each
+    text the position of the first with its key, as a dict does, block after block; keys
+    use all 64 bits."""
+    from neardup.batch import _FirstTexts
+
+    index, model, at = _FirstTexts(), {}, 0
+    for block in blocks:
+        keys = np.array([(k * 0x9E3779B97F4A7C15) % 2**64 for k in block], dtype=np.uint64)
+        where = np.arange(at, at + 2 * len(block), 2, dtype=np.int64)  # positions may skip
+        want = [model.setdefault(int(k), int(p)) for k, p in zip(keys, where, strict=True)]
+        assert index.first(keys, where).tolist() == want
+        at += 2 * len(block) + 1

@@ -110,7 +110,8 @@ class BatchRun:
     """:func:`dedup_batch` fed one document at a time, so that reading, sketching and
     deciding overlap (the CLI feeds it as it reads).
 
-    Byte-identical copies of an earlier text take its sketch and are matched to it at once.
+    Byte-identical copies of an earlier text take its sketch and are matched to it (found
+    when their chunk is made).
     The other documents (originals) are sketched in chunks, by worker processes when it
     pays; each chunk that comes back is joined on its band keys with every earlier document
     (:class:`~neardup.index.lsh.LSHJoin`: lsh_join block by block; beside worker processes,
@@ -174,7 +175,7 @@ class BatchRun:
         self.copy = bytearray()  # whether it is a copy of it (dropped), or extends it
         self.score = array("d")
         self.measure: list[str | None] = []
-        self._first_copy: dict[int, int] = {}
+        self._first_copy = _FirstTexts()
         self._pending: list[int] = []  # originals not yet sent to be sketched
         self._sent: deque[tuple[list[int], Any]] = deque()  # (originals, future or sketches)
         self._sent_docs = 0
@@ -258,16 +259,13 @@ class BatchRun:
         self.copy.append(False)
         self.score.append(0.0)
         self.measure.append(None)
-        j = self._first_copy.setdefault(text_key(text), i)
-        self.copy_of.append(-1 if j == i else j)
-        if j == i:
-            self._pending.append(i)
-            self._texts[i] = text
-            self._chars_seen += len(text)
+        self.copy_of.append(-1)  # until its chunk is made (_send)
+        self._pending.append(i)
+        self._texts[i] = text
+        if len(self._pending) >= self._chunk_now:
+            self._chunk_now = self._chunk_size()
             if len(self._pending) >= self._chunk_now:
-                self._chunk_now = self._chunk_size()
-                if len(self._pending) >= self._chunk_now:
-                    self._send()
+                self._send()
         if i % self.POLL_EVERY == 0:
             while self._sent and self._ready(self._sent[0][1]):
                 self._receive()
@@ -355,7 +353,7 @@ class BatchRun:
         self._row = np.zeros(0, dtype=np.int32)
         self._vocab_sizes = np.zeros(0, dtype=np.int64)
         self._units = np.zeros(0, dtype=np.int64)
-        self._first_copy = {}
+        self._first_copy = _FirstTexts()
         self._common = CommonShingles.of(self.cfg)
 
     def _settle(self, i: int) -> None:
@@ -390,10 +388,23 @@ class BatchRun:
         return max(1, min(self.chunk, max(self.MIN_CHUNK, self._sent_docs // 4)))
 
     def _send(self) -> None:
-        """Sketch the pending originals: on the workers, or here."""
+        """Sketch the pending originals: on the workers, or here. A byte-identical copy of
+        an earlier text (or of one in the same chunk) is not sketched: it takes the first's
+        sketch once decided."""
         block, self._pending = self._pending, []
-        self._sent_docs += len(block)
         texts = [self._texts.pop(i) for i in block]
+        at = np.array(block, dtype=np.int64)
+        first = self._first_copy.first(np.array([text_key(t) for t in texts], np.uint64), at)
+        if not np.array_equal(first, at):
+            originals = first == at
+            for r in np.flatnonzero(~originals).tolist():
+                self.copy_of[block[r]] = int(first[r])
+            block = at[originals].tolist()
+            texts = [t for t, o in zip(texts, originals.tolist(), strict=True) if o]
+            if not block:
+                return
+        self._sent_docs += len(block)
+        self._chars_seen += sum(map(len, texts))
         forking = False  # whether workers are forked by this call
         if self._pool is None and self._wants_pool():
             import multiprocessing
@@ -638,6 +649,44 @@ class BatchRun:
                 sketches[i] = _as_title(sketches[i])
         self._next = max(nxt, frontier)
         self.timings.add("verify", time.perf_counter() - t0)
+
+
+class _FirstTexts:
+    """The first document of each exact text (by :func:`text_key`): sorted runs of (key,
+    position), merged as a binary counter merges, 16 bytes a text (a dict of Python ints
+    held about 110: 90 MB for a million tiny records)."""
+
+    def __init__(self) -> None:
+        self._runs: list[tuple[npt.NDArray[np.uint64], I64]] = []
+
+    def first(self, keys: npt.NDArray[np.uint64], at: I64) -> I64:
+        """For texts with ``keys`` at positions ``at`` (increasing, after those of every
+        earlier call): the position of the first text with each one's key, an earlier
+        call's or this one's (its own where it is the first); the new keys are kept."""
+        if not len(at):
+            return np.zeros(0, dtype=np.int64)
+        order = np.argsort(keys, kind="stable")  # equal keys in position order
+        sorted_keys = keys[order]
+        starts = np.concatenate(([True], sorted_keys[1:] != sorted_keys[:-1]))
+        group = np.cumsum(starts) - 1  # each sorted key's distinct key
+        new_keys, firsts = sorted_keys[starts], at[order[starts]]
+        for run_keys, run_pos in self._runs:  # a key is in one run at most
+            if not len(run_keys):
+                continue
+            k = np.minimum(np.searchsorted(run_keys, new_keys), len(run_keys) - 1)
+            seen = run_keys[k] == new_keys
+            firsts[seen] = run_pos[k[seen]]
+        out = np.empty(len(at), dtype=np.int64)
+        out[order] = firsts[group]
+        fresh = firsts == at[order[starts]]
+        if fresh.any():
+            self._runs.append((new_keys[fresh], firsts[fresh]))
+            while len(self._runs) > 1 and 2 * len(self._runs[-1][0]) >= len(self._runs[-2][0]):
+                (k1, p1), (k2, p2) = self._runs.pop(), self._runs.pop()
+                merged = np.concatenate((k2, k1))
+                by_key = np.argsort(merged, kind="stable")
+                self._runs.append((merged[by_key], np.concatenate((p2, p1))[by_key]))
+        return out
 
 
 _NONE_U64 = np.zeros(0, dtype=np.uint64)
