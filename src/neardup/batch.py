@@ -168,7 +168,7 @@ class BatchRun:
         # a document's numbers in arrays, not lists of Python numbers (a million tiny
         # records: 40 MB less)
         self.lengths = array("q")  # of the texts as given
-        self._texts: dict[int, str] = {}  # the texts of the originals not yet sent
+        self._texts: dict[int, str] = {}  # the texts of the documents not yet sent
         self.copy_of = array("q")  # the first copy of the same text, or -1
         self.sketches: list[Sketch] = []
         self.parent = array("q")  # the earlier document each one matched, or -1
@@ -176,7 +176,9 @@ class BatchRun:
         self.score = array("d")
         self.measure: list[str | None] = []
         self._first_copy = _FirstTexts()
-        self._pending: list[int] = []  # originals not yet sent to be sketched
+        # documents not yet sent to be sketched (exact copies among them are found, and
+        # not sent, when they are: _send)
+        self._pending: list[int] = []
         self._sent: deque[tuple[list[int], Any]] = deque()  # (originals, future or sketches)
         self._sent_docs = 0
         # at most what _chunk_size says (which only grows): asked again once reached
