@@ -52,7 +52,7 @@ from .engine import (
 from .engine.codec import Packed, Shared, free, pack, share, take, unpack
 from .engine.warm import load_kernels
 from .errors import ConfigError, InputError
-from .index.lsh import LSHJoin
+from .index.lsh import LSHJoin, Pos, _merge
 from .memory import grown, trim
 from .passages import Passage
 from .timing import Stages
@@ -655,11 +655,11 @@ class BatchRun:
 
 class _FirstTexts:
     """The first document of each exact text (by :func:`text_key`): sorted runs of (key,
-    position), merged as a binary counter merges, 16 bytes a text (a dict of Python ints
+    position), merged as a binary counter merges (as the LSH join's runs), 16 bytes a text (a dict of Python ints
     held about 110: 90 MB for a million tiny records)."""
 
     def __init__(self) -> None:
-        self._runs: list[tuple[npt.NDArray[np.uint64], I64]] = []
+        self._runs: list[tuple[npt.NDArray[np.uint64], Pos]] = []
 
     def first(self, keys: npt.NDArray[np.uint64], at: I64) -> I64:
         """For texts with ``keys`` at positions ``at`` (increasing, after those of every
@@ -671,23 +671,20 @@ class _FirstTexts:
         sorted_keys = keys[order]
         starts = np.concatenate(([True], sorted_keys[1:] != sorted_keys[:-1]))
         group = np.cumsum(starts) - 1  # each sorted key's distinct key
-        new_keys, firsts = sorted_keys[starts], at[order[starts]]
-        for run_keys, run_pos in self._runs:  # a key is in one run at most
-            if not len(run_keys):
-                continue
+        new_keys, own = sorted_keys[starts], at[order[starts]]
+        firsts = own.copy()
+        for run_keys, run_pos in self._runs:  # a key is in one run at most; none is empty
             k = np.minimum(np.searchsorted(run_keys, new_keys), len(run_keys) - 1)
             seen = run_keys[k] == new_keys
             firsts[seen] = run_pos[k[seen]]
         out = np.empty(len(at), dtype=np.int64)
         out[order] = firsts[group]
-        fresh = firsts == at[order[starts]]
+        fresh = firsts == own
         if fresh.any():
-            self._runs.append((new_keys[fresh], firsts[fresh]))
+            self._runs.append((new_keys[fresh], own[fresh]))
             while len(self._runs) > 1 and 2 * len(self._runs[-1][0]) >= len(self._runs[-2][0]):
-                (k1, p1), (k2, p2) = self._runs.pop(), self._runs.pop()
-                merged = np.concatenate((k2, k1))
-                by_key = np.argsort(merged, kind="stable")
-                self._runs.append((merged[by_key], np.concatenate((p2, p1))[by_key]))
+                newer = self._runs.pop()
+                self._runs[-1] = _merge(self._runs[-1], newer)
         return out
 
 
