@@ -3,11 +3,13 @@ machine code where numba finds a writable place for it (the package's ``__pycach
 the user's cache folder, ``~/.cache/numba`` on Linux), so a later process loads it instead.
 
 Importing this module imports numba (about 0.3 s); :mod:`neardup.kernels` imports it only
-when a call is large enough to pay for it.
+when a call is large enough to pay for it. It also loads numba's numpy support without
+numba's probe for SciPy's BLAS (:func:`_numpy_support`), which no kernel uses.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
@@ -16,6 +18,45 @@ import numba
 __all__ = ["jit"]
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _numpy_support() -> bool:
+    """Load numba's numpy functions (``numba.np.arraymath``, which numba loads anyway before
+    its first compiled call) telling it there is no BLAS; whether this process skipped the
+    probe.
+
+    Where SciPy is installed, that module's probe for a BLAS imports ``scipy.linalg`` (0.3 s
+    of a process's start, a tenth of a 10,000-article batch run, on the critical path: the
+    sketch workers fork after the kernels are loaded). No kernel calls BLAS (no ``np.dot``,
+    no ``np.linalg``); what the answer changes is numba's own choice, for the ``np.dot``
+    inside its ``np.correlate`` and ``np.convolve`` of floats, of a loop instead. Skipped
+    when ``scipy.linalg`` is imported already (the probe then costs nothing) or numba's
+    numpy support is loaded; a numba without the probe where this looks for it is loaded as
+    it is."""
+    if "numba.np.arraymath" in sys.modules or "scipy.linalg" in sys.modules:
+        return False
+    try:
+        from numba.np import linalg
+    except ImportError:  # pragma: no cover - another numba's layout
+        return False
+    probe = getattr(linalg, "ensure_blas", None)
+    if probe is None:  # pragma: no cover - another numba's layout
+        return False
+
+    def no_blas() -> None:
+        raise ImportError("neardup's kernels call no BLAS")
+
+    linalg.ensure_blas = no_blas  # what numba.np.arraymath takes at its import
+    try:
+        from numba.np import arraymath
+    finally:
+        linalg.ensure_blas = probe
+    if getattr(arraymath, "ensure_blas", None) is no_blas:
+        setattr(arraymath, "ensure_blas", probe)  # noqa: B010 (numba does not export it)
+    return True
+
+
+_numpy_support()
 
 
 def jit(func: F) -> F:

@@ -1,0 +1,46 @@
+"""Loading the kernels does not import SciPy for numba's BLAS probe (0.3 s of a batch run's
+start where SciPy is installed), and leaves numba's own functions as they were."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("numba")
+
+
+def _run(code: str) -> str:
+    env = {**os.environ, "NEARDUP_KERNELS": "on"}
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout.strip()
+
+
+def test_loading_the_kernels_skips_numbas_blas_probe() -> None:
+    code = (
+        "import sys\n"
+        "from neardup.engine import DedupConfig\n"
+        "from neardup.engine.warm import load_kernels\n"
+        "loaded = load_kernels(DedupConfig())\n"
+        "from numba.np import arraymath, linalg\n"
+        "import neardup.kernels._jit as jit\n"
+        "real = linalg.ensure_blas.__module__ == 'numba.np.linalg'\n"
+        "print(loaded, arraymath._HAVE_BLAS, 'scipy.linalg' in sys.modules, real,\n"
+        "      arraymath.ensure_blas is linalg.ensure_blas)\n"
+    )
+    assert _run(code) == "True False False True True"
+
+
+def test_numpy_support_loaded_before_is_left_alone() -> None:
+    code = (
+        "from numba.np import arraymath\n"
+        "have = arraymath._HAVE_BLAS\n"
+        "import neardup.kernels._jit as jit\n"
+        "print(jit._numpy_support(), arraymath._HAVE_BLAS == have)\n"
+    )
+    assert _run(code) == "False True"
