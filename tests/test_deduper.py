@@ -436,6 +436,38 @@ def test_the_workers_start_with_the_first_chunk_of_a_large_input(
     assert runs[None][0] == [fields(d) for d in dedup_batch(ids, texts, workers=1).decisions]
 
 
+def test_a_chunk_holds_about_chunk_chars_characters() -> None:
+    """However many documents a chunk may hold, it holds no more than ``CHUNK_CHARS``
+    characters' worth at the mean length of the texts sent before it (so that the last
+    chunks of an input of long articles are short work for the workers); the decisions
+    are those of any other chunking."""
+    ids: list[str] = []
+    texts: list[str] = []
+    for seed in (6, 7, 8, 9):
+        more_ids, more = corpus(seed, "all")
+        ids += [f"{seed}-{i}" for i in more_ids]
+        texts += more
+    mean = sum(map(len, texts)) / len(texts)
+    sent: list[int] = []  # each chunk's documents
+    with BatchRun(DedupConfig(), chunk=1000, workers=1, chars=None) as run:
+        run.MIN_CHUNK, run.CHUNK_CHARS = 20, int(5 * mean)
+        send = run._send
+
+        def counted() -> None:
+            sent.append(len(run._pending))
+            send()
+
+        run._send = counted  # type: ignore[method-assign]
+        for doc_id, text in zip(ids, texts, strict=True):
+            run.add(doc_id, text)
+        decisions = run.finish().decisions
+    assert sent[0] == 20 and len(sent) >= 10 and sum(sent) == len(ids)
+    assert all(1 <= n < 10 for n in sent[1:]), sent  # about 5 a chunk: not MIN_CHUNK's 20
+    assert [fields(d) for d in decisions] == [
+        fields(d) for d in dedup_batch(ids, texts, workers=1, chunk=len(ids)).decisions
+    ]
+
+
 def test_a_run_gives_freed_memory_back_between_joins(monkeypatch: pytest.MonkeyPatch) -> None:
     """Before a join, once ``TRIM_EVERY`` band keys were joined since the last time, the
     run gives the memory the chunks before it freed back to the system; the decisions do
