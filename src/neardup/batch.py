@@ -187,7 +187,7 @@ class BatchRun:
         self._pending: list[int] = []
         self._sent: deque[tuple[list[int], Any]] = deque()  # (originals, future or sketches)
         self._sent_docs = 0
-        # at most what _chunk_size says (which only grows): asked again once reached
+        # the size of the chunk being gathered: _chunk_size, asked once a chunk is sent
         self._chunk_now = 0
         self._workers = workers
         self._chars_seen = 0
@@ -270,11 +270,11 @@ class BatchRun:
         self.copy_of.append(-1)  # until its chunk is made (_send)
         self._pending.append(i)
         self._texts[i] = text
-        if len(self._pending) >= self._chunk_now:
+        if not self._chunk_now:  # the first chunk's size, as the run is set up
             self._chunk_now = self._chunk_size()
-            if len(self._pending) >= self._chunk_now:
-                self._send()
-                self._chunk_now = self._chunk_size()  # the next, from what was sent
+        if len(self._pending) >= self._chunk_now:
+            self._send()
+            self._chunk_now = self._chunk_size()  # the next, from what was sent
         if i % self.POLL_EVERY == 0:
             while self._sent and self._ready(self._sent[0][1]):
                 self._receive()

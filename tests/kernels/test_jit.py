@@ -28,7 +28,6 @@ def test_loading_the_kernels_skips_numbas_blas_probe() -> None:
         "from neardup.engine.warm import load_kernels\n"
         "loaded = load_kernels(DedupConfig())\n"
         "from numba.np import arraymath, linalg\n"
-        "import neardup.kernels._jit as jit\n"
         "real = linalg.ensure_blas.__module__ == 'numba.np.linalg'\n"
         "print(loaded, arraymath._HAVE_BLAS, 'scipy.linalg' in sys.modules, real,\n"
         "      arraymath.ensure_blas is linalg.ensure_blas)\n"
