@@ -144,6 +144,75 @@ def test_story_slots_and_the_count_table_round_trip() -> None:
     assert empty is not None and not empty.any()
 
 
+# -- what stores wrote before 2026-12-04: their bytes still read, as the same values ------------
+
+
+def _old_sketch(c: C.Compact) -> bytes:
+    """A compact sketch as :func:`~neardup.engine.compact.encode` wrote it (version 1: its
+    numbers 4 bytes each)."""
+    new = C.encode(c)
+    _, _, flags = C._HEAD.unpack_from(new)
+    _, at = C.rice.read_varints(new, C._HEAD.size, 4)
+    numbers = (c.n_units, c.n_shingles, c.n_vocab, len(c.codes))
+    return C._HEAD_1.pack(b"NC", 1, flags, *numbers) + new[at:]
+
+
+def _old_slots(vocab: np.ndarray, width: int) -> bytes:
+    """A story's slots as stores logged them: ``width`` bytes of each gap."""
+    slots = np.unique(vocab >> np.uint32(6)).astype(np.uint32)
+    gaps = np.diff(slots, prepend=np.uint32(0)).astype("<u4")
+    return bytes((width,)) + gaps.view(np.uint8).reshape(-1, 4)[:, :width].tobytes()
+
+
+def _old_table(counts: np.ndarray) -> bytes:
+    """A count table as stores saved it: the bytes of each gap, each byte as one run, and
+    the counts, compressed together."""
+    import struct
+    import zlib
+
+    nz = np.flatnonzero(counts)
+    gaps = (np.diff(nz, prepend=-1) - 1).astype("<u4")
+    width = 3 if len(gaps) == 0 or int(gaps.max()) < 1 << 24 else 4
+    planes = gaps.view(np.uint8).reshape(-1, 4)[:, :width].T.tobytes()
+    head = struct.pack("<QQB", len(counts), len(nz), width)
+    return b"NDT2" + zlib.compress(head + planes + counts[nz].tobytes(), 1)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_what_stores_wrote_before_reads_as_it_did(seed: int) -> None:
+    rng = random.Random(seed)
+    long, short = make_sketch(story(rng, 30), CFG), make_sketch("北京地铁今天开通。", CFG)
+    for sk in (long, short):
+        c = C.compact(sk)
+        assert C.decode(_old_sketch(c)) == c == C.decode(C.encode(c))
+        assert len(C.encode(c)) < len(_old_sketch(c))
+    for width in (3, 4):
+        old = C.decode_slots(_old_slots(long.vocab, width))
+        assert np.array_equal(old, C.decode_slots(C.encode_slots(long.vocab)))
+    counts = np.zeros(1 << 16, dtype=np.uint8)
+    nrng = np.random.default_rng(seed)
+    counts[nrng.integers(0, len(counts), 9000)] = nrng.integers(1, 4, 9000, dtype=np.uint8)
+    counts[nrng.integers(0, len(counts), 50)] = 255
+    old_table = C.decode_counts(_old_table(counts), size=len(counts))
+    assert old_table is not None and np.array_equal(old_table, counts)
+    assert len(C.encode_counts(counts)) < len(_old_table(counts))
+
+
+def test_story_slots_cost_about_17_bits_each() -> None:
+    """1,300 random slots in 2^26 (a story of hkcnews' length): logged in about 17 bits a
+    slot (they took 24), and a blob of another kind is refused."""
+    rng = np.random.default_rng(5)
+    vocab = (rng.integers(0, 1 << 26, 1300, dtype=np.uint64) << np.uint64(6)).astype(np.uint32)
+    blob = C.encode_slots(vocab)
+    back = C.decode_slots(blob)
+    assert np.array_equal(back, np.unique(vocab))
+    assert len(blob) * 8 / len(back) < 17.5
+    with pytest.raises(ValueError):
+        C.decode_slots(b"\x07" + bytes(21))
+    with pytest.raises(ValueError):
+        C.decode_slots(blob + b"\x00")
+
+
 @pytest.mark.parametrize("kernels", ["on", "off"])
 def test_a_saved_guard_is_the_same_bytes_with_kernels_or_without(
     kernels: str, monkeypatch: pytest.MonkeyPatch

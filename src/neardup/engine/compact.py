@@ -63,6 +63,7 @@ import numpy.typing as npt
 from .. import kernels
 from ..errors import NeardupError, StoreError
 from ..shingling import difference, union
+from . import rice
 from .config import DedupConfig
 from .sketches import Sketch, distinct, figures_at
 from .templates import CommonShingles
@@ -367,11 +368,14 @@ def _placeholder_text(n_units: int, figures: tuple[tuple[str, int], ...]) -> str
 # -- bytes ------------------------------------------------------------------------------------
 
 _MAGIC = b"NC"
-_HEAD = struct.Struct("<2sBBIIII")  # magic, version, flags|level, units, shingles, vocab, samples
+#: magic, version, flags|level; then units, shingles, vocabulary and samples as varints
+#: (version 2; version 1, written before 2026-12-04, had them as 4 bytes each: _HEAD_1)
+_HEAD = struct.Struct("<2sBB")
+_HEAD_1 = struct.Struct("<2sBBIIII")
 
 
 def encode(c: Compact) -> bytes:
-    """The bytes of a compact sketch: a header, the sampled codes (4
+    """The bytes of a compact sketch: a header (its numbers as varints), the sampled codes (4
     bytes each, with the distance from the one before in bits 1 to 5; longer distances go
     on in a varint after them), the figures, and the text of a short document."""
     gaps = np.diff(c.positions, prepend=0) if len(c.positions) else c.positions
@@ -382,12 +386,14 @@ def encode(c: Compact) -> bytes:
     short = c.short_text
     text = b"" if short is None else zlib.compress(short.encode("utf-8", "surrogatepass"), 9)
     flags = c.level | (0x40 if short is not None else 0)
-    head = _HEAD.pack(_MAGIC, 1, flags, c.n_units, c.n_shingles, c.n_vocab, len(c.codes))
+    head = _HEAD.pack(_MAGIC, 2, flags) + rice.varints(
+        [c.n_units, c.n_shingles, c.n_vocab, len(c.codes)]
+    )
     return b"".join((
         head,
         words.astype("<u4").tobytes(),
-        _varints(long_gaps),
-        _varints([len(c.figures), *(u for _, u in c.figures), len(figs)]),
+        rice.varints(long_gaps),
+        rice.varints([len(c.figures), *(u for _, u in c.figures), len(figs)]),
         figs,
         text,
     ))  # fmt: skip
@@ -396,19 +402,23 @@ def encode(c: Compact) -> bytes:
 def decode(blob: bytes) -> Compact:
     """The compact sketch :func:`encode` turned into ``blob``."""
     try:
-        magic, version, flags, n_units, n_sh, n_vocab, n_samples = _HEAD.unpack_from(blob)
-        if magic != _MAGIC or version != 1:
+        magic, version, flags = _HEAD.unpack_from(blob)
+        if magic != _MAGIC or version not in (1, 2):
             raise NeardupError("stored sketch has an unknown format")
-        at = _HEAD.size
+        if version == 2:
+            (n_units, n_sh, n_vocab, n_samples), at = rice.read_varints(blob, _HEAD.size, 4)
+        else:
+            _, _, _, n_units, n_sh, n_vocab, n_samples = _HEAD_1.unpack_from(blob)
+            at = _HEAD_1.size
         words = np.frombuffer(blob, dtype="<u4", count=n_samples, offset=at).astype(np.uint32)
         at += 4 * n_samples
         gaps = ((words >> np.uint32(1)) & np.uint32(_GAP_MAX)).astype(np.int64)
         far = np.flatnonzero(gaps == _GAP_MAX)
-        more, at = _read_varints(blob, at, len(far))
+        more, at = rice.read_varints(blob, at, len(far))
         gaps[far] += np.array(more, dtype=np.int64)
-        (n_figs,), at = _read_varints(blob, at, 1)
-        units, at = _read_varints(blob, at, n_figs)
-        (size,), at = _read_varints(blob, at, 1)
+        (n_figs,), at = rice.read_varints(blob, at, 1)
+        units, at = rice.read_varints(blob, at, n_figs)
+        (size,), at = rice.read_varints(blob, at, 1)
         names = blob[at : at + size].decode("utf-8").split("\x1f") if n_figs else []
         at += size
         if len(names) != n_figs:
@@ -446,24 +456,38 @@ def alike(later: Sketch, c: Compact, sampled: dict[int, U32] | None = None) -> f
 
 # -- the learned chrome: one story's slots, and the whole count table ------------------------
 
-_TABLE_MAGIC = b"NDT2"
+#: a count table as :func:`encode_counts` writes it, and as it wrote it before 2026-12-04
+_TABLE_MAGIC = b"NDT3"
+_OLD_TABLE_MAGIC = b"NDT2"
+
+
+#: the first byte of a story's slots as :func:`encode_slots` writes them (a Rice code); 3
+#: or 4 there: the bytes of each gap, as stores wrote them before 2026-12-04
+_RICE_SLOTS = 0x80
 
 
 def encode_slots(vocab: U32, shift: int = 6) -> bytes:
     """The distinct template-guard slots of a story's codes (``vocab >> shift``), sorted and
-    delta-coded, 3 bytes a slot (4 when a gap needs it): what a compact store logs for every
-    story, so other processes count it without its sketch."""
-    slots = distinct((vocab >> np.uint32(shift)).astype(np.uint32))
-    gaps = np.diff(slots, prepend=np.uint32(0)).astype("<u4")
-    width = 3 if len(gaps) == 0 or int(gaps.max()) < 1 << 24 else 4
-    raw = gaps.view(np.uint8).reshape(-1, 4)[:, :width]
-    return bytes((width,)) + raw.tobytes()
+    their gaps Rice-coded (:mod:`~neardup.engine.rice`: about 17 bits a slot for a story of
+    1,300 in ``2^26``): what a compact store logs for every story, so other processes count
+    it without its sketch."""
+    slots = distinct((vocab >> np.uint32(shift)).astype(np.uint32)).astype(np.uint64)
+    gaps = np.diff(slots, prepend=np.uint64(0))
+    return bytes((_RICE_SLOTS,)) + rice.encode(gaps)
 
 
 def decode_slots(blob: bytes, shift: int = 6) -> U32:
     """Codes with the slots :func:`encode_slots` logged (each slot's code with the other
-    bits zero: what :meth:`~neardup.engine.templates.CommonShingles.add` counts)."""
+    bits zero: what :meth:`~neardup.engine.templates.CommonShingles.add` counts), or that
+    it logged before 2026-12-04 (3 or 4 bytes a gap); ValueError when ``blob`` is neither."""
+    if blob[:1] == bytes((_RICE_SLOTS,)):
+        gaps, end = rice.decode(blob, 1)
+        if end != len(blob):
+            raise ValueError(f"{len(blob) - end:,} bytes after a story's slots")
+        return (np.cumsum(gaps, dtype=np.uint64) << np.uint64(shift)).astype(np.uint32)
     width = blob[0]
+    if width not in (3, 4):
+        raise ValueError(f"a story's slots of {width} bytes")
     raw = np.frombuffer(blob, dtype=np.uint8, offset=1).reshape(-1, width)
     wide = np.zeros((len(raw), 4), dtype=np.uint8)
     wide[:, :width] = raw
@@ -473,10 +497,10 @@ def decode_slots(blob: bytes, shift: int = 6) -> U32:
 
 def encode_counts(counts: npt.NDArray[np.uint8]) -> bytes:
     """A count table (:class:`~neardup.engine.templates.CommonShingles`) for a store: the
-    gaps between its non-zero slots (their low, middle and high bytes, each as one run) and
-    their counts, compressed (4.2 MB for the 5.7 million slots 5,453 hkcnews stories fill,
-    in about 0.1 s with the kernels loaded, 0.3 s without, where the whole table compresses
-    to 9.7 MB)."""
+    gaps between its non-zero slots, Rice-coded; which of them hold more than one (the gaps
+    between those, Rice-coded too: nine in ten hold one), and what they hold, compressed
+    (3.9 MB for the 5.5 million slots the first 10,000 hkcnews articles fill, where the
+    bytes of each gap and every count compressed took 4.1 MB, and the whole table 9.7)."""
     nz = _nonzero(counts)
     return _encoded(len(counts), nz, counts[nz])
 
@@ -484,12 +508,20 @@ def encode_counts(counts: npt.NDArray[np.uint8]) -> bytes:
 def _encoded(size: int, nz: npt.NDArray[np.int64], values: npt.NDArray[np.uint8]) -> bytes:
     """:func:`encode_counts` of a table of ``size`` slots whose non-zero ones are ``nz``,
     holding ``values``."""
-    gaps = (np.diff(nz, prepend=-1) - 1).astype("<u4")
-    width = 3 if len(gaps) == 0 or int(gaps.max()) < 1 << 24 else 4
-    planes = gaps.view(np.uint8).reshape(-1, 4)[:, :width].T.tobytes()
-    head = struct.pack("<QQB", size, len(nz), width)
-    packer = zlib.compressobj(1, zlib.DEFLATED, 15, 9, zlib.Z_RLE)  # runs of small bytes
-    return _TABLE_MAGIC + packer.compress(head + planes + values.tobytes()) + packer.flush()
+    gaps = np.diff(nz, prepend=-1).view(np.uint64)
+    gaps -= np.uint64(1)
+    many = np.flatnonzero(values > 1)
+    between = np.diff(many, prepend=-1).view(np.uint64)
+    between -= np.uint64(1)
+    packer = zlib.compressobj(6)
+    held = packer.compress(values[many].tobytes()) + packer.flush()
+    return b"".join((
+        _TABLE_MAGIC,
+        rice.varints([size, len(nz)]),
+        rice.encode(gaps),
+        rice.encode(between),
+        held,
+    ))  # fmt: skip
 
 
 def _nonzero(counts: npt.NDArray[np.uint8]) -> npt.NDArray[np.int64]:
@@ -504,11 +536,40 @@ def _nonzero(counts: npt.NDArray[np.uint8]) -> npt.NDArray[np.int64]:
 
 
 def decode_counts(blob: bytes, *, size: int | None = None) -> npt.NDArray[np.uint8] | None:
-    """The count table of :func:`encode_counts` (None: ``blob`` is not one); ValueError
-    when it is not a table of ``size`` slots (if given) or does not read as one."""
+    """The count table of :func:`encode_counts`, or of what it wrote before 2026-12-04
+    (None: ``blob`` is neither); ValueError when it is not a table of ``size`` slots (if
+    given) or does not read as one."""
+    if blob.startswith(_OLD_TABLE_MAGIC):
+        return _decode_old(blob, size)
     if not blob.startswith(_TABLE_MAGIC):
         return None
-    body = zlib.decompress(blob[len(_TABLE_MAGIC) :])
+    (slots, n), at = rice.read_varints(blob, len(_TABLE_MAGIC), 2)
+    if size is not None and slots != size:
+        raise ValueError(f"a table of {slots:,} slots, not {size:,}")
+    gaps, at = rice.decode(blob, at)
+    between, at = rice.decode(blob, at)
+    if len(gaps) != n or n > slots:
+        raise ValueError(f"{len(gaps):,} gaps for {n:,} counts in a table of {slots:,} slots")
+    where = np.cumsum(gaps, dtype=np.uint64)
+    where += np.arange(1, n + 1, dtype=np.uint64)  # each slot past the gap, then itself
+    where -= np.uint64(1)
+    if n and int(where[-1]) >= slots:
+        raise ValueError(f"a slot past the table's {slots:,}")
+    many = np.cumsum(between, dtype=np.uint64)
+    many += np.arange(len(between), dtype=np.uint64)
+    held = np.frombuffer(zlib.decompress(blob[at:]), dtype=np.uint8)
+    if len(held) != len(many) or (len(many) and int(many[-1]) >= n):
+        raise ValueError(f"{len(held):,} counts for {len(many):,} slots holding more than one")
+    out = np.zeros(slots, dtype=np.uint8)
+    out[where] = 1
+    out[where[many]] = held
+    return out
+
+
+def _decode_old(blob: bytes, size: int | None) -> npt.NDArray[np.uint8]:
+    """The count table of :func:`encode_counts` as it was before 2026-12-04 (the bytes of
+    each gap, each byte as one run, and the counts, compressed together)."""
+    body = zlib.decompress(blob[len(_OLD_TABLE_MAGIC) :])
     slots, n, width = struct.unpack_from("<QQB", body)
     if size is not None and slots != size:
         raise ValueError(f"a table of {slots:,} slots, not {size:,}")
@@ -610,29 +671,3 @@ class DamagedGuard(StoreError):
 def _damaged(blob: bytes, exc: BaseException) -> DamagedGuard:
     why = f"it does not read as the template guard's counts ({exc or type(exc).__name__})"
     return DamagedGuard(len(blob), why)
-
-
-def _varints(values: list[int]) -> bytes:
-    """Unsigned LEB128 of each value."""
-    out = bytearray()
-    for v in values:
-        while v >= 0x80:
-            out.append((v & 0x7F) | 0x80)
-            v >>= 7
-        out.append(v)
-    return bytes(out)
-
-
-def _read_varints(blob: bytes, at: int, n: int) -> tuple[list[int], int]:
-    out: list[int] = []
-    for _ in range(n):
-        v = shift = 0
-        while True:
-            b = blob[at]
-            at += 1
-            v |= (b & 0x7F) << shift
-            if b < 0x80:
-                break
-            shift += 7
-        out.append(v)
-    return out, at

@@ -38,6 +38,8 @@ from ..errors import ConfigError
 from ..times import parse_window
 
 __all__ = [
+    "LOG_BYTES",
+    "LOG_SHARE",
     "RUN_AGAIN",
     "VERBATIM",
     "BandKey",
@@ -114,6 +116,14 @@ VERBATIM = 0.98
 #: What a store gives back of a document for verification: its whole sketch, or its compact
 #: form (:mod:`neardup.engine.compact`), which the Deduper reads through a stand-in.
 Stored = Sketch | Compact
+
+
+#: A compact store folds its log of stories into its saved count table once the log holds
+#: LOG_BYTES (some 500 stories of hkcnews articles) or a LOG_SHARE-th of the saved table's
+#: bytes, whichever is more: the log holds half that on average, so the fewer, the smaller
+#: the store, and the more often a fold rewrites the table.
+LOG_BYTES = 1_400_000
+LOG_SHARE = 3
 
 
 class LogPage(NamedTuple):

@@ -46,7 +46,7 @@ from ..engine import Sketch, story_codes
 from ..engine.compact import compact, decode, decode_slots, encode, encode_slots
 from ..errors import ConfigError, NeardupError
 from ..hashing import SEED
-from . import BandKey, Entry, LogPage, NewEntry, Stored
+from . import LOG_BYTES, LOG_SHARE, BandKey, Entry, LogPage, NewEntry, Stored
 from ._packed import KEY_MASK, LEVEL, RECORD, keys40
 from .redis import RedisStore
 
@@ -57,8 +57,6 @@ BLOCK = 32
 _HEAD = 4 * (BLOCK + 1)
 #: records a shard holds on average before the table grows (a key costs about 70 bytes)
 CAP = 128
-#: the log is folded into the saved table once it holds this many bytes, or as many as it
-_LOG_BYTES = 2 << 20
 
 _KINDS = {"id": 1, "exact": 2, "cluster": 3, "extends": 4}
 
@@ -882,7 +880,7 @@ class CompactRedisStore(RedisStore):
         pipe.strlen(self._k("common"))
         pipe.get(self._k("logbytes"))
         size, logged = self._call(pipe.execute)
-        return int(logged or 0) >= max(_LOG_BYTES, int(size or 0) // 2)
+        return int(logged or 0) >= max(LOG_BYTES, int(size or 0) // LOG_SHARE)
 
     def save_common(self, position: int, table: bytes) -> None:
         self._call(self._save, [], [self.ns, position, table])

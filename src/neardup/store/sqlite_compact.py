@@ -53,7 +53,7 @@ from ..errors import ConfigError, StoreError
 from ..hashing import signed64
 from ..index.lsh import _ranges
 from ..shingling import distinct
-from . import BandKey, Entry, LogPage, NewEntry, Stored
+from . import LOG_BYTES, LOG_SHARE, BandKey, Entry, LogPage, NewEntry, Stored
 from ._packed import (
     LEVEL,
     LOG_RECORD,
@@ -110,9 +110,6 @@ _ENTRY = "id, seq, ts, duplicate_of, coalesce(cluster, id), score, measure, titl
 #: records a shard (a row) holds on average: a small part of a 4 KB page, so that a row
 #: that grows seldom splits its page
 _CAP = 32
-#: the log is folded into a saved count table once it holds this many bytes, or as many
-#: as the last saved table, whichever is more
-_LOG_BYTES = 2 << 20
 #: the records of ``lsh_log`` are folded into the shards once they are this share of the
 #: records the shards hold (so the table is rewritten once for each quarter it grows) ...
 _FOLD_SHARE = 4
@@ -471,7 +468,7 @@ class CompactSQLiteStore(SQLiteStore):
             table = self._db.execute(
                 "SELECT length(value) FROM meta WHERE key = 'common'"
             ).fetchone()
-        return float(size) >= max(_LOG_BYTES, (int(table[0]) if table else 0) // 2)
+        return float(size) >= max(LOG_BYTES, (int(table[0]) if table else 0) // LOG_SHARE)
 
     @_guarded
     def save_common(self, position: int, table: bytes) -> None:
