@@ -508,20 +508,34 @@ def encode_counts(counts: npt.NDArray[np.uint8]) -> bytes:
 def _encoded(size: int, nz: npt.NDArray[np.int64], values: npt.NDArray[np.uint8]) -> bytes:
     """:func:`encode_counts` of a table of ``size`` slots whose non-zero ones are ``nz``,
     holding ``values``."""
-    gaps = np.diff(nz, prepend=-1).view(np.uint64)
-    gaps -= np.uint64(1)
-    many = np.flatnonzero(values > 1)
-    between = np.diff(many, prepend=-1).view(np.uint64)
-    between -= np.uint64(1)
-    packer = zlib.compressobj(6)
+    gaps, many = _gaps(nz), np.flatnonzero(values > 1)
+    packer = zlib.compressobj(9, zlib.DEFLATED, 15, 9, zlib.Z_HUFFMAN_ONLY)  # bytes, no runs
     held = packer.compress(values[many].tobytes()) + packer.flush()
     return b"".join((
         _TABLE_MAGIC,
         rice.varints([size, len(nz)]),
         rice.encode(gaps),
-        rice.encode(between),
+        rice.encode(_gaps(many)),
         held,
     ))  # fmt: skip
+
+
+def _gaps(ascending: npt.NDArray[np.int64]) -> npt.NDArray[np.uint64]:
+    """The gaps between ascending positions (the first's from -1): how many are skipped."""
+    gaps = np.empty(len(ascending), dtype=np.int64)
+    if len(ascending):
+        gaps[0] = ascending[0]
+        np.subtract(ascending[1:], ascending[:-1], out=gaps[1:])
+        gaps[1:] -= 1
+    return gaps.view(np.uint64)
+
+
+def _positions(gaps: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
+    """The positions whose :func:`_gaps` are ``gaps`` (``gaps`` is changed)."""
+    gaps += np.uint64(1)
+    np.cumsum(gaps, out=gaps)
+    gaps -= np.uint64(1)
+    return gaps
 
 
 def _nonzero(counts: npt.NDArray[np.uint8]) -> npt.NDArray[np.int64]:
@@ -550,13 +564,10 @@ def decode_counts(blob: bytes, *, size: int | None = None) -> npt.NDArray[np.uin
     between, at = rice.decode(blob, at)
     if len(gaps) != n or n > slots:
         raise ValueError(f"{len(gaps):,} gaps for {n:,} counts in a table of {slots:,} slots")
-    where = np.cumsum(gaps, dtype=np.uint64)
-    where += np.arange(1, n + 1, dtype=np.uint64)  # each slot past the gap, then itself
-    where -= np.uint64(1)
+    where = _positions(gaps)
     if n and int(where[-1]) >= slots:
         raise ValueError(f"a slot past the table's {slots:,}")
-    many = np.cumsum(between, dtype=np.uint64)
-    many += np.arange(len(between), dtype=np.uint64)
+    many = _positions(between)
     held = np.frombuffer(zlib.decompress(blob[at:]), dtype=np.uint8)
     if len(held) != len(many) or (len(many) and int(many[-1]) >= n):
         raise ValueError(f"{len(held):,} counts for {len(many):,} slots holding more than one")

@@ -22,6 +22,7 @@ add up to at most ``m`` is at most ``n + m / 2^k`` bits long, whatever the gaps.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -38,18 +39,16 @@ _AT_ONCE = 1 << 14
 
 
 def best_k(gaps: U64) -> int:
-    """The parameter that codes ``gaps`` in the fewest bits (the smaller on ties)."""
+    """The parameter for ``gaps`` from their mean alone (Kiely's rule for geometric gaps,
+    the best or within a bit of it: on hkcnews stories' slots the same as the best found by
+    trying each), so a table of millions takes one pass."""
     n = len(gaps)
-    if n == 0:
+    mean = float(gaps.sum(dtype=np.float64)) / n if n else 0.0
+    if mean <= 0:
         return 0
-    mean = float(gaps.sum(dtype=np.float64)) / n
-    guess = int(np.log2(mean)) if mean >= 1 else 0
-    best, best_bits = 0, -1
-    for k in range(max(0, guess - 1), min(_MOST_K, guess + 2) + 1):
-        bits = n * (k + 1) + int((gaps >> np.uint64(k)).sum(dtype=np.uint64))
-        if best_bits < 0 or bits < best_bits:
-            best, best_bits = k, bits
-    return best
+    golden = (1 + 5**0.5) / 2
+    k = 1 + math.floor(math.log2(math.log(golden - 1) / math.log(mean / (mean + 1))))
+    return min(max(k, 0), _MOST_K)
 
 
 def encode(gaps: U64, k: int | None = None) -> bytes:
@@ -62,8 +61,10 @@ def encode(gaps: U64, k: int | None = None) -> bytes:
         raise ValueError(f"a Rice parameter of {k}")
     n = len(gaps)
     planes = _planes(gaps & np.uint64((1 << k) - 1), k)
-    ends = np.cumsum(gaps >> np.uint64(k), dtype=np.uint64)
-    ends += np.arange(n, dtype=np.uint64)  # each gap's one, after its zeros
+    ends = gaps >> np.uint64(k)
+    ends += np.uint64(1)
+    np.cumsum(ends, out=ends)
+    ends -= np.uint64(1)  # each gap's one, after its zeros
     run = np.zeros(int(ends[-1]) + 1 if n else 0, dtype=np.uint8)
     run[ends] = 1
     del ends
