@@ -421,7 +421,7 @@ class Deduper:
         if not self._loaded:
             self._load_table()
         while True:
-            page = self.store.log_stories(self._log_pos, _LOG_PAGE)
+            page = self.store.log_stories(self._log_pos, _LOG_PAGE, skip=self._own)
             if page.behind:  # folded into a newer saved table: start again from that one
                 self._load_table()
                 continue

@@ -110,6 +110,24 @@ def test_the_log_of_stories_is_folded_and_a_process_behind_reloads(
     behind.close()
 
 
+def test_the_log_leaves_the_slots_of_the_stories_it_is_told_to_skip_unread(
+    compact_url: str,
+) -> None:
+    """A process's own stories (counted already) come back from the log without slots; the
+    others with theirs, and both processes count the same chrome."""
+    docs = [(i, t) for i, t, _ in corpus(71, 6, 0)]
+    with Deduper(store=compact_url, explain=False) as dd:
+        dd.check_and_add_many(docs)
+        mine = {docs[0][0], docs[3][0]}
+        page = dd.store.log_stories(0, 100, skip=mine)
+        assert [i for i, _ in page.stories] == [i for i, _ in docs]
+        for i, slots in page.stories:
+            assert slots is not None and (len(slots) == 0) == (i in mine)
+        other = Deduper(store=compact_url, explain=False)
+        assert np.array_equal(other.chrome().counts, dd.chrome().counts)
+        other.close()
+
+
 def test_reclaim_takes_the_records_of_forgotten_documents_out(compact_url: str) -> None:
     docs = corpus(65, 12, 0)
     with Deduper(store=compact_url, explain=False) as dd:
@@ -349,3 +367,42 @@ def test_a_torn_row_of_the_log_or_a_shard_is_a_store_error_and_check_names_it(
         pytest.raises(StoreError, match="is damaged: a shard of 2 bytes"),
     ):
         dd.store.buckets([3 + 256])  # a key of shard 3
+
+
+def test_a_fold_leaves_the_shards_pages_packed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fold writes each slice's shards again whole, in order, where it deleted them, so
+    when it ends the table's pages are nearly full (rows rewritten in place as they grew,
+    or shrunk by a split, left them a sixth to a third empty), and every record is found."""
+    monkeypatch.setattr(sqlite_compact, "_FOLD_MIN", 64 * 16)
+    monkeypatch.setattr(sqlite_compact, "_FOLD_STEPS", 2)
+    path = tmp_path / "s.db"
+    docs = corpus(70, 320, 0)
+
+    def state() -> tuple[bool, int, float]:
+        with sqlite3.connect(path) as con:
+            going = con.execute("SELECT value FROM meta WHERE key = 'lsh_fold'").fetchone()
+            try:
+                pages, used, size = con.execute(
+                    "SELECT count(*), sum(pgsize - unused), sum(pgsize) FROM dbstat"
+                    " WHERE name = 'lsh'"
+                ).fetchone()
+            except sqlite3.OperationalError:
+                pytest.skip("this SQLite is built without the dbstat table")
+        return going is not None, pages, (used or 0) / (size or 1)
+
+    after_folds = []
+    with Deduper(store=f"sqlite:///{path}", explain=False) as dd:
+        folding = False
+        for k in range(0, len(docs), 16):
+            dd.check_and_add_many([(i, t) for i, t, _ in docs[k : k + 16]])
+            was, (folding, pages, fill) = folding, state()
+            if was and not folding and pages >= 25:
+                after_folds.append(fill)
+        for i, t, _ in docs[::10]:
+            keys = bucket_keys(dd.sketch(t))
+            found = dd.store.buckets(keys)
+            assert all(i in {m[1] for m in found[k]} for k in keys)
+        assert dd.store.check() == []
+    assert len(after_folds) >= 2 and min(after_folds) > 0.88

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 from urllib.parse import parse_qs, urlsplit, urlunsplit
@@ -40,6 +40,7 @@ from ..times import parse_window
 __all__ = [
     "LOG_BYTES",
     "LOG_SHARE",
+    "NO_SLOTS",
     "RUN_AGAIN",
     "VERBATIM",
     "BandKey",
@@ -124,6 +125,9 @@ Stored = Sketch | Compact
 #: the store, and the more often a fold rewrites the table.
 LOG_BYTES = 1_400_000
 LOG_SHARE = 3
+#: the slots :meth:`Store.log_stories` gives a story it was told to skip (none, unread)
+NO_SLOTS = np.zeros(0, dtype=np.uint32)
+NO_SLOTS.flags.writeable = False
 
 
 class LogPage(NamedTuple):
@@ -238,10 +242,11 @@ class Store(ABC):
         the documents that counted as stories (:attr:`NewEntry.counts`) they name, and
         whether the end of the log was reached."""
 
-    def log_stories(self, after: int, limit: int) -> LogPage:
+    def log_stories(self, after: int, limit: int, skip: Container[str] = ()) -> LogPage:
         """:meth:`log` with what each story adds to the template guard: a compact store logs
         the slots of each story's shingles (its compact sketch does not hold them all);
-        the others say None, and their sketches hold them."""
+        the others say None, and their sketches hold them. The stories with an id in
+        ``skip`` (a process's own, counted already) may come with no slots, unread."""
         pos, ids, done = self.log(after, limit)
         return LogPage(pos, [(i, None) for i in ids], done)
 

@@ -37,7 +37,7 @@ import json
 import struct
 import time
 import zlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Container, Iterable, Mapping, Sequence
 
 import numpy as np
 import xxhash
@@ -46,7 +46,7 @@ from ..engine import Sketch, story_codes
 from ..engine.compact import compact, decode, decode_slots, encode, encode_slots
 from ..errors import ConfigError, NeardupError
 from ..hashing import SEED
-from . import LOG_BYTES, LOG_SHARE, BandKey, Entry, LogPage, NewEntry, Stored
+from . import LOG_BYTES, LOG_SHARE, NO_SLOTS, BandKey, Entry, LogPage, NewEntry, Stored
 from ._packed import KEY_MASK, LEVEL, RECORD, keys40
 from .redis import RedisStore
 
@@ -865,14 +865,15 @@ class CompactRedisStore(RedisStore):
         page = self.log_stories(after, limit)
         return page.position, [i for i, _ in page.stories], page.done
 
-    def log_stories(self, after: int, limit: int) -> LogPage:
+    def log_stories(self, after: int, limit: int, skip: Container[str] = ()) -> LogPage:
         flat = self._call(self._log_script, [], [self.ns, after, limit])
         if after < int(flat[0]):
             return LogPage(after, [], False, behind=True)
         stories = []
         for raw in flat[1:]:
             doc_id, at = _read_str(bytes(raw), 0)
-            stories.append((str(doc_id), decode_slots(bytes(raw)[at:])))
+            s = str(doc_id)
+            stories.append((s, NO_SLOTS if s in skip else decode_slots(bytes(raw)[at:])))
         return LogPage(after + len(stories), stories, len(stories) < limit)
 
     def snapshot_due(self, position: int, saved: int) -> bool:

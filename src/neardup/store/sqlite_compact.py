@@ -32,7 +32,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import zlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Container, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -53,7 +53,7 @@ from ..errors import ConfigError, StoreError
 from ..hashing import signed64
 from ..index.lsh import _ranges
 from ..shingling import distinct
-from . import LOG_BYTES, LOG_SHARE, BandKey, Entry, LogPage, NewEntry, Stored
+from . import LOG_BYTES, LOG_SHARE, NO_SLOTS, BandKey, Entry, LogPage, NewEntry, Stored
 from ._packed import (
     LEVEL,
     LOG_RECORD,
@@ -276,8 +276,12 @@ class CompactSQLiteStore(SQLiteStore):
 
     def _read_shards(self, shards: list[int]) -> tuple[Any, Any, Any]:
         """The records of ``shards`` (see :func:`_records_of`); a StoreError if damaged."""
+        return self._records_in(self._shards(shards))
+
+    def _records_in(self, blobs: Mapping[int, bytes]) -> tuple[Any, Any, Any]:
+        """:func:`_records_of` the rows of shards; a StoreError if damaged."""
         try:
-            return _records_of(self._shards(shards))
+            return _records_of(blobs)
         except ValueError as exc:
             raise self._damaged(exc) from exc
 
@@ -323,13 +327,17 @@ class CompactSQLiteStore(SQLiteStore):
         shards = layout.shards(keys)
         mine = (shards >= start) & (shards < end) & (seqs >= floor)
         keys, seqs, shards = keys[mine], seqs[mine], shards[mine]
-        old_keys, old_seqs, old_shards = self._read_shards(distinct(shards).tolist())
+        # every row of the slice is written again, in order, where the slice's rows were
+        # deleted: the pages they fill are packed (rows rewritten in place as they grew, or
+        # shrunk by a split, left the table's pages a third empty)
+        old_keys, old_seqs, old_shards = self._records_in(self._shards_in(start, end))
         live = old_seqs >= floor
         every = _unique_records(
             np.concatenate((old_shards[live], shards)),
             np.concatenate((old_keys[live], keys)),
             np.concatenate((old_seqs[live], seqs)),
         )
+        self._db.execute("DELETE FROM lsh WHERE shard >= ? AND shard < ?", (start, end))
         self._put_shards(_by_shard(*every))
         layout = layout._replace(count=layout.count + len(every[0]) - len(old_seqs))
         if end < size:
@@ -352,6 +360,13 @@ class CompactSQLiteStore(SQLiteStore):
 
     def _shards(self, shards: list[int]) -> dict[int, bytes]:
         rows = self._select("SELECT shard, records FROM lsh WHERE shard IN ({})", shards)
+        return {int(s): bytes(b) for s, b in rows}
+
+    def _shards_in(self, start: int, end: int) -> dict[int, bytes]:
+        rows = self._db.execute(
+            "SELECT shard, records FROM lsh WHERE shard >= ? AND shard < ? ORDER BY shard",
+            (start, end),
+        ).fetchall()
         return {int(s): bytes(b) for s, b in rows}
 
     def _put_shards(self, blobs: dict[int, bytes]) -> None:
@@ -448,7 +463,7 @@ class CompactSQLiteStore(SQLiteStore):
         return page.position, [i for i, _ in page.stories], page.done
 
     @_guarded
-    def log_stories(self, after: int, limit: int) -> LogPage:
+    def log_stories(self, after: int, limit: int, skip: Container[str] = ()) -> LogPage:
         with self._lock:
             folded = int(self._meta("log_floor") or 0)
             if after < folded:
@@ -458,7 +473,10 @@ class CompactSQLiteStore(SQLiteStore):
             ).fetchall()
         if not rows:
             return LogPage(after, [], True)
-        stories = [(str(_py(i)), decode_slots(bytes(b))) for _, i, b in rows]
+        stories = [
+            (s, NO_SLOTS if s in skip else decode_slots(bytes(b)))
+            for s, b in ((str(_py(i)), b) for _, i, b in rows)
+        ]
         return LogPage(int(rows[-1][0]), stories, len(rows) < limit)
 
     @_guarded
