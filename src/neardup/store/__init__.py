@@ -34,10 +34,11 @@ import numpy.typing as npt
 
 from ..engine import BandKey, Sketch, bucket_keys
 from ..engine.compact import Compact
-from ..errors import ConfigError
+from ..errors import ConfigError, StoreError
 from ..times import parse_window
 
 __all__ = [
+    "FORMAT",
     "LOG_BYTES",
     "LOG_SHARE",
     "NO_SLOTS",
@@ -51,6 +52,7 @@ __all__ = [
     "Store",
     "Stored",
     "bucket_keys",
+    "format_found",
     "open_store",
     "parse_window",
     "redacted",
@@ -63,6 +65,42 @@ RUN_AGAIN = (
     "run again to finish: every batch committed before is intact, and the documents already "
     "stored return their decisions"
 )
+
+
+#: The newest store format this neardup writes, and the newest it reads. Every store it
+#: opens for writing is marked with it (SQLite: meta ``version``; Redis: ``NS:version``); a
+#: store marked with a newer one is refused (:func:`format_found`), so a process of an older
+#: neardup never misreads what a newer one wrote (a count table, the log's slots, samples in
+#: an encoding it does not know). 1: a store written before the mark (read as ever); 2: the
+#: first marked (the Rice-coded slots, count table and sample heads of 2026-12-04). Raise it
+#: with an encoding the previous version cannot read, and keep reading what came before.
+FORMAT = 2
+
+
+def format_found(value: object, store: str) -> int:
+    """The format a store's mark ``value`` names (None: unmarked, format 1): a ConfigError
+    for a store of a newer neardup, a StoreError for a mark that is not a format.
+
+    >>> format_found(None, "x"), format_found(b"2", "x")
+    (1, 2)
+    """
+    if value is None:
+        return 1
+    text = value.decode("ascii", "replace") if isinstance(value, bytes) else str(value)
+    if not text.isdigit() or int(text) < 1:
+        raise StoreError(
+            f"store {store} is damaged: its format mark is {text[:40]!r}, not a version "
+            "number; restore it from a backup, or rebuild it (move it aside and add the "
+            "documents again)"
+        )
+    if int(text) > FORMAT:
+        raise ConfigError(
+            f"store {store} was written by a newer neardup (store format {text}; this one "
+            f"reads formats 1 to {FORMAT}): upgrade neardup in every process that opens it "
+            "(pip install -U neardup), or keep this version and rebuild the store with it "
+            "(move it aside and add the documents again)"
+        )
+    return int(text)
 
 
 @dataclass(frozen=True, slots=True)

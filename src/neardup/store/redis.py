@@ -220,6 +220,7 @@ _MANY = {"d": "string", "s": "string", "b": "zset", "x": "string", "c": "zset", 
 _ONE = {
     "log": "list", "clusters": "zset", "cof": "hash", "ts": "zset", "added": "zset",
     "seq": "string", "config": "string", "common": "string", "kept": "string",
+    "version": "string",
 }  # fmt: skip
 
 

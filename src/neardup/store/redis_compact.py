@@ -46,7 +46,18 @@ from ..engine import Sketch, story_codes
 from ..engine.compact import compact, decode, decode_slots, encode, encode_slots
 from ..errors import ConfigError, NeardupError
 from ..hashing import SEED
-from . import LOG_BYTES, LOG_SHARE, NO_SLOTS, BandKey, Entry, LogPage, NewEntry, Stored
+from . import (
+    FORMAT,
+    LOG_BYTES,
+    LOG_SHARE,
+    NO_SLOTS,
+    BandKey,
+    Entry,
+    LogPage,
+    NewEntry,
+    Stored,
+    format_found,
+)
 from ._packed import KEY_MASK, LEVEL, RECORD, keys40
 from .redis import RedisStore
 
@@ -1096,6 +1107,16 @@ def _bucket_ids(sketch: Sketch) -> list[int]:
     return bucket_keys(sketch)
 
 
+#: the namespace's format mark (KEYS[1]) raised to ARGV[1] where it is lower or missing;
+#: what the mark was (as it was, where it is not a number)
+_MARK = """
+local found = redis.call('GET', KEYS[1])
+local n = tonumber(found or '0')
+if n and n < tonumber(ARGV[1]) then redis.call('SET', KEYS[1], ARGV[1]) end
+return found
+"""
+
+
 def open_redis(url: str, namespace: str, query: Mapping[str, list[str]]) -> RedisStore:
     """The store in a Redis namespace: compact unless the namespace was written before
     compact stores, or a new one is asked for with ``format=full``."""
@@ -1105,6 +1126,10 @@ def open_redis(url: str, namespace: str, query: Mapping[str, list[str]]) -> Redi
     keep_text = (query.get("keep_text") or ["0"])[0].lower() in ("1", "true", "yes")
     probe = RedisStore(url, namespace=namespace)
     try:
+        # refuse a namespace a newer neardup wrote, else mark it with this version's format
+        # (raised at once, never lowered: a newer process may mark it at the same moment)
+        found = probe._call(probe._r.eval, _MARK, 1, probe._k("version"), FORMAT)
+        format_found(found, probe.url)
         marked = probe._call(probe._r.get, probe._k("format"))
         new = not marked and not probe._call(probe._r.exists, probe._k("config"))
         if new and fmt != "full":

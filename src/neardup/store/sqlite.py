@@ -27,7 +27,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 from ..engine.codec import decode, encode
 from ..errors import ConfigError, NeardupError, StoreError
 from ..hashing import signed64
-from . import RUN_AGAIN, BandKey, Entry, NewEntry, Store, Stored, bucket_keys
+from . import FORMAT, RUN_AGAIN, BandKey, Entry, NewEntry, Store, Stored, bucket_keys, format_found
 
 __all__ = ["SQLiteStore"]
 
@@ -167,12 +167,16 @@ class SQLiteStore(Store):
             self._db.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
             if readonly:
                 self._db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+                self._version()
             else:
                 self._db.execute("PRAGMA synchronous=FULL")
                 self._create(timeout)
         except sqlite3.Error as exc:
             self._db.close()
             raise self._failure(exc, "cannot open store") from exc
+        except NeardupError:
+            self._db.close()
+            raise
 
     def _failure(self, exc: sqlite3.Error, doing: str = "store") -> StoreError:
         """The one-line error for what SQLite said: the file, SQLite's words, what to do."""
@@ -192,6 +196,7 @@ class SQLiteStore(Store):
                 self._db.execute("PRAGMA auto_vacuum=INCREMENTAL")
                 self._db.execute("PRAGMA journal_mode=WAL")
                 self._db.executescript(f"BEGIN IMMEDIATE;{self.schema}COMMIT;")
+                self._version(mark=True)  # before an upgrade touches a newer file
                 self._upgrade()
                 return
             except sqlite3.OperationalError as exc:
@@ -202,6 +207,24 @@ class SQLiteStore(Store):
                     raise
                 time.sleep(delay)
                 delay = min(0.5, delay * 2)
+
+    def _version(self, *, mark: bool = False) -> None:
+        """Refuse a file a newer neardup wrote (:func:`~neardup.store.format_found`); with
+        ``mark``, say this version's format in an older or new one."""
+        found = None
+        has_meta = self._db.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'"
+        ).fetchone()
+        if has_meta is not None:
+            row = self._db.execute("SELECT value FROM meta WHERE key = 'version'").fetchone()
+            found = None if row is None else row[0]
+        if format_found(found, self.url) < FORMAT and mark:
+            with self._write():
+                row = self._db.execute("SELECT value FROM meta WHERE key = 'version'").fetchone()
+                if format_found(None if row is None else row[0], self.url) < FORMAT:
+                    self._db.execute(
+                        "INSERT OR REPLACE INTO meta VALUES ('version', ?)", (str(FORMAT),)
+                    )
 
     def _upgrade(self) -> None:
         """Add the columns a file written by an earlier version lacks (its documents keep
