@@ -70,16 +70,27 @@ def test_a_sqlite_file_says_its_format_and_a_newer_one_is_refused(
 
 
 def test_the_command_line_says_what_to_do_with_a_newer_file(tmp_path: Path) -> None:
+    """``store stats``, ``store check`` and ``dedup --db`` exit with status 2 and the line
+    that says what to do; ``dedup`` leaves no output behind (the store is opened first)."""
     path = tmp_path / "store.db"
     Deduper(store=f"sqlite:///{path}").close()
     _set_mark(path, "99")
-    for args in (["store", "stats", "--db", str(path)], ["store", "check", "--db", str(path)]):
+    src = tmp_path / "in.jsonl"
+    src.write_text('{"id": "a", "text": "a few words of text"}\n', encoding="utf-8")
+    outputs = [tmp_path / "unique.jsonl", tmp_path / "clusters.jsonl"]
+    dedup = ["dedup", str(src), "--db", str(path), "-o", str(outputs[0])]
+    for args in (
+        ["store", "stats", "--db", str(path)],
+        ["store", "check", "--db", str(path)],
+        [*dedup, "--clusters", str(outputs[1])],
+    ):
         r = subprocess.run(
             [sys.executable, "-m", "neardup", *args], capture_output=True, text=True, check=False
         )
         assert r.returncode == 2
         assert "written by a newer neardup (store format 99" in r.stderr, r.stderr
         assert "Traceback" not in r.stderr
+    assert not any(p.exists() for p in outputs)
 
 
 def test_a_file_written_before_the_mark_is_marked_once_opened_for_writing(

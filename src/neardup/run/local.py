@@ -71,8 +71,9 @@ def run_dedup(
 
     ``unique`` and ``clusters`` may be None (not written); ``errors`` None means standard
     error. Every record read ends in CLUSTERS (documents) or ERRORS (bad records). The input
-    is opened, and then every output, before anything is read, so a missing input or an
-    unwritable output fails at once. ``output_format`` (jsonl, csv, parquet, warc) is what
+    is opened, then the store (streaming), then every output, before anything is read, so a
+    missing input, a store refused or an unwritable output fails at once (and a store
+    refused leaves no output behind). ``output_format`` (jsonl, csv, parquet, warc) is what
     UNIQUE is written as (by default what its name says, or the input's own format; parquet
     makes CLUSTERS Parquet too, as does a CLUSTERS path ending ``.parquet``);
     ``duplicates`` is a file for the ids of the duplicates, one a line. ``collect`` keeps
@@ -112,6 +113,10 @@ def run_dedup(
                 "--duplicates-only": duplicates,
             },
         )
+        deduper: Deduper | None = None
+        if mode == "stream":  # before the outputs: a store refused leaves none behind
+            deduper = Deduper(cfg, store=store or "memory://", window=window, explain=False)
+            stack.callback(deduper.close)
         unique_out: UniqueWriter | None = None
         if unique is not None:
             header = reader.csv_header
@@ -144,10 +149,10 @@ def run_dedup(
         out = _Outputs(unique_out, clusters_out, dups_out)
         args = (reader, cfg, keep, stages, progress, tally, out, errors_out)
         candidate_pairs: int | None = None
-        if mode == "batch":
+        if deduper is None:
             candidate_pairs, load = _batch(*args)
         else:
-            load = _stream(*args, store=store, window=window, batch_size=batch_size)
+            load = _stream(*args, deduper=deduper, batch_size=batch_size)
 
     notes = list(reader.notes)
     if crowded := crowding(load, cfg.common_after, cfg.chrome_passage, cfg.chrome_window):
@@ -493,14 +498,12 @@ def _stream(
     out: _Outputs,
     errors_out: LineWriter,
     *,
-    store: str | None = None,
-    window: str | None = None,
+    deduper: Deduper,
     batch_size: int = 256,
 ) -> float:
-    """Decide records as they are read, ``batch_size`` at a time, with a Deduper on ``store``
-    (memory by default); write each batch once the store has committed it. The chrome
+    """Decide records as they are read, ``batch_size`` at a time, with ``deduper`` (its
+    store: memory by default); write each batch once the store has committed it. The chrome
     table's load at the end (the store's, as this run last read it)."""
-    deduper = Deduper(cfg, store=store or "memory://", window=window, explain=False)
     read_clock = [0.0]
     dedup_seconds = write_seconds = 0.0
     progress.watch(
