@@ -353,6 +353,7 @@ def test_a_storys_codes_read_through_its_vocabulary_are_its_unquoted_codes(
 ) -> None:
     """What a quoting reply counts for the template guard is the same whether its sketch
     holds its shingle codes or only the index into its vocabulary."""
+    from neardup import kernels
     from neardup.engine.decide import story_codes
     from neardup.shingling import distinct
 
@@ -360,7 +361,9 @@ def test_a_storys_codes_read_through_its_vocabulary_are_its_unquoted_codes(
         indexed = _index_only(sk) if sk.keeps_shingles else sk
         quoted = v._numpy_quoted_units(sk.text, sk.n_units)[: len(sk.shingles)]
         want = distinct(sk.shingles[~quoted]) if v.has_quotes(sk.text) else sk.vocab
-        assert story_codes(indexed).tolist() == want.tolist()
+        for fast in (True, False):  # one compiled pass, or the mask and numpy
+            with mock.patch.object(kernels, "wanted", return_value=fast):
+                assert story_codes(indexed).tolist() == want.tolist()
 
 
 @settings(max_examples=200)

@@ -1,6 +1,7 @@
 """The compiled boilerplate scan (the lines holding a hint or a dateline prefix, folded
-texts, datelines) strips what the regular expressions strip; the figures kernel is compared
-in test_sketch.py, through the sketches' numbers."""
+texts, datelines) strips what the regular expressions strip, and the figures inside a span
+are the reference's; the figures kernel of whole texts is compared in test_sketch.py,
+through the sketches' numbers."""
 
 from __future__ import annotations
 
@@ -38,3 +39,21 @@ def test_boilerplate_scan_matches_reference_on_normalized_text(texts: list[str])
         mp.setenv("NEARDUP_KERNELS", "off")
         normalized = [normalize(t) for t in texts]
     assert stripped(normalized, "on") == stripped(normalized, "off")
+
+
+@settings(max_examples=400)
+@given(TEXTS, st.integers(-2, 60), st.integers(-2, 60))
+def test_the_figures_inside_a_span_are_the_references(text: str, lo: int, hi: int) -> None:
+    """The figures that start inside a span of a text, found by the compiled scan of the
+    span (from the last character before it that no figure holds to the first one after
+    it) or by the regular expressions, are those a reading of the whole text finds there."""
+    from unittest import mock
+
+    from neardup import kernels
+    from neardup.engine.sketches import figures_at, figures_within
+
+    lo = max(0, min(lo, len(text)))
+    want = {f for f, at in figures_at(text) if lo <= at <= hi}
+    for fast in (True, False):
+        with mock.patch.object(kernels, "wanted", return_value=fast):
+            assert figures_within(text, lo, hi) == want

@@ -34,8 +34,9 @@ import numpy.typing as npt
 
 from .. import kernels
 from ..frozen import quick_init
+from ..kernels.tables import code_points
 from ..passages import Passage, shared_passages
-from ..shingling import unit_offsets
+from ..shingling import astral_words, unit_classes, unit_offsets
 from .config import DedupConfig, KeepPolicy, check_keep
 from .sketches import Sketch
 from .templates import TemplateGuard
@@ -255,6 +256,12 @@ def story_codes(sketch: Sketch) -> npt.NDArray[np.uint32]:
         own = unquoted_codes(sketch.shingles, sketch.text, sketch.n_units)
         return sketch.vocab if own is None else own
     # the same codes, read through the vocabulary (sorted and distinct): no sort
+    if kernels.wanted(len(sketch.text)):
+        cp = code_points(sketch.text)
+        mine: npt.NDArray[np.uint32] = kernels.load("_pairs").own_vocab(
+            cp, unit_classes(), astral_words(cp), index, sketch.vocab
+        )
+        return mine
     quoted = quoted_units(sketch.text, sketch.n_units)[: len(index)]
     keep = np.zeros(len(sketch.vocab), dtype=np.bool_)
     keep[index[~quoted]] = True

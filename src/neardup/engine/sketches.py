@@ -186,15 +186,18 @@ def figures_at(text: str) -> list[tuple[str, int]]:
     ]
 
 
-#: a character a figure can hold (see :data:`_NUMBER`)
+#: a character a figure can hold (see :data:`_NUMBER`), and a run of them
 _FIGURE_CHAR = re.compile(r"[\d.,:/-]")
+_FIGURE_RUN = re.compile(r"[\d.,:/-]*")
 
 
 def figures_within(text: str, lo: int, hi: int) -> set[str]:
     """The figures of :func:`figures_at` whose occurrence starts at a character from ``lo``
     to ``hi``, reading ``text`` only from the last character before ``lo`` that no figure
     holds (the figures found from there are the ones a reading from the start finds) to
-    the first figure past ``hi``.
+    the first figure past ``hi`` — with the compiled kernel when the kernels are wanted,
+    from there to the first character after ``hi`` that no figure holds (no figure that
+    starts up to ``hi`` reaches past it).
 
     >>> sorted(figures_within("a 12.34 b 56 c 78", 4, 12))
     ['56']
@@ -202,6 +205,25 @@ def figures_within(text: str, lo: int, hi: int) -> set[str]:
     start = lo
     while start > 0 and _FIGURE_CHAR.match(text, start - 1):
         start -= 1
+    if hi < lo:
+        return set()
+    run = _FIGURE_RUN.match(text, hi + 1)  # matches at any position (it may be empty)
+    end = run.end() if run is not None else len(text)
+    if kernels.wanted(end - start):
+        key, table = tables.keyed(tables.code_points(text[start:end]))
+        spans = np.empty((len(key) // 2 + 1, 2), dtype=np.int64)  # a figure holds two or more
+        size = kernels.load("_text").figure_spans(key, table, spans)
+        return {
+            text[start + a : start + b]
+            for a, b in spans[:size].tolist()
+            if start + a >= lo and start + a <= hi
+        }
+    kernels.work_done(end - start)
+    return _figures_from(text, start, lo, hi)
+
+
+def _figures_from(text: str, start: int, lo: int, hi: int) -> set[str]:
+    """:func:`figures_within` with the regular expressions, reading from ``start``."""
     out: set[str] = set()
     for m in _NUMBER.finditer(text, start):
         at = m.start()

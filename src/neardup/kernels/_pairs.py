@@ -476,6 +476,28 @@ def quoted_units(cp, classes, astral_words, n):
 
 
 @jit
+def own_vocab(cp, classes, astral_words, index, vocab):
+    """The codes of ``vocab`` (a text's sorted distinct shingle codes) that some shingle
+    starting on a line that is not quoted has (``index``: where each of its shingles, in
+    text order, is in ``vocab``; ``cp`` its code points): the story's own codes, as
+    :func:`neardup.engine.decide.story_codes` says."""
+    quoted = quoted_units(cp, classes, astral_words, len(index))
+    keep = np.zeros(len(vocab), dtype=np.bool_)
+    kept = 0
+    for i in range(len(index)):
+        if not quoted[i] and not keep[index[i]]:
+            keep[index[i]] = True
+            kept += 1
+    out = np.empty(kept, dtype=vocab.dtype)
+    j = 0
+    for k in range(len(vocab)):
+        if keep[k]:
+            out[j] = vocab[k]
+            j += 1
+    return out
+
+
+@jit
 def unit_chars(cp, classes, astral_words, first, last):
     """Where a text's units ``first`` and ``last`` are (``cp``: its code points): the
     index of each one's character, each unit past the text's last taken as its last
