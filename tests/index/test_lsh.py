@@ -7,6 +7,7 @@ import contextlib
 import importlib.util
 import os
 from collections.abc import Iterator
+from random import Random
 
 import numpy as np
 import pytest
@@ -357,3 +358,21 @@ def test_compiled_bucket_ids_equal_numpy(rows: list[list[int]]) -> None:
     with kernels_set("off"):
         off = bucket_ids(keys)
     assert on.tolist() == off.tolist() == want.tolist()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(0, 5), min_size=0, max_size=200), st.randoms(use_true_random=False))
+def test_ties_are_ordered_as_lexsort_orders_them(groups: list[int], rnd: Random) -> None:
+    """The compiled walk that puts the positions of equal keys back in order (runs of a
+    few, and runs longer than its insertion sort takes) gives lexsort's order."""
+    if KERNEL_MODES[-1] != "on":
+        pytest.skip("numba is not installed")
+    from neardup import kernels
+
+    keys = np.sort(np.array(groups, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15))
+    order = np.arange(len(keys), dtype=np.int64)
+    rnd.shuffle(order)  # type: ignore[arg-type]
+    want = order[np.lexsort((order, keys))]
+    got = order.copy()
+    kernels.load("_join").order_ties(keys, got)
+    assert got.tolist() == want.tolist()

@@ -358,18 +358,20 @@ class LSHJoin:
         order = np.argsort(flat)  # not stable (6x quicker); equal keys are put back in order
         keys = flat[order]
         del flat
-        tied = np.flatnonzero(keys[1:] == keys[:-1])
-        if len(tied):
-            in_run = np.zeros(len(keys), dtype=bool)
-            in_run[tied] = in_run[tied + 1] = True
-            runs = np.flatnonzero(in_run)
-            order[runs] = order[runs][np.lexsort((order[runs], keys[runs]))]
-        pos: Pos = np.repeat(rows, n_bands)[order]  # type: ignore[assignment]
-        cap = self.bucket_cap
         work = len(keys) + sum(len(run[0]) for run in self._runs)
         fast = kernels.wanted(work)
-        if not fast:
+        if fast:
+            kernels.load("_join").order_ties(keys, order)
+        else:
             kernels.work_done(work)
+            tied = np.flatnonzero(keys[1:] == keys[:-1])
+            if len(tied):
+                in_run = np.zeros(len(keys), dtype=bool)
+                in_run[tied] = in_run[tied + 1] = True
+                runs = np.flatnonzero(in_run)
+                order[runs] = order[runs][np.lexsort((order[runs], keys[runs]))]
+        pos: Pos = np.repeat(rows, n_bands)[order]  # type: ignore[assignment]
+        cap = self.bucket_cap
         before = np.zeros(len(keys), dtype=np.int64)  # the bucket's members in earlier blocks
         # each run's part: (first member, members taken, ordinals) of the block's buckets.
         # With the kernels a run's pairs are made as soon as its ranges are found, and the

@@ -18,7 +18,14 @@ import numpy as np
 
 from ._jit import jit
 
-__all__ = ["bucket_ids", "bucket_pairs", "merge_back", "merge_runs", "sorted_ranges"]
+__all__ = [
+    "bucket_ids",
+    "bucket_pairs",
+    "merge_back",
+    "merge_runs",
+    "order_ties",
+    "sorted_ranges",
+]
 
 _M1 = np.uint64(0xBF58476D1CE4E5B9)  # hashing.mix's SplitMix64 constants
 _M2 = np.uint64(0x94D049BB133111EB)
@@ -43,6 +50,31 @@ def bucket_ids(keys):
             z = z * _M2
             out[i, j] = z ^ (z >> _S31)
     return out
+
+
+@jit
+def order_ties(keys, order):
+    """Put ``order`` in ascending order within each run of equal ``keys`` (``keys`` sorted,
+    ``order`` distinct): what :class:`~neardup.index.lsh.LSHJoin` does with ``np.lexsort``
+    to the positions that an unstable sort left in any order among equal keys, in one walk
+    (a run of a few, by insertion; a longer one sorted)."""
+    n = len(keys)
+    i = 0
+    while i < n:
+        j = i + 1
+        while j < n and keys[j] == keys[i]:
+            j += 1
+        if j - i > 16:
+            order[i:j] = np.sort(order[i:j])
+        elif j - i > 1:
+            for a in range(i + 1, j):
+                v = order[a]
+                b = a - 1
+                while b >= i and order[b] > v:
+                    order[b + 1] = order[b]
+                    b -= 1
+                order[b + 1] = v
+        i = j
 
 
 @jit
