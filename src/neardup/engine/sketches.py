@@ -202,11 +202,11 @@ def figures_within(text: str, lo: int, hi: int) -> set[str]:
     >>> sorted(figures_within("a 12.34 b 56 c 78", 4, 12))
     ['56']
     """
+    if hi < lo:
+        return set()
     start = lo
     while start > 0 and _FIGURE_CHAR.match(text, start - 1):
         start -= 1
-    if hi < lo:
-        return set()
     run = _FIGURE_RUN.match(text, hi + 1)  # matches at any position (it may be empty)
     end = run.end() if run is not None else len(text)
     if kernels.wanted(end - start):

@@ -211,20 +211,21 @@ class SQLiteStore(Store):
     def _version(self, *, mark: bool = False) -> None:
         """Refuse a file a newer neardup wrote (:func:`~neardup.store.format_found`); with
         ``mark``, say this version's format in an older or new one."""
-        found = None
         has_meta = self._db.execute(
             "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'"
         ).fetchone()
-        if has_meta is not None:
-            row = self._db.execute("SELECT value FROM meta WHERE key = 'version'").fetchone()
-            found = None if row is None else row[0]
+        found = self._meta("version") if has_meta is not None else None
         if format_found(found, self.url) < FORMAT and mark:
-            with self._write():
-                row = self._db.execute("SELECT value FROM meta WHERE key = 'version'").fetchone()
-                if format_found(None if row is None else row[0], self.url) < FORMAT:
+            with self._write():  # read again: another process may have marked it meanwhile
+                if format_found(self._meta("version"), self.url) < FORMAT:
                     self._db.execute(
                         "INSERT OR REPLACE INTO meta VALUES ('version', ?)", (str(FORMAT),)
                     )
+
+    def _meta(self, key: str) -> Any:
+        """The value of ``key`` in the file's meta table (None: not there)."""
+        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else row[0]
 
     def _upgrade(self) -> None:
         """Add the columns a file written by an earlier version lacks (its documents keep

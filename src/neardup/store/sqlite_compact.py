@@ -192,10 +192,6 @@ class CompactSQLiteStore(SQLiteStore):
             return True
         return self.keep_text or row is not None
 
-    def _meta(self, key: str) -> Any:
-        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        return None if row is None else row[0]
-
     def _layout(self) -> Layout:
         raw = self._meta("lsh")
         return Layout(*json.loads(raw)) if raw is not None else Layout(LEVEL, 0, 0, _CAP)
