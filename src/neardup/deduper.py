@@ -407,8 +407,9 @@ class Deduper:
         """Load the saved common-shingle table (if any) and read the log on from it."""
         saved = self.store.load_common()
         self._log_pos = self._saved_pos = 0
-        self._common = CommonShingles.of(self.config)
-        if saved is not None:
+        if saved is None:
+            self._common = CommonShingles.of(self.config)
+        else:  # over the tables of the guard this process holds: every count is replaced
             self._log_pos = self._saved_pos = saved[0]
             compact_sketch.load_guard(self._common, saved[1])
         self._has_saved = saved is not None

@@ -760,6 +760,50 @@ def test_a_guard_saved_and_loaded_turns_where_it_would_have(window: float) -> No
     assert (turning.this_turn() == old.counts).all() and turning.filled == int(old.counts.sum())
 
 
+@pytest.mark.parametrize("window", [0.0, _TINY_WINDOW])
+@pytest.mark.parametrize("saved_after", [5, 60, 119])
+def test_a_guard_loaded_over_another_is_the_one_loaded_new(window: float, saved_after: int) -> None:
+    """A process reads the saved table again over the guard it holds (other counts, another
+    turn): every count, this turn's counts, the turns and the load are the saved ones, as a
+    new guard reads them, written in the tables it held."""
+    stories = _stories(12, 120)
+    saver = CommonShingles(limit=3, window=window)
+    for story in stories[:saved_after]:
+        saver.add(story)
+    blob = compact_sketch.encode_guard(saver)
+    new = CommonShingles(limit=3, window=window)
+    compact_sketch.load_guard(new, blob)
+    held = CommonShingles(limit=3, window=window)
+    for story in _stories(13, 90):
+        held.add(story)
+    counts, fresh = held.counts, held.fresh
+    compact_sketch.load_guard(held, blob)
+    assert np.array_equal(held.counts, new.counts) and np.array_equal(held.counts, saver.counts)
+    assert held.turns == new.turns == saver.turns and held.filled == new.filled == saver.filled
+    assert (held.fresh is None) == (new.fresh is None) == (saver.fresh is None)
+    if saver.fresh is not None:
+        assert np.array_equal(held.fresh, saver.fresh)
+        assert held.fresh is fresh or fresh is None
+    assert held.counts is counts  # no fresh memory
+    for story in stories[saved_after:]:  # and it goes on as the saver does
+        held.add(story)
+        saver.add(story)
+    assert np.array_equal(held.counts, saver.counts) and held.turns == saver.turns
+
+
+def test_a_guard_loaded_adds_its_two_turns_up_to_the_most_a_slot_counts() -> None:
+    guard = CommonShingles(limit=3, window=_TINY_WINDOW)
+    at = np.array([3, 9], dtype=np.uint64)
+    guard.restore(
+        (at, np.array([200, 1], dtype=np.uint8)), (at, np.array([100, 2], dtype=np.uint8)), 7, 2
+    )
+    assert (
+        guard.counts[[3, 9]].tolist() == [MAX_COUNT, 3] and int(guard.counts.sum()) == MAX_COUNT + 3
+    )
+    assert guard.fresh is not None and guard.fresh[[3, 9]].tolist() == [100, 2]
+    assert (guard.filled, guard.turns) == (7, 2)
+
+
 def test_chrome_window_must_be_a_load() -> None:
     with pytest.raises(ConfigError, match="chrome_window must be in"):
         DedupConfig(chrome_window=-0.1)

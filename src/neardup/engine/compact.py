@@ -553,8 +553,24 @@ def decode_counts(blob: bytes, *, size: int | None = None) -> npt.NDArray[np.uin
     """The count table of :func:`encode_counts`, or of what it wrote before 2026-12-04
     (None: ``blob`` is neither); ValueError when it is not a table of ``size`` slots (if
     given) or does not read as one."""
+    found = count_slots(blob, size=size)
+    if found is None:
+        return None
+    slots, where, counts = found
+    out = np.zeros(slots, dtype=np.uint8)
+    out[where] = counts
+    return out
+
+
+def count_slots(
+    blob: bytes, *, size: int | None = None
+) -> tuple[int, npt.NDArray[np.uint64], npt.NDArray[np.uint8]] | None:
+    """:func:`decode_counts` as the table's size, its slots that are not zero (ascending)
+    and their counts — without a table of its size (None, ValueError: as it)."""
     if blob.startswith(_OLD_TABLE_MAGIC):
-        return _decode_old(blob, size)
+        table = _decode_old(blob, size)
+        nonzero = np.flatnonzero(table).astype(np.uint64)
+        return len(table), nonzero, table[nonzero]
     if not blob.startswith(_TABLE_MAGIC):
         return None
     (slots, n), at = rice.read_varints(blob, len(_TABLE_MAGIC), 2)
@@ -571,10 +587,9 @@ def decode_counts(blob: bytes, *, size: int | None = None) -> npt.NDArray[np.uin
     held = np.frombuffer(zlib.decompress(blob[at:]), dtype=np.uint8)
     if len(held) != len(many) or (len(many) and int(many[-1]) >= n):
         raise ValueError(f"{len(held):,} counts for {len(many):,} slots holding more than one")
-    out = np.zeros(slots, dtype=np.uint8)
-    out[where] = 1
-    out[where[many]] = held
-    return out
+    counts = np.ones(n, dtype=np.uint8)
+    counts[many] = held
+    return slots, where, counts
 
 
 def _decode_old(blob: bytes, size: int | None) -> npt.NDArray[np.uint8]:
@@ -653,17 +668,17 @@ def _load_guard(common: CommonShingles, blob: bytes) -> None:
     size = len(common.counts)
     if is_guard(blob):
         _, _, filled, turns, first = _GUARD.unpack_from(blob)
-        last = decode_counts(blob[_GUARD.size : _GUARD.size + first], size=size)
-        fresh = decode_counts(blob[_GUARD.size + first :], size=size)
+        last = count_slots(blob[_GUARD.size : _GUARD.size + first], size=size)
+        fresh = count_slots(blob[_GUARD.size + first :], size=size)
         if last is None or fresh is None:
             raise ValueError("its two turns are not count tables")
-        common.set_turns(last, fresh, filled, turns)
+        common.restore(last[1:], fresh[1:], filled, turns)
         return
-    counts = decode_counts(blob, size=size)
-    if counts is None:
+    found = count_slots(blob, size=size)
+    if found is None:
         common.load(blob)  # a table of every story, compressed whole
     else:
-        common.set_counts(counts)
+        common.restore(found[1:])
 
 
 class DamagedGuard(StoreError):

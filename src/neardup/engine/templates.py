@@ -216,6 +216,23 @@ def turn_size(window: float) -> int:
     return int(window * (1 << SLOT_BITS))
 
 
+def _cleared(table: npt.NDArray[np.uint8] | None, size: int | None = None) -> npt.NDArray[np.uint8]:
+    """A count table of ``size`` slots (``table``'s, by default) set to zero: ``table``
+    itself when it is one of its own that can be written, else a new one."""
+    size = len(table) if size is None and table is not None else size
+    assert size is not None
+    if (
+        table is None
+        or len(table) != size
+        or table.dtype != np.uint8
+        or not table.flags.writeable
+        or not table.flags.owndata
+    ):
+        return np.zeros(size, dtype=np.uint8)
+    table.fill(0)
+    return table
+
+
 def slots(codes: U32) -> npt.NDArray[np.intp]:
     """The count-table slot of each shingle code."""
     return (codes >> _SHIFT).astype(np.intp)
@@ -414,20 +431,40 @@ class CommonShingles:
             return
         self.set_counts(np.frombuffer(zlib.decompress(blob), dtype=np.uint8))
 
-    def set_turns(
-        self, last: npt.NDArray[np.uint8], fresh: npt.NDArray[np.uint8], filled: int, turns: int
+    def restore(
+        self,
+        table: tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint8]],
+        fresh: tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint8]] | None = None,
+        filled: int = 0,
+        turns: int = 0,
     ) -> None:
-        """Replace the counts with those of a guard with a window saved: its last full
-        turn's, this turn's, the counts this turn has added and the turns ended. A guard
-        without a window answers from the two turns' counts, and counts on from them."""
-        if len(last) != len(self.counts) or len(fresh) != len(self.counts):
-            raise ValueError(f"saved table has {len(fresh)} slots, expected {len(self.counts)}")
-        counts = np.minimum(last.astype(np.uint16) + fresh, MAX_COUNT).astype(np.uint8)
-        if self.window <= 0:
-            self.counts = counts
+        """Replace the counts with those a store saved, each table given as its slots that
+        are not zero (ascending) and their counts: a table saved without a window (``fresh``
+        None: as :meth:`set_counts`), or a guard with a window's last full turn and this
+        turn's, the counts this turn has added and the turns ended (a guard without a window
+        answers from the two turns' counts, and counts on from them). Written over the
+        tables the guard holds: a process that reads a saved table again (another process
+        saved a newer one) touches no fresh memory and makes no temporary of a table's size."""
+        where, counts = table
+        out = _cleared(self.counts)
+        out[where] = counts
+        if fresh is None:
+            self.counts = out
+            self.fresh, self.turns = None, 0
+            self.filled = int(counts.sum(dtype=np.int64)) if self.window > 0 else 0
             return
-        self.counts, self.filled, self.turns = counts, int(filled), int(turns)
-        self.fresh = fresh.copy() if turns > 0 else None  # before the first, fresh is counts
+        at, added = fresh
+        out[at] = np.minimum(out[at] + added.astype(np.uint16), MAX_COUNT)
+        self.counts = out
+        if self.window <= 0:
+            return
+        self.filled, self.turns = int(filled), int(turns)
+        if turns > 0:  # before the first turn ends, this turn's counts are the counts
+            this = _cleared(self.fresh, len(out))
+            this[at] = added
+            self.fresh = this
+        else:
+            self.fresh = None
 
     def set_counts(self, counts: npt.NDArray[np.uint8]) -> None:
         """Replace the counts with a table saved without a window. A guard with a window
