@@ -406,3 +406,32 @@ def test_a_fold_leaves_the_shards_pages_packed(
             assert all(i in {m[1] for m in found[k]} for k in keys)
         assert dd.store.check() == []
     assert len(after_folds) >= 2 and min(after_folds) > 0.88
+
+
+def test_the_log_bytes_a_file_sums_as_it_grows_are_what_it_holds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The log's size the snapshot rule reads in a compact file — summed over the rows
+    added since the last look — is the bytes the log holds, as two processes add to it, a
+    saved table folds it, and a fold in a section rolled back comes undone."""
+    monkeypatch.setattr(deduper_module, "_SNAPSHOT_EVERY", 15)
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    docs = [(i, t) for i, t, _ in corpus(65, 60, 1)]
+    with Deduper(store=url, explain=False) as dd, Deduper(store=url, explain=False) as other:
+        store = dd.store
+        assert isinstance(store, sqlite_compact.CompactSQLiteStore)
+
+        def held() -> int:
+            (size,) = store._db.execute("SELECT total(length(slots)) FROM log").fetchone()
+            return int(size)
+
+        for k in range(0, len(docs), 7):
+            (other if k % 2 else dd).check_and_add_many(docs[k : k + 7])
+            assert store._log_bytes() == held()
+        saved = store.load_common()
+        assert saved is not None and held() > 0
+        store.begin()
+        store.save_common(saved[0] + 10_000, saved[1])  # folds every row
+        assert store._log_bytes() == held() == 0
+        store.rollback()
+        assert store._log_bytes() == held() > 0

@@ -161,6 +161,9 @@ class CompactSQLiteStore(SQLiteStore):
         self._records: list[tuple[list[int], int]] = []  # (bucket keys, seq) of a batch
         self._log = _Log()  # this process's copy of the rows of lsh_log not folded yet
         self._has_log = False  # whether the file has lsh_log (one of an earlier version may not)
+        #: the log's floor when this process last summed its bytes, the last row summed, and
+        #: the bytes of the stories' slots up to it (see :meth:`_log_bytes`)
+        self._logged = (-1, 0, 0)
         super().__init__(path, timeout=timeout, readonly=readonly)
         if not readonly:
             self.keep_text = self._keeps_text()
@@ -478,11 +481,28 @@ class CompactSQLiteStore(SQLiteStore):
     @_guarded
     def snapshot_due(self, position: int, saved: int) -> bool:
         with self._lock:
-            (size,) = self._db.execute("SELECT total(length(slots)) FROM log").fetchone()
+            size = self._log_bytes()
             table = self._db.execute(
                 "SELECT length(value) FROM meta WHERE key = 'common'"
             ).fetchone()
-        return float(size) >= max(LOG_BYTES, (int(table[0]) if table else 0) // LOG_SHARE)
+        return size >= max(LOG_BYTES, (int(table[0]) if table else 0) // LOG_SHARE)
+
+    def _log_bytes(self) -> int:
+        """The bytes of the stories' slots the log holds: the rows added since this process
+        last looked, added to what it summed then (a Deduper asks at every batch, and the
+        log holds some thousands of rows). Rows leave the log only when a saved table folds
+        them, which moves its floor: then it is summed again."""
+        floor = int(self._meta("log_floor") or 0)
+        at, last, size = self._logged
+        if at != floor:
+            last, size = 0, 0
+        more, newest = self._db.execute(
+            "SELECT total(length(slots)), max(pos) FROM log WHERE pos > ?", (last,)
+        ).fetchone()
+        if newest is not None:
+            last, size = int(newest), size + int(more)
+        self._logged = (floor, last, size)
+        return size
 
     @_guarded
     def save_common(self, position: int, table: bytes) -> None:
