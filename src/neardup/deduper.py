@@ -441,6 +441,7 @@ class Deduper:
             save
             and self.config.common_after > 0
             and (first or (due and self._log_pos > self._saved_pos))
+            and self.store.claim_save(self._log_pos)
         ):
             table = (
                 self._common.to_bytes()

@@ -6,6 +6,7 @@ to do."""
 from __future__ import annotations
 
 import sqlite3
+import time
 from pathlib import Path
 
 import numpy as np
@@ -435,3 +436,36 @@ def test_the_log_bytes_a_file_sums_as_it_grows_are_what_it_holds(
         assert store._log_bytes() == held() == 0
         store.rollback()
         assert store._log_bytes() == held() > 0
+
+
+@pytest.mark.parametrize("layout", ["compact", "full"])
+def test_one_process_of_a_redis_fleet_at_a_time_saves_the_chrome_table(
+    redis_url: str, layout: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Processes on one Redis save the chrome table outside any lock: while another one has
+    claimed the save, a process that finds it due does not encode it too, and saves once
+    the claim lapses; a save ends the claim."""
+    from neardup.store import redis as redis_module
+
+    monkeypatch.setattr(deduper_module, "_SNAPSHOT_EVERY", 5)
+    monkeypatch.setattr(redis_module, "SAVE_CLAIM", 0.3)
+    sep = "&" if "?" in redis_url else "?"
+    url = redis_url + (f"{sep}format=full" if layout == "full" else "")
+    docs = [(i, t) for i, t, _ in corpus(66, 30, 0)]
+    encoded: list[int] = []
+    real = deduper_module.compact_sketch.encode_guard
+    monkeypatch.setattr(
+        deduper_module.compact_sketch,
+        "encode_guard",
+        lambda common: encoded.append(1) or real(common),
+    )
+    with Deduper(store=url, explain=False) as dd, open_store(url) as other:
+        assert other.claim_save(1) and not dd.store.claim_save(2)
+        dd.check_and_add_many(docs[:12])  # due, while another process saves
+        assert dd.store.load_common() is None and not encoded
+        time.sleep(0.4)  # the other process stopped: its claim lapses
+        dd.check_and_add_many(docs[12:20])
+        saved = dd.store.load_common()
+        assert saved is not None and saved[0] >= 12
+        assert other.claim_save(saved[0])  # the save ended dd's claim
+        assert encoded or layout == "full"  # (a full store saves its table whole)

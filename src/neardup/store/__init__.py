@@ -43,6 +43,7 @@ __all__ = [
     "LOG_SHARE",
     "NO_SLOTS",
     "RUN_AGAIN",
+    "SAVE_CLAIM",
     "VERBATIM",
     "BandKey",
     "Compact",
@@ -163,6 +164,10 @@ Stored = Sketch | Compact
 #: the store, and the more often a fold rewrites the table.
 LOG_BYTES = 1_400_000
 LOG_SHARE = 3
+#: seconds a process's claim to save the common-shingle table holds (see
+#: :meth:`Store.claim_save`): a process that stopped while saving delays the next save by
+#: as much at most
+SAVE_CLAIM = 30
 #: the slots :meth:`Store.log_stories` gives a story it was told to skip (none, unread)
 NO_SLOTS = np.zeros(0, dtype=np.uint32)
 NO_SLOTS.flags.writeable = False
@@ -294,6 +299,14 @@ class Store(ABC):
         is: a compact store saves it once its log holds about as many bytes, so the log
         stays short."""
         return False
+
+    def claim_save(self, position: int) -> bool:
+        """Whether this process should save the common-shingle table at log ``position``
+        now that it is due: yes, unless the store's processes save it outside one lock
+        (Redis) and another one is saving it — each would encode the same table (0.1 s or
+        more a save, in every process that saw it due) for one of them to be kept. A claim
+        lapses when the table is saved, or after :data:`SAVE_CLAIM` seconds."""
+        return True
 
     @abstractmethod
     def load_common(self) -> tuple[int, bytes] | None:

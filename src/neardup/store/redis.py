@@ -39,6 +39,7 @@ from ..engine.codec import decode, encode
 from ..errors import ConfigError, MissingDependencyError, NeardupError, StoreError
 from . import (
     RUN_AGAIN,
+    SAVE_CLAIM,
     BandKey,
     Entry,
     NewEntry,
@@ -220,7 +221,7 @@ _MANY = {"d": "string", "s": "string", "b": "zset", "x": "string", "c": "zset", 
 _ONE = {
     "log": "list", "clusters": "zset", "cof": "hash", "ts": "zset", "added": "zset",
     "seq": "string", "config": "string", "common": "string", "kept": "string",
-    "version": "string",
+    "version": "string", "saving": "string",
 }  # fmt: skip
 
 
@@ -468,7 +469,15 @@ class RedisStore(Store):
         return int.from_bytes(blob[:8], "little"), bytes(blob[8:])
 
     def save_common(self, position: int, table: bytes) -> None:
-        self._call(self._r.set, self._k("common"), position.to_bytes(8, "little") + table)
+        pipe = self._r.pipeline(transaction=True)
+        pipe.set(self._k("common"), position.to_bytes(8, "little") + table)
+        pipe.delete(self._k("saving"))
+        self._call(pipe.execute)
+
+    def claim_save(self, position: int) -> bool:
+        claim = max(1, int(SAVE_CLAIM * 1000))  # milliseconds
+        key = self._k("saving")
+        return bool(self._call(self._r.set, key, str(position), None, claim, True))  # SET PX NX
 
     # -- management -----------------------------------------------------------------------
 

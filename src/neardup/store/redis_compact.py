@@ -20,7 +20,8 @@ document:
   batch removes the stale ones it read.
 - ``NS:log`` (with ``NS:logbase``, the position of its first element) and ``NS:common``:
   the template-guard slots of each story since the saved count table, as in the compact
-  SQLite store.
+  SQLite store; ``NS:saving``, while a process saves the table (see
+  :meth:`~neardup.store.Store.claim_save`).
 - ``NS:n``, ``NS:kept``, ``NS:seq``; ``NS:clusters`` (a sorted set: for each cluster with
   members besides its kept document, how many); per block, when it was written (``NS:bw``),
   its earliest timestamp (``NS:bts``) and counts (``NS:bn``); ``NS:t:N``, blocks of texts
@@ -571,10 +572,11 @@ return 1
 )
 
 #: Save the count table (ARGV[2] its log position, ARGV[3] the table) unless a newer one is
-#: saved, and drop the log it covers.
+#: saved, and drop the log it covers; either way the claim to save it lapses.
 _SAVE = """
 local ns = ARGV[1]
 local pos = tonumber(ARGV[2])
+redis.call('DEL', ns .. ':saving')
 local saved = redis.call('GET', ns .. ':common')
 if saved then
   local old = struct.unpack('<I8', saved)
