@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing
+import queue
 import shutil
 import socket
 import statistics
@@ -127,7 +128,7 @@ def growth(args: argparse.Namespace, docs: Docs, scratch: Path, port: int) -> No
         out = ctx.Queue()
         proc = ctx.Process(target=growth_worker, args=(url, db, docs, args.batch, args.growth, out))
         proc.start()
-        rows = out.get()
+        (rows,) = results_of(out, [proc])
         proc.join()
         print(header(f"neardup {backend}: as it fills, one process, batch {args.batch}"))
         print("| documents | docs/s | KiB written to disk per document | file MiB |")
@@ -180,6 +181,31 @@ def datasketch_worker(
     out.put((len(docs), time.perf_counter() - t0, dups, 0, 0))
 
 
+def results_of(out: Any, workers: list[Any]) -> list[Any]:
+    """What each of ``workers`` puts in ``out``; when one of them ends without it (it
+    failed, or was killed), the others are stopped and the bench ends saying so, instead of
+    waiting for it forever."""
+    results: list[Any] = []
+    wait = 1.0
+    while len(results) < len(workers):
+        try:
+            results.append(out.get(timeout=wait))
+        except queue.Empty:
+            ended = [w for w in workers if w.exitcode is not None]
+            failed = [w.exitcode for w in ended if w.exitcode != 0]
+            if len(ended) == len(workers) and not failed and wait < 5.0:
+                wait = 5.0  # all ended well: what they put may still be on its way
+                continue
+            if failed or len(ended) == len(workers):
+                for w in workers:
+                    w.terminate()
+                raise SystemExit(
+                    f"error: a bench process ended without its result (exit status "
+                    f"{failed[0] if failed else 0}); the others were stopped"
+                ) from None
+    return results
+
+
 def run(
     target: Callable[..., None], args: tuple[Any, ...], docs: Docs, procs: int, batch: int
 ) -> tuple[float, float, int, int, int]:
@@ -192,7 +218,7 @@ def run(
     workers = [ctx.Process(target=target, args=(*args, s, batch, start, out)) for s in shares]
     for w in workers:
         w.start()
-    results = [out.get() for _ in workers]
+    results = results_of(out, workers)
     for w in workers:
         w.join()
         if w.exitcode != 0:
