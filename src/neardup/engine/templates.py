@@ -216,11 +216,9 @@ def turn_size(window: float) -> int:
     return int(window * (1 << SLOT_BITS))
 
 
-def _cleared(table: npt.NDArray[np.uint8] | None, size: int | None = None) -> npt.NDArray[np.uint8]:
-    """A count table of ``size`` slots (``table``'s, by default) set to zero: ``table``
-    itself when it is one of its own that can be written, else a new one."""
-    size = len(table) if size is None and table is not None else size
-    assert size is not None
+def _cleared(table: npt.NDArray[np.uint8] | None, size: int) -> npt.NDArray[np.uint8]:
+    """A count table of ``size`` slots set to zero: ``table`` itself when it is one of its
+    own that can be written, else a new one."""
     if (
         table is None
         or len(table) != size
@@ -446,12 +444,10 @@ class CommonShingles:
         tables the guard holds: a process that reads a saved table again (another process
         saved a newer one) touches no fresh memory and makes no temporary of a table's size."""
         where, counts = table
-        out = _cleared(self.counts)
+        out = _cleared(self.counts, len(self.counts))
         out[where] = counts
         if fresh is None:
-            self.counts = out
-            self.fresh, self.turns = None, 0
-            self.filled = int(counts.sum(dtype=np.int64)) if self.window > 0 else 0
+            self._first_turn(out)
             return
         at, added = fresh
         out[at] = np.minimum(out[at] + added.astype(np.uint16), MAX_COUNT)
@@ -472,7 +468,12 @@ class CommonShingles:
         or more)."""
         if len(counts) != len(self.counts):
             raise ValueError(f"saved table has {len(counts)} slots, expected {len(self.counts)}")
-        self.counts = counts.copy()
+        self._first_turn(counts.copy())
+
+    def _first_turn(self, counts: npt.NDArray[np.uint8]) -> None:
+        """Answer from ``counts`` (a table of the guard's own), a table saved without a
+        window: a guard with a window takes it as its first turn."""
+        self.counts = counts
         self.fresh, self.turns = None, 0
         self.filled = int(counts.sum(dtype=np.int64)) if self.window > 0 else 0
 
