@@ -4,6 +4,7 @@ safety, the time window, deletion and pruning."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import multiprocessing
 import os
@@ -12,17 +13,22 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
+from multiprocessing.synchronize import Event
 from pathlib import Path
 
 import pytest
 
-from neardup import ConfigError, Deduper, dedup_batch
+from neardup import ConfigError, Deduper, StoreError, dedup_batch
 from neardup import deduper as deduper_module
 from neardup.deduper import chrome_of
 from neardup.engine import DedupConfig
 from neardup.store import open_store, parse_window
+from neardup.store.sqlite import SQLiteStore
+from neardup.store.sqlite_compact import CompactSQLiteStore
 
 from ..engine.test_real_crawls import hub_posts
 from ..synth import corpus
@@ -389,6 +395,87 @@ def test_concurrent_processes_on_sqlite_keep_each_story_once(tmp_path: Path, bat
 @pytest.mark.parametrize("batch", [1, 5])
 def test_concurrent_processes_on_redis_keep_each_story_once(redis_url: str, batch: int) -> None:
     _race(redis_url, 4, batch)
+
+
+def _holder(path: str, held: Event, go: Event) -> None:
+    """Hold the file's write lock (an immediate transaction) until ``go`` is set."""
+    db = sqlite3.connect(path, isolation_level=None)
+    db.execute("BEGIN IMMEDIATE")
+    db.execute("INSERT OR REPLACE INTO meta VALUES ('held', 1)")
+    held.set()
+    go.wait(60)
+    db.execute("COMMIT")
+    db.close()
+
+
+@contextlib.contextmanager
+def _held(path: str) -> Iterator[Event]:
+    """Another process holds ``path``'s write lock inside the block, until the event given
+    is set (or the block ends)."""
+    ctx = multiprocessing.get_context("fork")
+    held, go = ctx.Event(), ctx.Event()
+    other = ctx.Process(target=_holder, args=(path, held, go))
+    other.start()
+    try:
+        assert held.wait(60)
+        yield go
+    finally:
+        go.set()
+        other.join(60)
+    assert other.exitcode == 0
+
+
+def _set_later(go: Event, seconds: float) -> None:
+    time.sleep(seconds)
+    go.set()
+
+
+@pytest.mark.parametrize("kind", [SQLiteStore, CompactSQLiteStore])
+def test_a_write_section_waits_for_another_process_and_then_takes_the_file(
+    tmp_path: Path, kind: type[SQLiteStore]
+) -> None:
+    """While another process writes, a section waits (trying again, not failing); once the
+    other commits it begins, sees what the other wrote, and the file's busy timeout is the
+    store's again."""
+    path = str(tmp_path / "held.db")
+    store = kind(path)
+    try:
+        with _held(path) as go:
+            started = time.monotonic()
+            threading.Thread(target=_set_later, args=(go, 0.3)).start()
+            store.begin()
+            waited = time.monotonic() - started
+            assert store._db.execute("SELECT value FROM meta WHERE key = 'held'").fetchone() == (1,)
+            assert store._db.execute("PRAGMA busy_timeout").fetchone() == (600_000,)
+            store.rollback()
+        assert waited >= 0.25, "the section began while the other process held the file"
+    finally:
+        store.close()
+
+
+def test_a_file_held_past_the_timeout_is_one_store_error_and_the_store_goes_on(
+    tmp_path: Path,
+) -> None:
+    """A section that cannot begin within the store's timeout raises SQLite's "locked" as
+    the one-line StoreError, leaves no transaction open and the busy timeout as it was; the
+    same store begins once the file is free. A write outside a batch's section (the
+    settings' check) waits and fails the same way."""
+    path = str(tmp_path / "held.db")
+    store = CompactSQLiteStore(path, timeout=0.2)
+    try:
+        with _held(path):
+            with pytest.raises(StoreError, match="longer than the timeout") as raised:
+                store.begin()
+            assert "database is locked" in str(raised.value)
+            assert not store._db.in_transaction
+            assert store._db.execute("PRAGMA busy_timeout").fetchone() == (200,)
+        store.begin()
+        store.rollback()
+        with _held(path), pytest.raises(StoreError, match="longer than the timeout"):
+            store.check_config({"k": 1})
+        store.check_config({"k": 1})
+    finally:
+        store.close()
 
 
 # -- crashes ---------------------------------------------------------------------------------

@@ -3,7 +3,8 @@
 The database runs in WAL mode with ``synchronous=FULL``: a batch is committed, or not at all,
 whatever happens to the process (``kill -9``) or the machine. Each atomic section is an
 immediate transaction, so processes sharing the file decide one batch at a time; readers are
-never blocked. Sketches are stored as compact blobs (:mod:`neardup.engine.codec`).
+never blocked. A process waiting for another's section tries again every few tenths of a
+millisecond (:func:`_begin_immediate`), so that it takes the file as soon as it is free. Sketches are stored as compact blobs (:mod:`neardup.engine.codec`).
 
 Ids, titles and the other strings are stored as text, except one holding a lone surrogate
 (which UTF-8 cannot carry: an id or title read from JSON's ``"\\udc00"``), stored as the blob
@@ -147,6 +148,7 @@ class SQLiteStore(Store):
         self.path = path
         self.url = f"sqlite:///{path}"
         self.readonly = readonly
+        self._timeout = timeout
         folder = os.path.dirname(os.path.abspath(path))
         if not os.path.isdir(folder):
             raise ConfigError(f"cannot open store {self.url}: folder {folder} does not exist")
@@ -246,7 +248,7 @@ class SQLiteStore(Store):
     # -- transactions ---------------------------------------------------------------------
 
     def _write(self) -> _Immediate:
-        return _Immediate(self._db)
+        return _Immediate(self._db, self._timeout)
 
     @_guarded
     def check_config(self, fingerprint: Mapping[str, object]) -> None:
@@ -265,7 +267,10 @@ class SQLiteStore(Store):
     def begin(self, *, write: bool = True) -> None:
         self._lock.acquire()
         try:
-            self._db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            if write:
+                _begin_immediate(self._db, self._timeout)
+            else:
+                self._db.execute("BEGIN")
         except BaseException as exc:
             self._lock.release()
             if isinstance(exc, sqlite3.Error):
@@ -682,14 +687,56 @@ def _advice(exc: sqlite3.Error, path: str) -> str:
     return "" if name is None else _ADVICE[name].replace("FILE", path)
 
 
+#: how long a connection waiting for another's write transaction sleeps between tries: at
+#: first, and at most (doubling from the first)
+_RETRY_FIRST = 0.0001
+_RETRY_MOST = 0.0005
+
+
+def _begin_immediate(db: sqlite3.Connection, timeout: float) -> None:
+    """Begin an immediate (write) transaction, waiting up to ``timeout`` seconds for another
+    connection's to end: trying again every few tenths of a millisecond, so that a process
+    waiting for the file takes it as soon as it is free. SQLite's own wait (``busy_timeout``)
+    sleeps 1, 2, 5, 10, 15, 20, 25 ... 100 ms between its tries: processes taking turns at
+    one file left it idle for milliseconds at each turn, and two service workers on one
+    file did fewer requests a second than one. After ``timeout``, SQLite's "database is
+    locked" is raised, as its own wait raises it."""
+    db.execute("PRAGMA busy_timeout=0")
+    try:
+        deadline = time.monotonic() + timeout
+        delay = _RETRY_FIRST
+        while True:
+            try:
+                db.execute("BEGIN IMMEDIATE")
+                return
+            except sqlite3.OperationalError as exc:
+                _abort(db)  # nothing was begun; never leave a transaction open
+                if not _busy(exc) or time.monotonic() >= deadline:
+                    raise
+            time.sleep(delay)
+            delay = min(_RETRY_MOST, 2 * delay)
+    finally:
+        db.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
+
+
+def _busy(exc: sqlite3.Error) -> bool:
+    """Whether ``exc`` says another connection holds the lock wanted (SQLITE_BUSY or
+    SQLITE_LOCKED, any extended code)."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if isinstance(code, int):
+        return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+    return "locked" in str(exc) or "busy" in str(exc)
+
+
 class _Immediate:
     """``with`` an immediate write transaction (committed on success, rolled back on error)."""
 
-    def __init__(self, db: sqlite3.Connection) -> None:
+    def __init__(self, db: sqlite3.Connection, timeout: float) -> None:
         self._db = db
+        self._timeout = timeout
 
     def __enter__(self) -> None:
-        self._db.execute("BEGIN IMMEDIATE")
+        _begin_immediate(self._db, self._timeout)
 
     def __exit__(self, kind: object, *rest: object) -> None:
         if kind is None:
