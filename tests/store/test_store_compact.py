@@ -469,3 +469,22 @@ def test_one_process_of_a_redis_fleet_at_a_time_saves_the_chrome_table(
         assert saved is not None and saved[0] >= 12
         assert other.claim_save(saved[0])  # the save ended dd's claim
         assert encoded or layout == "full"  # (a full store saves its table whole)
+
+
+def test_a_lookup_finds_the_records_of_the_keys_asked_as_a_search_of_each_would() -> None:
+    """``_member`` (a bitmap of some of the keys' bits, then a search of the keys that pass)
+    says of each key what a binary search of it says: keys asked sharing those bits with
+    records that are not asked, repeated keys, keys above and below all records, none."""
+    rng = np.random.default_rng(7)
+    for n_sorted, n_keys in [(0, 5), (5, 0), (1, 1), (512, 16_000), (3_000, 200)]:
+        sorted_keys = np.unique(rng.integers(0, 1 << 40, n_sorted, dtype=np.uint64))
+        keys = rng.integers(0, 1 << 40, n_keys, dtype=np.uint64)
+        if n_sorted and n_keys:
+            keys[::7] = rng.choice(sorted_keys, len(keys[::7]))  # members, some repeated
+            # not members whose bits 24 to 39 are a member's: the bitmap lets them through
+            keys[3::7] = rng.choice(sorted_keys, len(keys[3::7])) ^ np.uint64(1 << 9)
+            keys[-1] = (1 << 40) - 1  # above every record
+            keys[0] = 0  # below
+        got = sqlite_compact._member(sorted_keys, keys)
+        assert got.dtype == np.bool_ and len(got) == len(keys)
+        assert got.tolist() == np.isin(keys, sorted_keys).tolist()
