@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import kernels
+
 __all__ = ["Passage", "shared_passages"]
 
 _MAX_POSITIONS = 64  # a seed repeated more often than this (boilerplate) is not followed
@@ -155,6 +157,26 @@ def _starts(a: str, b: str, m: int) -> list[tuple[int, int, int]]:
     return list(zip(i.tolist(), j.tolist(), known.tolist(), strict=True))
 
 
+def _matches(a: str, b: str, m: int) -> list[tuple[int, int, int]]:
+    """The maximal matches of at least ``m`` characters of ``a`` and ``b`` (each at least
+    ``m`` long), seeded by the ``m``-grams of b that occur at most :data:`_MAX_POSITIONS`
+    times in it: (length, start in a, start in b), in no order. Short texts by Python,
+    longer ones by numpy, or by the compiled kernel when the kernels are loaded (or on)."""
+    la, lb = len(a), len(b)
+    if la + lb < _VECTOR_FROM:
+        return [
+            (_match_length(a, b, i, j, m, min(la - i, lb - j)), i, j)
+            for i, j in _starts_py(a, b, m)
+        ]
+    if kernels.wanted(la + lb):
+        i, j, n = kernels.load("_text").maximal_matches(_codes(a), _codes(b), m, _MAX_POSITIONS)
+        return list(zip(n.tolist(), i.tolist(), j.tolist(), strict=True))
+    return [
+        (k if k == m else _match_length(a, b, i, j, k, min(la - i, lb - j)), i, j)
+        for i, j, k in _starts(a, b, m)
+    ]
+
+
 def shared_passages(a: str, b: str, *, min_len: int = 6, limit: int | None = 20) -> list[Passage]:
     """Non-overlapping common passages of at least ``min_len`` characters, longest first."""
     if min_len < 1:
@@ -166,16 +188,7 @@ def shared_passages(a: str, b: str, *, min_len: int = 6, limit: int | None = 20)
         # the whole text is the longest passage, and every other one lies inside it (an
         # exact copy's evidence); unless its first seed is too common to be followed
         return [Passage(0, 0, la, a)]
-    if la + lb >= _VECTOR_FROM:
-        found = [
-            (k if k == min_len else _match_length(a, b, i, j, k, min(la - i, lb - j)), i, j)
-            for i, j, k in _starts(a, b, min_len)
-        ]
-    else:
-        found = [
-            (_match_length(a, b, i, j, min_len, min(la - i, lb - j)), i, j)
-            for i, j in _starts_py(a, b, min_len)
-        ]
+    found = _matches(a, b, min_len)
     found.sort(key=lambda t: (-t[0], t[1], t[2]))
     used_a = bytearray(la)
     used_b = bytearray(lb)

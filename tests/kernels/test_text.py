@@ -57,3 +57,46 @@ def test_the_figures_inside_a_span_are_the_references(text: str, lo: int, hi: in
     for fast in (True, False):
         with mock.patch.object(kernels, "wanted", return_value=fast):
             assert figures_within(text, lo, hi) == want
+
+
+#: texts of a few letters: seeds repeated often, some past the cap, maximal matches that
+#: touch either end
+_FEW = st.text(alphabet="ab天地\n", min_size=0, max_size=300)
+
+
+@settings(max_examples=400)
+@given(st.one_of(_FEW, TEXTS), st.one_of(_FEW, TEXTS), st.integers(1, 8))
+def test_the_maximal_matches_of_two_texts_are_the_references(a: str, b: str, m: int) -> None:
+    """The compiled search for the maximal matches of two texts finds the matches (where
+    each starts, and its length) that numpy and Python find, and the plain Python search
+    of short texts the same starts."""
+    from unittest import mock
+
+    from neardup import kernels, passages
+
+    if len(a) < m or len(b) < m:
+        return
+    found = {}
+    for fast in (True, False):
+        with (
+            mock.patch.object(kernels, "wanted", return_value=fast),
+            mock.patch.object(passages, "_VECTOR_FROM", 0),
+        ):
+            found[fast] = sorted(passages._matches(a, b, m))
+    assert found[True] == found[False]
+    assert sorted((i, j) for _, i, j in found[True]) == sorted(passages._starts_py(a, b, m))
+
+
+@settings(max_examples=200)
+@given(st.one_of(_FEW, TEXTS), st.one_of(_FEW, TEXTS))
+def test_shared_passages_are_the_same_with_the_kernels(a: str, b: str) -> None:
+    from unittest import mock
+
+    from neardup import kernels
+    from neardup.passages import shared_passages
+
+    runs = []
+    for fast in (True, False):
+        with mock.patch.object(kernels, "wanted", return_value=fast):
+            runs.append(shared_passages(a + a[:50], b + a, min_len=6, limit=None))
+    assert runs[0] == runs[1]

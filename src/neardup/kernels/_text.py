@@ -19,6 +19,7 @@ __all__ = [
     "figure_spans_all",
     "is_folded",
     "line_hints",
+    "maximal_matches",
     "scan_texts",
 ]
 
@@ -301,3 +302,83 @@ def _year_or_date(cp, start, end, table):
         if digits == 0:
             return False
     return p == end
+
+
+@jit
+def _gram_hash(cp, at, m):
+    """FNV-1a of the ``m`` code points of ``cp`` from ``at`` (equal grams, equal hashes)."""
+    h = np.uint64(14695981039346656037)
+    for d in range(m):
+        h = (h ^ np.uint64(cp[at + d])) * np.uint64(1099511628211)
+    return h
+
+
+@jit
+def _same_gram(a, i, b, j, m):
+    """Whether the ``m`` code points of ``a`` from ``i`` are those of ``b`` from ``j``."""
+    d = 0
+    while d < m and a[i + d] == b[j + d]:
+        d += 1
+    return d == m
+
+
+@jit
+def maximal_matches(a, b, m, most):
+    """The maximal matches of at least ``m`` code points of ``a`` and ``b`` (uint32 arrays,
+    each at least ``m`` long): where each starts, ``i`` in a and ``j`` in b, each pair once,
+    and its length; seeded by the ``m``-grams of b that occur at most ``most`` times in it
+    — what ``passages._starts`` and ``passages._match_length`` find with numpy and Python
+    (in another order). The grams of b go into a hash table (chained, twice as many heads
+    as grams), and each gram of a walks its chain, comparing the code points of each gram of
+    the same hash."""
+    na, nb = len(a) - m + 1, len(b) - m + 1
+    size = 1
+    while size < 2 * nb:
+        size *= 2
+    mask = np.uint64(size - 1)
+    head = np.full(size, -1, dtype=np.int64)
+    chain = np.empty(nb, dtype=np.int64)
+    hb = np.empty(nb, dtype=np.uint64)
+    for j in range(nb):
+        h = _gram_hash(b, j, m)
+        hb[j] = h
+        slot = (h >> np.uint64(20)) & mask
+        chain[j] = head[slot]
+        head[slot] = j
+    ha = np.empty(na, dtype=np.uint64)
+    follow = np.zeros(na, dtype=np.bool_)
+    total = 0
+    for i in range(na):
+        h = _gram_hash(a, i, m)
+        ha[i] = h
+        reps = 0
+        j = head[(h >> np.uint64(20)) & mask]
+        while j >= 0:
+            if hb[j] == h and _same_gram(a, i, b, j, m):
+                reps += 1
+            j = chain[j]
+        if 0 < reps <= most:
+            follow[i] = True
+            total += reps
+    out_i = np.empty(total, dtype=np.int64)
+    out_j = np.empty(total, dtype=np.int64)
+    length = np.empty(total, dtype=np.int64)
+    n = 0
+    la, lb = len(a), len(b)
+    for i in range(na):
+        if not follow[i]:
+            continue
+        h = ha[i]
+        j = head[(h >> np.uint64(20)) & mask]
+        while j >= 0:
+            if hb[j] == h and _same_gram(a, i, b, j, m):
+                if i == 0 or j == 0 or a[i - 1] != b[j - 1]:  # the start of a maximal match
+                    k = m
+                    while i + k < la and j + k < lb and a[i + k] == b[j + k]:
+                        k += 1
+                    out_i[n] = i
+                    out_j[n] = j
+                    length[n] = k
+                    n += 1
+            j = chain[j]
+    return out_i[:n], out_j[:n], length[:n]
