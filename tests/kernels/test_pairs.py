@@ -413,3 +413,114 @@ def test_nonzero_slots_is_flatnonzero(values: list[int], zeros: int) -> None:
     assert found.dtype == np.int64 and np.array_equal(found, np.flatnonzero(counts))
     fewer = max(0, n - 2)  # told of fewer: the first of them, and nothing written past
     assert np.array_equal(_pairs.nonzero_slots(counts, fewer), np.flatnonzero(counts)[:fewer])
+
+
+# -- the stand-in of a compact sketch ----------------------------------------------------------
+
+_POSITIONS = st.lists(st.integers(0, 120), max_size=40).map(lambda p: sorted(set(p)))
+
+
+@settings(max_examples=400)
+@given(_POSITIONS, st.data(), st.integers(0, 130))
+def test_the_sampled_statuses_and_nearest_positions_are_the_references(
+    positions: list[int], data: st.DataObject, n: int
+) -> None:
+    """For each position of a stored text, the nearest sampled position (the earlier on
+    ties) and whether it is taken to be shared — a lone miss between two hits standing
+    for one changed unit, its shingles cut out at either end of the text — as numpy says."""
+    from neardup.engine import compact as C
+    from neardup.kernels import _pairs as k
+
+    known = np.array(positions, dtype=np.int64)
+    found = np.array(data.draw(st.lists(st.booleans(), min_size=len(known), max_size=len(known))))
+    found = found.astype(np.bool_).reshape(len(known))
+    widths = np.array(
+        data.draw(
+            st.lists(st.sampled_from([1, 2, 5, 9]), min_size=len(known), max_size=len(known))
+        ),
+        dtype=np.int64,
+    )
+    with mock.patch("neardup.kernels.wanted", return_value=False):
+        want = C.statuses(known, found, n, widths)
+        near = C._nearest(known, n) if len(known) else None
+    assert k.sampled_statuses(known, found, n, widths).tolist() == want.tolist()
+    if near is not None:
+        assert k.nearest_known(known, n).tolist() == near.tolist()
+
+
+@given(st.lists(st.integers(-(10**6), 10**6), min_size=1, max_size=30))
+def test_the_median_offset_is_numpys(values: list[int]) -> None:
+    from neardup.engine import compact as C
+
+    a = np.array(values, dtype=np.int64)
+    assert C._median(a) == int(np.median(a))
+
+
+def test_the_stand_in_is_the_same_with_the_kernels() -> None:
+    """A stored document's stand-in (its codes in text order as the later one sees them, its
+    vocabulary), built with the kernels and with numpy, on reprints, excerpts and unrelated
+    stories, Chinese and English."""
+    from neardup.engine import compact as C
+    from neardup.engine import make_sketch
+
+    from ..engine.test_compact import _pairs
+
+    for seed in (1, 2):
+        for earlier, later in _pairs(seed):
+            a, b = make_sketch(later, CFG), make_sketch(earlier, CFG)
+            stored = C.decode(C.encode(C.compact(b)))
+            built = {}
+            for fast in (True, False):
+                with mock.patch("neardup.kernels.wanted", return_value=fast):
+                    built[fast] = C.stand_in(stored, a, CFG)
+            assert built[True].shingles.tolist() == built[False].shingles.tolist()
+            assert built[True].vocab.tolist() == built[False].vocab.tolist()
+
+
+@settings(max_examples=300)
+@given(st.data())
+def test_the_later_texts_codes_are_put_where_the_references_puts_them(data: st.DataObject) -> None:
+    """The stand-in's shared stretches read from the later text at the offset of the nearest
+    sampled code found there (codes found once, repeated, not at all; offsets that fall off
+    either end), as numpy reads them."""
+    from neardup.engine import compact as C
+    from neardup.kernels import _pairs as k
+
+    alphabet = st.sampled_from([2, 3, 64, 66, 129, 130, 200, 5000])  # some equal when masked
+    a = np.array(data.draw(st.lists(alphabet, max_size=60)), dtype=np.uint32)
+    n = data.draw(st.integers(0, 70))
+    positions = np.array(
+        sorted(set(data.draw(st.lists(st.integers(0, max(n - 1, 0)), max_size=12)))), dtype=np.int64
+    )
+    codes = (
+        np.array(
+            data.draw(st.lists(alphabet, min_size=len(positions), max_size=len(positions))),
+            dtype=np.uint32,
+        ).reshape(len(positions))
+        & C.MASK
+    )
+    status = np.array(data.draw(st.lists(st.booleans(), min_size=n, max_size=n)), dtype=np.bool_)
+    status = status.reshape(n)
+    start = np.arange(n, dtype=np.uint32) + np.uint32(1 << 20)
+    want, got = start.copy(), start.copy()
+    with mock.patch("neardup.kernels.wanted", return_value=False):
+        C._align(want, status, positions, codes, a)
+    k.align_shared(got, status, positions, codes, a, C.MASK)
+    assert got.tolist() == want.tolist()
+
+
+def test_a_repeated_code_equally_near_two_places_takes_the_first() -> None:
+    """A sampled code found twice, as far from its guessed place either way: the earlier
+    place in the later text, as numpy's argmin takes it."""
+    from neardup.engine import compact as C
+    from neardup.kernels import _pairs as k
+
+    a = np.array([64, 128, 192, 128, 256], dtype=np.uint32)  # none changed by the mask
+    positions = np.array([0, 2], dtype=np.int64)
+    codes = np.array([64, 128], dtype=np.uint32)
+    status = np.ones(5, dtype=np.bool_)
+    want, got = np.zeros(5, dtype=np.uint32), np.zeros(5, dtype=np.uint32)
+    with mock.patch("neardup.kernels.wanted", return_value=False):
+        C._align(want, status, positions, codes, a)
+    k.align_shared(got, status, positions, codes, a, C.MASK)
+    assert got.tolist() == want.tolist() == [64, 128, 128, 192, 128]

@@ -198,6 +198,9 @@ def compact(sketch: Sketch) -> Compact:
 def _nearest(known: I64, n: int) -> I64:
     """For each of positions 0..n-1, the index in ``known`` (ascending, not empty) of the
     nearest known position (the earlier on ties)."""
+    if kernels.wanted(0):  # when loaded (or on): a stored document's stand-in, per pair
+        found: I64 = kernels.load("_pairs").nearest_known(known, n)
+        return found
     k = np.arange(n, dtype=np.int64)
     right = np.searchsorted(known, k)
     left = np.maximum(right - 1, 0)
@@ -217,6 +220,9 @@ def statuses(known: I64, found: Bools, n: int, widths: I64) -> Bools:
     >>> statuses(np.array([0, 8, 16]), np.array([True, False, True]), 24, np.array([5, 5, 5])).astype(int).tolist()
     [1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1]
     """
+    if kernels.wanted(0):
+        compiled: Bools = kernels.load("_pairs").sampled_statuses(known, found, n, widths)
+        return compiled
     if len(known) == 0:
         return np.zeros(n, dtype=np.bool_)
     near = _nearest(known, n)
@@ -225,7 +231,9 @@ def statuses(known: I64, found: Bools, n: int, widths: I64) -> Bools:
     right = np.concatenate((found[1:], [False]))
     lone = np.flatnonzero(~found & left & right)
     if len(lone):
-        out[np.isin(near, lone)] = True
+        is_lone = np.zeros(len(known), dtype=np.bool_)
+        is_lone[lone] = True
+        out[is_lone[near]] = True
         for p, w in zip(known[lone].tolist(), widths[lone].tolist(), strict=True):
             lo = p - (w - 1) // 2
             out[max(lo, 0) : max(min(lo + w, n), 0)] = False
@@ -307,6 +315,9 @@ def _align(out: U32, status: Bools, positions: I64, codes: U32, a: U32) -> None:
     own text, so whether each of its shingles is chrome — a common shingle, or one of a
     passage (:func:`~neardup.engine.templates.passages`, a run of shingles counted in text
     order) — is read from that text, not from the nearest sample's."""
+    if kernels.wanted(0):
+        kernels.load("_pairs").align_shared(out, status, positions, codes, a, MASK)
+        return
     if len(positions) == 0 or len(a) == 0 or not status.any():
         return
     masked = a & MASK
@@ -319,7 +330,7 @@ def _align(out: U32, status: Bools, positions: I64, codes: U32, a: U32) -> None:
         return
     offsets = np.full(len(codes), np.iinfo(np.int64).min, dtype=np.int64)
     offsets[once] = order[lo[once]] - positions[once]
-    guess = int(np.median(offsets[once]))
+    guess = _median(offsets[once])
     for j in np.flatnonzero(~once & (hi > lo)).tolist():  # a repeated shingle: the nearest
         where = order[lo[j] : hi[j]].astype(np.int64)
         offsets[j] = int(where[np.argmin(np.abs(where - positions[j] - guess))]) - positions[j]
@@ -329,6 +340,16 @@ def _align(out: U32, status: Bools, positions: I64, codes: U32, a: U32) -> None:
     there = at + offsets[_nearest(anchors, len(out))[at]]
     inside = (there >= 0) & (there < len(a))
     out[at[inside]] = a[there[inside]]
+
+
+def _median(values: I64) -> int:
+    """``int(np.median(values))`` (not empty) by a sort: the middle value, or the mean of
+    the two middle ones truncated towards zero (np.median's checks cost 20 us a call)."""
+    v = np.sort(values)
+    half = len(v) // 2
+    if len(v) % 2:
+        return int(v[half])
+    return int((int(v[half - 1]) + int(v[half])) / 2)
 
 
 _NO_BANDS = np.zeros(0, dtype=np.uint64)

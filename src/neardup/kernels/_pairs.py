@@ -23,13 +23,16 @@ from ._jit import jit
 from ._sketch import _CJK, _WORD, unit_class
 
 __all__ = [
+    "align_shared",
     "alike_rows",
     "any_shared",
     "count_story",
     "count_story_turning",
+    "nearest_known",
     "nonzero_slots",
     "placement",
     "quoted_units",
+    "sampled_statuses",
     "unit_chars",
     "unquoted_placement",
 ]
@@ -578,3 +581,138 @@ def unquoted_placement(
     if hits == 0:
         return total, 0, 0, total, 0
     return first, total - 1 - last, gap, total, hits
+
+
+@jit
+def nearest_known(known, n):
+    """For each of positions 0..n-1, the index in ``known`` (ascending, not empty) of the
+    nearest known position, the earlier on ties: ``engine.compact._nearest``, in one walk."""
+    out = np.empty(n, dtype=np.int64)
+    size = len(known)
+    r = 0  # the first index whose position is not before p
+    for p in range(n):
+        while r < size and known[r] < p:
+            r += 1
+        left = r - 1 if r > 0 else 0
+        right = r if r < size else size - 1
+        out[p] = left if p - known[left] <= known[right] - p else right
+    return out
+
+
+@jit
+def sampled_statuses(known, found, n, widths):
+    """Which of positions 0..n-1 hold a shingle the other text has, from the sampled
+    positions ``known`` where that is known (``found``), the nearest answering for the
+    others, a lone miss between two hits standing for one changed unit of ``widths`` of
+    shingles: ``engine.compact.statuses``."""
+    out = np.zeros(n, dtype=np.bool_)
+    size = len(known)
+    if size == 0:
+        return out
+    lone = np.zeros(size, dtype=np.bool_)
+    for k in range(1, size - 1):
+        lone[k] = not found[k] and found[k - 1] and found[k + 1]
+    near = nearest_known(known, n)
+    for p in range(n):
+        k = near[p]
+        out[p] = found[k] or lone[k]
+    for k in range(1, size - 1):
+        if lone[k]:
+            lo = known[k] - (widths[k] - 1) // 2
+            for q in range(max(lo, 0), max(min(lo + widths[k], n), 0)):
+                out[q] = False
+    return out
+
+
+_NONE = np.iinfo(np.int64).min
+
+
+@jit
+def _mixed(code):
+    return (np.uint64(code) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(32)
+
+
+@jit
+def align_shared(out, status, positions, codes, a, mask):
+    """Where ``status`` says the stored document shares the later one's text, put in ``out``
+    the later document's codes (``a``) read at the offset of the nearest sampled position
+    (``positions``, ascending) whose code (``codes``, masked by ``mask``) it finds:
+    ``engine.compact._align``. The offset of a code found once is where it is; of a code
+    found more than once, the place nearest the median offset of the codes found once
+    (the first on ties). The later document's masked codes go into a hash table (chained in
+    text order) instead of being sorted."""
+    n_a, size_k = len(a), len(codes)
+    if size_k == 0 or n_a == 0:
+        return
+    shared = False
+    for p in range(len(status)):
+        if status[p]:
+            shared = True
+            break
+    if not shared:
+        return
+    size = 1
+    while size < 2 * n_a:
+        size *= 2
+    bits = np.uint64(size - 1)
+    head = np.full(size, -1, dtype=np.int64)
+    chain = np.empty(n_a, dtype=np.int64)
+    masked = np.empty(n_a, dtype=np.uint32)
+    for q in range(n_a - 1, -1, -1):  # from the end, so that each chain is in text order
+        m = a[q] & mask
+        masked[q] = m
+        slot = _mixed(m) & bits
+        chain[q] = head[slot]
+        head[slot] = q
+    offsets = np.full(size_k, _NONE, dtype=np.int64)
+    count = np.zeros(size_k, dtype=np.int64)
+    once = 0
+    for j in range(size_k):
+        q = head[_mixed(codes[j]) & bits]
+        while q >= 0:
+            if masked[q] == codes[j]:
+                if count[j] == 0:
+                    offsets[j] = q - positions[j]
+                count[j] += 1
+            q = chain[q]
+        if count[j] == 1:
+            once += 1
+    if once == 0:
+        return
+    found_once = np.empty(once, dtype=np.int64)
+    i = 0
+    for j in range(size_k):
+        if count[j] == 1:
+            found_once[i] = offsets[j]
+            i += 1
+    found_once.sort()
+    half = once // 2
+    if once % 2:
+        guess = found_once[half]
+    else:
+        guess = np.int64((found_once[half - 1] + found_once[half]) / 2)
+    for j in range(size_k):
+        if count[j] > 1:  # a repeated shingle: the place nearest the guess
+            best, gap = -1, 0
+            q = head[_mixed(codes[j]) & bits]
+            while q >= 0:
+                if masked[q] == codes[j]:
+                    d = abs(q - positions[j] - guess)
+                    if best < 0 or d < gap:
+                        best, gap = q, d
+                q = chain[q]
+            offsets[j] = best - positions[j]
+    anchors = np.empty(size_k, dtype=np.int64)
+    shifts = np.empty(size_k, dtype=np.int64)
+    n = 0
+    for j in range(size_k):
+        if count[j] > 0:
+            anchors[n] = positions[j]
+            shifts[n] = offsets[j]
+            n += 1
+    near = nearest_known(anchors[:n], len(out))
+    for p in range(len(out)):
+        if status[p]:
+            there = p + shifts[near[p]]
+            if 0 <= there < n_a:
+                out[p] = a[there]
