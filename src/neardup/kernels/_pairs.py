@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._hash import chained, table_size
 from ._jit import jit
 from ._sketch import _CJK, _WORD, unit_class
 
@@ -651,19 +652,13 @@ def align_shared(out, status, positions, codes, a, mask):
             break
     if not shared:
         return
-    size = 1
-    while size < 2 * n_a:
-        size *= 2
+    size = table_size(n_a)
     bits = np.uint64(size - 1)
-    head = np.full(size, -1, dtype=np.int64)
-    chain = np.empty(n_a, dtype=np.int64)
-    masked = np.empty(n_a, dtype=np.uint32)
-    for q in range(n_a - 1, -1, -1):  # from the end, so that each chain is in text order
-        m = a[q] & mask
-        masked[q] = m
-        slot = _mixed(m) & bits
-        chain[q] = head[slot]
-        head[slot] = q
+    masked = a & mask
+    slots = np.empty(n_a, dtype=np.uint64)
+    for q in range(n_a):
+        slots[q] = _mixed(masked[q]) & bits
+    head, chain = chained(slots, size)  # each chain in text order
     offsets = np.full(size_k, _NONE, dtype=np.int64)
     count = np.zeros(size_k, dtype=np.int64)
     once = 0

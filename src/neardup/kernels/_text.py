@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._hash import chained, table_size
 from ._jit import jit
 
 __all__ = [
@@ -332,19 +333,12 @@ def maximal_matches(a, b, m, most):
     as grams), and each gram of a walks its chain, comparing the code points of each gram of
     the same hash."""
     na, nb = len(a) - m + 1, len(b) - m + 1
-    size = 1
-    while size < 2 * nb:
-        size *= 2
+    size = table_size(nb)
     mask = np.uint64(size - 1)
-    head = np.full(size, -1, dtype=np.int64)
-    chain = np.empty(nb, dtype=np.int64)
     hb = np.empty(nb, dtype=np.uint64)
     for j in range(nb):
-        h = _gram_hash(b, j, m)
-        hb[j] = h
-        slot = (h >> np.uint64(20)) & mask
-        chain[j] = head[slot]
-        head[slot] = j
+        hb[j] = _gram_hash(b, j, m)
+    head, chain = chained((hb >> np.uint64(20)) & mask, size)
     ha = np.empty(na, dtype=np.uint64)
     follow = np.zeros(na, dtype=np.bool_)
     total = 0
