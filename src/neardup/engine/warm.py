@@ -7,7 +7,9 @@ worker loads them again and no request waits while they load (tested in
 from __future__ import annotations
 
 from .. import kernels
+from .compact import compact, stand_in
 from .config import DedupConfig
+from .decide import evidence
 from .sketches import make_sketches
 from .verify import verify
 
@@ -39,4 +41,9 @@ def load_kernels(cfg: DedupConfig) -> bool:
     a, b = make_sketches(list(_WARM_UP), cfg)
     verify(b, a, cfg, None)
     verify(a, b, cfg, None)
+    # a compact store's stand-in of a longer text (one of a short text keeps every code) and
+    # the passages two texts share (the evidence): the kernels only they call
+    long_a, long_b = make_sketches([" ".join([t] * 4) for t in _WARM_UP], cfg)
+    verify(long_a, stand_in(compact(long_b), long_a, cfg), cfg, None)
+    evidence(long_a, long_b)
     return True
