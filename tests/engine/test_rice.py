@@ -71,3 +71,20 @@ def test_a_damaged_code_is_a_value_error(damage: str) -> None:
     }[damage]
     with pytest.raises(ValueError):
         rice.decode(broken)
+
+
+@given(_gaps, st.integers(0, 40) | st.none())
+def test_the_compiled_code_is_the_references_byte_for_byte(
+    values: list[int], k: int | None
+) -> None:
+    """With the kernels loaded, a list of gaps is coded into the same bytes as by numpy."""
+    from unittest import mock
+
+    pytest.importorskip("numba")
+    gaps = np.array(values, dtype=np.uint64)
+    if k is not None and values and max(values) >> k > 1 << 16:
+        k = None
+    with mock.patch("neardup.kernels.wanted", return_value=False):
+        want = rice.encode(gaps, k)
+    with mock.patch("neardup.kernels.wanted", return_value=True):
+        assert rice.encode(gaps, k) == want

@@ -524,3 +524,17 @@ def test_a_repeated_code_equally_near_two_places_takes_the_first() -> None:
         C._align(want, status, positions, codes, a)
     k.align_shared(got, status, positions, codes, a, C.MASK)
     assert got.tolist() == want.tolist() == [64, 128, 128, 192, 128]
+
+
+@given(
+    st.lists(st.integers(0, 300), max_size=80).map(lambda v: sorted(set(v))),
+    st.lists(st.integers(0, 300), max_size=80).map(lambda v: sorted(set(v))),
+)
+def test_the_overlap_of_two_samples_is_the_references(a: list[int], b: list[int]) -> None:
+    """How many sampled codes a later document and a stored one share (the ranking's
+    Jaccard similarity), by the merge walk and by numpy's search."""
+    from neardup.engine import compact as C
+    from neardup.kernels import _pairs as k
+
+    x, y = np.array(a, dtype=np.uint32), np.array(b, dtype=np.uint32)
+    assert k.sorted_overlap(x, y) == int((C._lookup(y, x) >= 0).sum()) == len(set(a) & set(b))

@@ -55,7 +55,7 @@ from __future__ import annotations
 
 import struct
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -132,6 +132,11 @@ class Compact:
     short_text: str | None = None
     #: the prepared text from a store's text tier, for people (never read by verification)
     page_text: str | None = None
+    #: the sampled codes, distinct and sorted (the ranking and the stand-in look them up)
+    sorted_codes: U32 = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sorted_codes", distinct(self.codes))
 
     @property
     def is_empty(self) -> bool:
@@ -303,7 +308,7 @@ def _rebuilt(c: Compact, later: Sketch, cfg: DedupConfig) -> tuple[U32, U32, U32
     _align(out, status, c.positions[in_a], c.codes[in_a], a)
     # the later document's side: from its eligible codes, looked up in the sample
     mine = np.flatnonzero(eligible(a, c.level)).astype(np.int64)
-    found = _lookup(distinct(c.codes), a[mine] & MASK) >= 0
+    found = _lookup(c.sorted_codes, a[mine] & MASK) >= 0
     have = statuses(mine, found, len(a), _widths(a[mine], cfg))
     return out, own, a[have]
 
@@ -468,10 +473,13 @@ def alike(later: Sketch, c: Compact, sampled: dict[int, U32] | None = None) -> f
         a = distinct(mine[eligible(mine, c.level)] & MASK)
         if sampled is not None:
             sampled[c.level] = a
-    b = distinct(c.codes)
+    b = c.sorted_codes
     if len(a) == 0 or len(b) == 0:
         return 0.0
-    both = int((_lookup(b, a) >= 0).sum())
+    if kernels.wanted(0):  # when loaded (or on): every candidate of a compact store
+        both = int(kernels.load("_pairs").sorted_overlap(a, b))
+    else:
+        both = int((_lookup(b, a) >= 0).sum())
     return both / (len(a) + len(b) - both)
 
 

@@ -7,7 +7,7 @@ worker loads them again and no request waits while they load (tested in
 from __future__ import annotations
 
 from .. import kernels
-from .compact import compact, stand_in
+from .compact import alike, compact, encode_slots, stand_in
 from .config import DedupConfig
 from .decide import evidence
 from .sketches import make_sketches
@@ -36,14 +36,18 @@ def load_kernels(cfg: DedupConfig) -> bool:
     kernels load at a run's first story instead."""
     if not kernels.wanted(kernels.AUTO_AT):
         return False
-    for name in ("_sketch", "_pairs", "_text"):
+    for name in ("_sketch", "_pairs", "_text", "_codes"):
         kernels.load(name)
     a, b = make_sketches(list(_WARM_UP), cfg)
     verify(b, a, cfg, None)
     verify(a, b, cfg, None)
-    # a compact store's stand-in of a longer text (one of a short text keeps every code) and
-    # the passages two texts share (the evidence): the kernels only they call
+    # what only a compact store and the evidence call: the ranking and the stand-in of a
+    # longer text (one of a short text keeps every code), the passages two texts share and
+    # a story's slots as a compact store logs them
     long_a, long_b = make_sketches([" ".join([t] * 4) for t in _WARM_UP], cfg)
-    verify(long_a, stand_in(compact(long_b), long_a, cfg), cfg, None)
+    stored = compact(long_b)
+    alike(long_a, stored)
+    verify(long_a, stand_in(stored, long_a, cfg), cfg, None)
     evidence(long_a, long_b)
+    encode_slots(long_a.vocab)
     return True

@@ -34,6 +34,7 @@ __all__ = [
     "placement",
     "quoted_units",
     "sampled_statuses",
+    "sorted_overlap",
     "unit_chars",
     "unquoted_placement",
 ]
@@ -711,3 +712,19 @@ def align_shared(out, status, positions, codes, a, mask):
             there = p + shifts[near[p]]
             if 0 <= there < n_a:
                 out[p] = a[there]
+
+
+@jit
+def sorted_overlap(a, b):
+    """How many values two sorted arrays of distinct values share, by one merge walk."""
+    i = j = both = 0
+    while i < len(a) and j < len(b):
+        if a[i] < b[j]:
+            i += 1
+        elif a[i] > b[j]:
+            j += 1
+        else:
+            both += 1
+            i += 1
+            j += 1
+    return both
