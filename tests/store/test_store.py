@@ -120,6 +120,40 @@ def test_redis_decides_again_when_what_a_document_extends_was_extended_meanwhile
     second.close()
 
 
+def test_a_redis_record_under_a_colliding_key_does_not_make_a_batch_decide_again(
+    redis_url: str,
+) -> None:
+    """A compact namespace's lookup keys are 40 bits of a hash under which short values of
+    different kinds fall on the same bits (the id "103" and the document "100" extends;
+    the id "101" and the exact text 100). A record found under a key counts in the write's
+    checks only if its own fields say it is the one looked for, as they do for the reader:
+    before, such a record failed the check at every try, and the Deduper decided the batch
+    again and again (two service workers on Redis hung)."""
+    from neardup.store import Entry, NewEntry
+    from neardup.store.redis_compact import _key
+
+    assert _key("id", "103") == _key("extends", "100")
+    assert _key("id", "101") == _key("exact", 100)
+    store = open_store(redis_url)
+    store.begin()
+    store.put([NewEntry(Entry(i, 0, 1.0, None, i, 0.0, None), 7, None) for i in ("101", "103")])
+    assert store.commit() == 2
+    store.begin()
+    assert store.extended(["100"]) == set()
+    assert store.exact([100]) == {}
+    extending = Entry("b", 0, 1.0, None, "100", 0.9, "coverage", extends="100")
+    store.put([NewEntry(extending, 100, None)])
+    assert store.commit() == 1
+    store.begin()  # and a document that does extend it, or has that text, is still seen
+    assert store.extended(["100"]) == {"100"}
+    assert store.exact([100]) == {100: "b"}
+    store.put(
+        [NewEntry(Entry("c", 0, 1.0, None, "100", 0.9, "coverage", extends="100"), 100, None)]
+    )
+    store.rollback()
+    store.close()
+
+
 def test_incremental_runs_agree_with_one_run(persistent_url: str) -> None:
     store_url = persistent_url
     docs = corpus(7, 30, 3, cut=False)

@@ -272,6 +272,24 @@ local function id_of(r)
   local len = struct.unpack('<I2', r, 1)
   return string.sub(r, 3, 2 + len)
 end
+-- a string field of a record at ``at``: where the next field starts, and it (nil: none)
+local function field(r, at)
+  local len = struct.unpack('<I2', r, at)
+  if len == 65535 then return at + 2, nil end
+  return at + 2 + len, string.sub(r, at + 2, at + 1 + len)
+end
+-- a record's flags, the 8 bytes of its exact-text hash and the id it extends (or nil): keys
+-- of different kinds, or of different values, can fall on the same 40 bits, so a record
+-- found under a key is the one looked for only if its own fields say so, as they say it
+-- to the reader (CompactRedisStore.exact and .extended)
+local function fields(r)
+  local at = field(r, 1)
+  local flags, hash = string.byte(r, at), string.sub(r, at + 17, at + 24)
+  at = at + 25
+  for _ = 1, 5 do at = field(r, at) end  -- duplicate_of, cluster, measure, title, copy_of
+  local _, extends = field(r, at)
+  return flags, hash, extends
+end
 -- parse the bundles
 local docs = {}
 for d = 1, n do
@@ -317,15 +335,27 @@ for d = 1, n do
     end
   end
   if not changed and doc.exact_seen >= 0 then
+    local _, hash = fields(doc.rec)
     local first = 0
     for _, q in ipairs(seqs_of(shard_blob(shard_of(doc.exact, level, split)), doc.exact)) do
-      if (first == 0 or q < first) and record(q) then first = q end
+      if first == 0 or q < first then
+        local r = record(q)
+        if r then
+          local _, other = fields(r)
+          if other == hash then first = q end
+        end
+      end
     end
     changed = first ~= doc.exact_seen
   end
   if not changed and doc.ext_check == 1 then
+    local _, _, extends = fields(doc.rec)
     for _, q in ipairs(seqs_of(shard_blob(shard_of(doc.ext, level, split)), doc.ext)) do
-      if record(q) then changed = true; break end
+      local r = record(q)
+      if r then
+        local flags, _, other = fields(r)
+        if flags % 2 == 1 and other == extends then changed = true; break end
+      end
     end
   end
   if changed then limit = d - 1; break end
