@@ -52,7 +52,7 @@ from .engine import (
 )
 from .engine import compact as compact_sketch
 from .engine.compact import Compact
-from .errors import ConfigError, InputError
+from .errors import ConfigError, InputError, StoreError
 from .passages import Passage
 from .store import BandKey, Entry, LogPage, NewEntry, Store, Stored, open_store
 from .times import parse_window, timestamp_or_none
@@ -66,6 +66,9 @@ U32 = npt.NDArray[np.uint32]
 
 
 _SNAPSHOT_EVERY = 20_000  # kept documents between saved common-shingle tables
+#: tries of one document whose reads another writer changed each time before a batch gives
+#: up with a StoreError (each try that fails means another writer added documents)
+_MOST_TRIES = 100
 _LOG_PAGE = 1_000  # log entries read at a time when catching up
 
 
@@ -474,7 +477,7 @@ class Deduper:
             zip(need, make_sketches([items[i].text for i in need], self.config), strict=True)
         )
         done: list[Decision] = []
-        start = attempt = 0
+        start = attempt = stuck = 0
         while True:
             self.store.begin(write=add)
             counted: list[tuple[int, U32]] = []  # (entry number, codes) of stories counted
@@ -508,6 +511,15 @@ class Deduper:
             # another writer changed what entry `applied` read: keep what was added before it
             # and decide the rest again
             self._uncount(counted, turns, applied)
+            stuck = 0 if applied else stuck + 1
+            if stuck >= _MOST_TRIES:
+                raise StoreError(
+                    f"store {self.store.url}: document {items[origin[applied]].id!r} was decided "
+                    f"{stuck} times, and each time another writer had changed what it was "
+                    "decided from before it could be added; the documents before it were "
+                    "added. If no other process writes to this store, this is a bug in "
+                    "neardup: please report it"
+                )
             stop = origin[applied]
             done += decisions[: stop - start]
             start = stop

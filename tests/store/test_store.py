@@ -120,6 +120,35 @@ def test_redis_decides_again_when_what_a_document_extends_was_extended_meanwhile
     second.close()
 
 
+def test_a_batch_another_writer_changes_at_every_try_ends_in_one_store_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store whose every commit says another writer changed what the first document was
+    decided from: the Deduper tries it again a bounded number of times, then raises a
+    StoreError naming the store and the document, instead of deciding it again forever."""
+    from neardup.errors import StoreError
+
+    monkeypatch.setattr(deduper_module, "_MOST_TRIES", 5)
+    monkeypatch.setattr(deduper_module.time, "sleep", lambda s: None)
+    with Deduper(store=f"sqlite:///{tmp_path / 'x.db'}") as dd:
+        tries = []
+
+        def never(self: object) -> int:
+            tries.append(1)
+            type(dd.store).rollback(dd.store)  # type: ignore[arg-type]
+            return 0
+
+        monkeypatch.setattr(type(dd.store), "commit", never)
+        with pytest.raises(StoreError, match=r"document 'a' was decided 5 times") as raised:
+            dd.check_and_add("a", "北京地铁十九号线今天开通运营，全长二十二公里。")
+        assert "x.db" in str(raised.value)
+        assert len(tries) == 5
+        monkeypatch.undo()
+        assert (
+            dd.check_and_add("a", "北京地铁十九号线今天开通运营，全长二十二公里。").cluster == "a"
+        )
+
+
 def test_a_redis_record_under_a_colliding_key_does_not_make_a_batch_decide_again(
     redis_url: str,
 ) -> None:
