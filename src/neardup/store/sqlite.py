@@ -688,9 +688,13 @@ def _advice(exc: sqlite3.Error, path: str) -> str:
 
 
 #: how long a connection waiting for another's write transaction sleeps between tries: at
-#: first, and at most (doubling from the first)
+#: first, and at most (doubling from the first); once it has waited _RETRY_PATIENT seconds
+#: (another process saving a large table, folding or vacuuming), at most _RETRY_LONG, so a
+#: long wait costs a few hundred tries a second, not thousands
 _RETRY_FIRST = 0.0001
 _RETRY_MOST = 0.0005
+_RETRY_PATIENT = 0.1
+_RETRY_LONG = 0.005
 
 
 def _begin_immediate(db: sqlite3.Connection, timeout: float) -> None:
@@ -703,7 +707,7 @@ def _begin_immediate(db: sqlite3.Connection, timeout: float) -> None:
     locked" is raised, as its own wait raises it."""
     db.execute("PRAGMA busy_timeout=0")
     try:
-        deadline = time.monotonic() + timeout
+        began = time.monotonic()
         delay = _RETRY_FIRST
         while True:
             try:
@@ -711,10 +715,11 @@ def _begin_immediate(db: sqlite3.Connection, timeout: float) -> None:
                 return
             except sqlite3.OperationalError as exc:
                 _abort(db)  # nothing was begun; never leave a transaction open
-                if not _busy(exc) or time.monotonic() >= deadline:
+                waited = time.monotonic() - began
+                if not _busy(exc) or waited >= timeout:
                     raise
             time.sleep(delay)
-            delay = min(_RETRY_MOST, 2 * delay)
+            delay = min(_RETRY_MOST if waited < _RETRY_PATIENT else _RETRY_LONG, 2 * delay)
     finally:
         db.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
 
