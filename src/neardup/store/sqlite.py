@@ -4,7 +4,8 @@ The database runs in WAL mode with ``synchronous=FULL``: a batch is committed, o
 whatever happens to the process (``kill -9``) or the machine. Each atomic section is an
 immediate transaction, so processes sharing the file decide one batch at a time; readers are
 never blocked. A process waiting for another's section tries again every few tenths of a
-millisecond (:func:`_begin_immediate`), so that it takes the file as soon as it is free. Sketches are stored as compact blobs (:mod:`neardup.engine.codec`).
+millisecond (:func:`_begin_immediate`), so that it takes the file as soon as it is free.
+Sketches are stored as compact blobs (:mod:`neardup.engine.codec`).
 
 Ids, titles and the other strings are stored as text, except one holding a lone surrogate
 (which UTF-8 cannot carry: an id or title read from JSON's ``"\\udc00"``), stored as the blob
@@ -204,8 +205,7 @@ class SQLiteStore(Store):
             except sqlite3.OperationalError as exc:
                 if self._db.in_transaction:
                     self._db.execute("ROLLBACK")
-                busy = "locked" in str(exc) or "busy" in str(exc)
-                if not busy or time.monotonic() > deadline:
+                if not _busy(exc) or time.monotonic() > deadline:
                     raise
                 time.sleep(delay)
                 delay = min(0.5, delay * 2)
