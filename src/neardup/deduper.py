@@ -455,16 +455,30 @@ class Deduper:
             self._saved_pos = self._log_pos
             self._has_saved = True
 
-    def _run(self, items: list[_Item], *, add: bool) -> list[Decision]:
+    def prepare(self, docs: Iterable[DocLike]) -> tuple[list[_Item], dict[int, Sketch]]:
+        """The documents validated (an :class:`InputError` names the first at fault) and
+        the sketches :meth:`check_and_add_many` makes of them before its atomic section,
+        by position: for a process that decides what others prepared
+        (:meth:`decide_prepared`; the decider of ``neardup serve --workers``)."""
+        items = _items(docs)
+        return items, self._sketches_needed(items)
+
+    def decide_prepared(
+        self, items: list[_Item], sketches: dict[int, Sketch], *, add: bool
+    ) -> list[Decision]:
+        """:meth:`check_and_add_many` (``add``) or :meth:`check_many` of documents
+        :meth:`prepare` gave, with the sketches it made (for the same configuration; the
+        preparations of several calls may be joined, their positions shifted). What was
+        not sketched and needs to be is sketched here."""
+        return self._run(items, add=add, sketches=sketches)
+
+    def _sketches_needed(self, items: list[_Item]) -> dict[int, Sketch]:
+        """Sketches, by position, of what is neither known nor an exact copy (of a stored
+        text or of an earlier one of ``items``), made outside the atomic section."""
         if not items:
-            return []
-        now = time.time()
-        times = [it.timestamp if it.timestamp is not None else now for it in items]
-        ids = [it.id for it in items]
-        keys = [it.key for it in items]
-        # sketch, outside the atomic section, what is neither known nor an exact copy
-        known = self.store.entries(ids)
-        exact = self.store.exact(keys)
+            return {}
+        known = self.store.entries([it.id for it in items])
+        exact = self.store.exact([it.key for it in items])
         first_of_key: dict[int, int] = {}
         first_of_id: set[str] = set()
         need: list[int] = []
@@ -473,9 +487,19 @@ class Deduper:
             first_of_id.add(it.id)
             if fresh and it.key not in exact and first_of_key.setdefault(it.key, i) == i:
                 need.append(i)
-        sketches = dict(
+        return dict(
             zip(need, make_sketches([items[i].text for i in need], self.config), strict=True)
         )
+
+    def _run(
+        self, items: list[_Item], *, add: bool, sketches: dict[int, Sketch] | None = None
+    ) -> list[Decision]:
+        if not items:
+            return []
+        now = time.time()
+        times = [it.timestamp if it.timestamp is not None else now for it in items]
+        if sketches is None:
+            sketches = self._sketches_needed(items)
         done: list[Decision] = []
         start = attempt = stuck = 0
         while True:

@@ -212,6 +212,8 @@ def store_failure(exc: BaseException) -> ServiceError | None:
     error that says the store cannot be used now (locked, unreachable, timed out), an
     OSError, or a NeardupError other than an InputError
     (:class:`~neardup.errors.StoreError` included), raised itself or as the cause."""
+    if isinstance(exc, ServiceError):  # answered already (the decider of serve --workers)
+        return exc
     chain = _chain(exc)
     if isinstance(exc, InputError):
         return None

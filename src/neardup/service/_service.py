@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 import anyio
 
 from ..deduper import Deduper
+from ._decider import Decider, DeciderGone
 from ._errors import ServiceError, StoreDamaged, busy, store_failure
 from ._metrics import Metrics
 from ._probe import StoreProbe, outcome
@@ -29,6 +30,8 @@ T = TypeVar("T")
 #: The most documents that requests waiting together are decided with in one atomic section
 #: (a single batch request larger than this is still decided whole).
 MAX_COALESCED = 256
+#: How much longer than the queue timeout a worker waits for the decider's answer.
+_DECIDER_MARGIN = 60.0
 
 
 @dataclass(eq=False)
@@ -79,7 +82,9 @@ class Service:
     meets the damage, makes every request for the store a 503 :class:`StoreDamaged` from
     then on: it will not mend by itself, and writing to it could make it worse."""
 
-    def __init__(self, deduper: Deduper, settings: Settings, *, owned: bool) -> None:
+    def __init__(
+        self, deduper: Deduper, settings: Settings, *, owned: bool, decider: str | None = None
+    ) -> None:
         self.deduper = deduper
         self.settings = settings
         self.owned = owned
@@ -91,6 +96,11 @@ class Service:
         self._damage: StoreDamaged | None = None
         self._file_check = self.probe.check_file()
         self._comparing = 0
+        # the documents to add or check go to the decider of `serve --workers` (its queue and
+        # the store's own wait bound how long it takes to answer)
+        self._decider = (
+            Decider(decider, settings.queue_timeout + _DECIDER_MARGIN) if decider else None
+        )
 
     @property
     def api_key(self) -> str | None:
@@ -184,7 +194,16 @@ class Service:
 
     async def _lead(self, leader: _Job) -> None:
         """Run the head of the line (the leader and, when its work coalesces, the jobs of
-        the same work right behind it), then hand the head on."""
+        the same work right behind it), then hand the head on (as soon as the documents
+        are sent, when a decider decides them)."""
+        handed = False
+
+        def release() -> None:
+            nonlocal handed
+            if not handed:
+                handed = True
+                self._hand_on()
+
         try:
             batch = [self._line.popleft()]
             assert batch[0] is leader
@@ -201,9 +220,9 @@ class Service:
             for job in batch:
                 job.state = "running"
             with anyio.CancelScope(shield=True):  # the others in the batch wait for it
-                await self._run(batch)
+                await self._run(batch, release)
         finally:
-            self._hand_on()
+            release()
 
     def _hand_on(self) -> None:
         if self._line:
@@ -213,26 +232,43 @@ class Service:
         else:
             self._busy = False
 
-    async def _run(self, batch: Sequence[_Job]) -> None:
+    async def _run(self, batch: Sequence[_Job], release: Callable[[], None]) -> None:
         damage = self.damage()
         if damage is not None:
             for job in batch:
                 job.finish(error=damage)
             return
         first = batch[0]
-        if first.docs is None:
-            work = functools.partial(first.fn, self.deduper, *first.args)
-        else:
-            work = functools.partial(
-                first.fn, self.deduper, [d for j in batch for d in j.docs or ()]
-            )
+        docs = [d for j in batch for d in j.docs or ()]
         try:
-            result = await anyio.to_thread.run_sync(self._locked, work)
+            if first.docs is None:
+                work = functools.partial(first.fn, self.deduper, *first.args)
+                result = await anyio.to_thread.run_sync(self._locked, work)
+            elif self._decider is not None:  # prepared here, decided there
+                decider = self._decider
+                send = functools.partial(decider.send, self.deduper, first.fn.__name__, docs)
+                sent = await anyio.to_thread.run_sync(self._locked, send)
+                release()  # the next batch may be prepared and sent while this one is decided
+                result = await anyio.to_thread.run_sync(decider.receive, sent)
+            else:
+                work = functools.partial(first.fn, self.deduper, docs)
+                result = await anyio.to_thread.run_sync(self._locked, work)
+        except DeciderGone as exc:
+            log.error("%s", exc)
+            gone = ServiceError(
+                503,
+                "unavailable",
+                f"{exc}; try again in a moment",
+                headers={"Retry-After": "1"},
+            )
+            for job in batch:
+                job.finish(error=gone)
+            return
         except Exception as exc:
             answer = store_failure(exc)
             if answer is None and len(batch) > 1:  # whose fault? each on its own
                 for job in batch:
-                    await self._run([job])
+                    await self._run([job], release)
                 return
             if answer is None:
                 first.finish(error=exc)
@@ -328,6 +364,8 @@ class Service:
         """Close the store when the service opened it (and the probe's own connection)."""
         self.metrics.write()  # the last counts, for the other workers
         self.probe.close()
+        if self._decider is not None:
+            self._decider.close()
         if self.owned:
             with self._lock:
                 self.deduper.close()

@@ -1,15 +1,19 @@
 """``neardup serve --workers N``: N server processes on one listening socket and one store.
 
-The parent binds the socket, checks that the store opens, then starts the workers (fresh
-interpreters, ``spawn``) and watches them. Each worker opens its own Deduper on the store and
-runs its own uvicorn server on the shared socket; the kernel hands each new connection to
-one of them. Deciding stays atomic across workers as it is across any processes sharing a
-SQLite file or a Redis (immediate transactions; optimistic sections on Redis).
+The parent binds the socket, checks that the store opens, then starts the decider and the
+workers (fresh interpreters, ``spawn``) and watches them. Each worker opens its own Deduper
+on the store and runs its own uvicorn server on the shared socket; the kernel hands each new
+connection to one of them. The documents to add or check go from every worker to the one
+decider (:mod:`~neardup.service._decider`), which decides what they sent meanwhile together;
+reads and deletes stay in the workers. Deciding stays atomic across services and other
+processes as it is across any processes sharing a SQLite file or a Redis (immediate
+transactions; optimistic sections on Redis).
 
-The parent only supervises: a worker that ends while the service runs is replaced (one
-that cannot start at all stops the service: it would fail the same way again); SIGTERM or
-SIGINT stops every worker gracefully (each finishes the requests it has), and the parent
-then ends as a single-process server does, by the signal it was sent.
+The parent only supervises: a worker or decider that ends while the service runs is
+replaced (one that cannot start at all stops the service: it would fail the same way
+again); SIGTERM or SIGINT stops every worker gracefully (each finishes the requests it has,
+the decider answering them), and the parent then ends as a single-process server does, by
+the signal it was sent.
 
 Only the standard library and uvicorn are imported here; a worker imports the application.
 """
@@ -31,8 +35,8 @@ from typing import Any
 
 __all__ = ["STARTUP_FAILURE", "serve_workers"]
 
-#: A worker's exit status when it could not build the application (its store would not
-#: open): starting another would fail the same way.
+#: A worker's (or the decider's) exit status when it could not build the application (its
+#: store would not open): starting another would fail the same way.
 STARTUP_FAILURE = 3
 #: Workers that end this soon after they started, this many times in a row, stop the service.
 _QUICK = 10.0
@@ -53,6 +57,14 @@ def _ended(code: int | None) -> str:
         except ValueError:
             return f"killed by signal {-code}"
     return f"exit status {code}"
+
+
+def _decider(app_options: Mapping[str, Any], address: str) -> None:
+    """The decider process (:func:`~neardup.service._decider.serve_decider`)."""
+    from ._decider import serve_decider
+    from ._service import MAX_COALESCED
+
+    serve_decider(app_options, address, MAX_COALESCED)
 
 
 def _worker(
@@ -84,6 +96,7 @@ def _worker(
 class _Slot:
     process: BaseProcess
     started: float
+    what: str = "worker"
 
 
 class _Supervisor:
@@ -93,19 +106,27 @@ class _Supervisor:
         app_options: Mapping[str, Any],
         server_options: Mapping[str, Any],
         sock: socket.socket,
-        metrics: str | None,
+        folder: str,
     ) -> None:
         self.context = multiprocessing.get_context("spawn")
-        self.args = (dict(app_options), dict(server_options), sock, metrics)
+        self.address = os.path.join(folder, "decider.sock")
+        self.deciding = dict(app_options)
+        worker_options = {**app_options, "decider": self.address}
+        self.args = (worker_options, dict(server_options), sock, folder)
         self.n = n
         self.slots: list[_Slot] = []
         self.stopping: int | None = None  # the signal that stops the service
         self.quick = 0  # workers in a row that ended soon after they started
 
-    def start_one(self) -> _Slot:
-        process = self.context.Process(target=_worker, args=self.args, name="neardup-worker")
+    def start_one(self, what: str = "worker") -> _Slot:
+        if what == "decider":
+            process = self.context.Process(
+                target=_decider, args=(self.deciding, self.address), name="neardup-decider"
+            )
+        else:
+            process = self.context.Process(target=_worker, args=self.args, name="neardup-worker")
         process.start()
-        return _Slot(process, time.monotonic())
+        return _Slot(process, time.monotonic(), what)
 
     def on_signal(self, sig: int, frame: FrameType | None) -> None:
         if self.stopping is None:
@@ -125,30 +146,31 @@ class _Supervisor:
                 os.kill(slot.process.pid, signal.SIGTERM)
 
     def watch(self) -> int:
-        """Keep N workers running until a signal stops the service; its exit status."""
-        self.slots = [self.start_one() for _ in range(self.n)]
+        """Keep the decider and N workers running until a signal stops the service; its
+        exit status."""
+        self.slots = [self.start_one("decider")] + [self.start_one() for _ in range(self.n)]
         while self.stopping is None:
             for i, slot in enumerate(self.slots):
                 slot.process.join(0.1 if i == 0 else 0)
                 code = slot.process.exitcode
                 if code is None or self.stopping is not None:
                     continue
-                pid = slot.process.pid
+                pid, what = slot.process.pid, slot.what
                 if code == STARTUP_FAILURE:
-                    _say(f"worker [{pid}] could not start (see above); stopping")
+                    _say(f"{what} [{pid}] could not start (see above); stopping")
                     self.stop()
                     return 1
                 quick = time.monotonic() - slot.started < _QUICK
                 self.quick = self.quick + 1 if quick else 0
                 if self.quick >= _QUICK_LIMIT:
                     _say(
-                        f"worker [{pid}] ended ({_ended(code)}), the {self.quick}th in a row "
+                        f"{what} [{pid}] ended ({_ended(code)}), the {self.quick}th in a row "
                         f"within {_QUICK:g} s of starting; stopping"
                     )
                     self.stop()
                     return 1
-                _say(f"worker [{pid}] ended ({_ended(code)}); starting another")
-                self.slots[i] = self.start_one()
+                _say(f"{what} [{pid}] ended ({_ended(code)}); starting another")
+                self.slots[i] = self.start_one(what)
         self.stop()
         return 0
 
@@ -160,7 +182,10 @@ class _Supervisor:
             slot.process.join(max(0.0, deadline - time.monotonic()))
         for slot in self.slots:
             if slot.process.is_alive():
-                _say(f"worker [{slot.process.pid}] did not stop within {_STOP_GRACE:g} s; killed")
+                _say(
+                    f"{slot.what} [{slot.process.pid}] did not stop within {_STOP_GRACE:g} s; "
+                    "killed"
+                )
                 slot.process.kill()
                 slot.process.join()
 
@@ -172,13 +197,14 @@ def serve_workers(
     sock: socket.socket,
 ) -> int:
     """Serve ``create_app(**app_options)`` in ``n`` worker processes on ``sock`` (bound,
-    listening) with ``uvicorn.Config(app, **server_options)``, until SIGTERM or SIGINT;
-    their /metrics add up what every worker served (through a temporary folder they share).
+    listening) with ``uvicorn.Config(app, **server_options)``, and one decider for them
+    all, until SIGTERM or SIGINT; their /metrics add up what every worker served (through a
+    temporary folder they share, which holds the decider's socket too).
     Returns the exit status (after a signal, the signal is raised again, as uvicorn does,
     so the process ends by it)."""
     caught = (signal.SIGINT, signal.SIGTERM)
-    with tempfile.TemporaryDirectory(prefix="neardup-metrics-") as metrics:
-        supervisor = _Supervisor(n, app_options, server_options, sock, metrics)
+    with tempfile.TemporaryDirectory(prefix="neardup-serve-") as folder:
+        supervisor = _Supervisor(n, app_options, server_options, sock, folder)
         previous = {sig: signal.signal(sig, supervisor.on_signal) for sig in caught}
         try:
             status = supervisor.watch()

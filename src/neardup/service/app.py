@@ -63,6 +63,7 @@ def create_app(
     max_compare_chars: int = DEFAULT_MAX_COMPARE_CHARS,
     max_compare_cells: int = DEFAULT_MAX_COMPARE_CELLS,
     max_concurrent_compare: int = DEFAULT_MAX_CONCURRENT_COMPARE,
+    decider: str | None = None,
 ) -> FastAPI:
     """The service as an ASGI application.
 
@@ -87,6 +88,10 @@ def create_app(
     lengths after normalization multiply to at most ``max_compare_cells`` (the work of mcc
     and contiguity), else 422; it runs at most ``max_concurrent_compare`` comparisons at
     once, else 429 with Retry-After.
+
+    ``decider``: the Unix socket of the process that decides the documents to add or check
+    (``neardup serve --workers N`` starts one for its workers:
+    :mod:`~neardup.service._decider`); without it, this application decides them itself.
     """
     settings = Settings(
         api_key=api_key or None,
@@ -101,7 +106,7 @@ def create_app(
     )
     owned = deduper is None
     dd = deduper if deduper is not None else Deduper(store=store, window=window)
-    service = Service(dd, settings, owned=owned)
+    service = Service(dd, settings, owned=owned, decider=decider)
     app = _application(service)
     add_routes(app, service)
     return app

@@ -352,7 +352,7 @@ def run(args: argparse.Namespace) -> int:
         shown = f"[{host}]" if ":" in host else host
         keyed = "writes need the API key" if api_key else "no API key"
         where = "memory (forgotten when it stops)" if url == "memory://" else redacted(url)
-        many = f"{workers} workers; " if workers > 1 else ""
+        many = f"{workers} workers and a decider; " if workers > 1 else ""
         print(
             f"neardup serve: http://{shown}:{port}/ (store: {where}; {keyed}; {many}Ctrl-C stops)",
             file=sys.stderr,

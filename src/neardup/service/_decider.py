@@ -1,0 +1,318 @@
+"""``neardup serve --workers N``: the one process that decides for every worker.
+
+N server processes share one store, and deciding is one atomic section at a time on it (a
+SQLite file's write lock; Redis's optimistic sections). When each worker decided its own
+requests, each held the section for batches of the few requests its own clients had
+waiting, and first counted again every story the others had kept (the learned chrome), so
+two workers on two cores did fewer requests a second than one. Here the workers parse,
+check and answer HTTP, and send the documents to add or check to one *decider* process
+through a Unix socket; the decider takes what every worker has sent meanwhile into one
+:meth:`~neardup.Deduper.check_and_add_many` (up to ``MAX_COALESCED`` documents), the decisions that adding them one by one, in the order they
+came, would make, and answers each worker its share.
+
+The supervisor (:mod:`~neardup.service._workers`) starts the decider before the workers and
+starts it again if it ends; a worker whose decider has gone answers 503 ``unavailable``
+with Retry-After and connects again at its next request. Reads (a document, its cluster,
+the clusters) and deletes stay in each worker, on its own connection to the store.
+
+A batch that fails for anything but the store is decided again request by request, so one
+request's fault is its own; a store failure is answered as the 503 the worker would have
+answered (:func:`~neardup.service._errors.store_failure`)."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import pickle
+import signal
+import socket
+import sys
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from multiprocessing.connection import Connection, wait
+from types import FrameType
+from typing import Any
+
+from ..deduper import Decision, Deduper
+from ..engine import Sketch
+from ._errors import ServiceError, StoreDamaged, store_failure
+
+__all__ = ["DECIDING", "Decider", "DeciderGone", "serve_decider"]
+
+log = logging.getLogger("neardup.service")
+
+#: The work a worker sends the decider, by name: whether it adds the documents.
+DECIDING: dict[str, bool] = {"add": True, "check": False}
+#: How long a worker tries to connect to a decider that is (re)starting.
+_CONNECT_WAIT = 10.0
+
+
+class DeciderGone(Exception):
+    """The decider cannot be reached, or went away before it answered."""
+
+
+# -- what goes through the socket -------------------------------------------------------------
+
+
+def _answer_fields(answer: ServiceError) -> tuple[Any, ...]:
+    return ("answer", answer.status, answer.code, answer.message, answer.headers)
+
+
+def _answer(status: int, code: str, message: str, headers: dict[str, str] | None) -> ServiceError:
+    """The ServiceError a decider's fields describe (a :class:`StoreDamaged` for "damaged",
+    so the worker knows its store will not mend)."""
+    if code == "damaged":
+        damaged = StoreDamaged.__new__(StoreDamaged)
+        ServiceError.__init__(damaged, status, code, message, headers=headers)
+        return damaged
+    return ServiceError(status, code, message, headers=headers)
+
+
+def _portable(exc: BaseException) -> BaseException:
+    """``exc``, or a RuntimeError saying what it was when it cannot cross the socket."""
+    try:
+        back = pickle.loads(pickle.dumps(exc))
+    except Exception:
+        back = None
+    if not isinstance(back, BaseException):
+        return RuntimeError(f"{type(exc).__name__}: {exc}")
+    return exc
+
+
+def _failure(exc: BaseException) -> tuple[Any, ...]:
+    """The reply for a batch that failed: the store failure's answer, or the error."""
+    answer = store_failure(exc)
+    if answer is not None:
+        log.error("store error in the decider: %s", exc)
+        return _answer_fields(answer)
+    return ("error", _portable(exc))
+
+
+# -- the worker's side -------------------------------------------------------------------------
+
+
+class Decider:
+    """A worker's connections to the decider at ``address`` (a Unix socket's path): one
+    for each batch on its way (a worker sends its next batch while one is decided)."""
+
+    def __init__(self, address: str, timeout: float) -> None:
+        self.address = address
+        self.timeout = timeout  # for an answer: the decider's queue and the store's own wait
+        self._free: list[Connection] = []
+        self._lock = threading.Lock()
+
+    def ask(self, dd: Deduper, op: str, docs: list[dict[str, object]]) -> list[Decision]:
+        """:meth:`send`, then :meth:`receive`."""
+        return self.receive(self.send(dd, op, docs))
+
+    def send(self, dd: Deduper, op: str, docs: list[dict[str, object]]) -> Connection:
+        """Send ``docs`` to be added (``op`` "add") or checked ("check") by the decider,
+        prepared (validated and sketched) here with ``dd``
+        (:meth:`~neardup.Deduper.prepare`); the connection its answer comes on. An
+        :class:`~neardup.errors.InputError` names a document at fault;
+        :class:`DeciderGone` when it cannot be sent."""
+        items, sketches = dd.prepare(docs)
+        conn = self._connect()
+        try:
+            conn.send((op, items, sketches))
+        except OSError as exc:
+            self._close(conn)
+            raise DeciderGone("the deciding process went away") from exc
+        return conn
+
+    def receive(self, conn: Connection) -> list[Decision]:
+        """The decisions that come on ``conn``, or what the decider raised (a
+        :class:`ServiceError` for a store failure); :class:`DeciderGone` when none came."""
+        try:
+            if not conn.poll(self.timeout):
+                raise DeciderGone(f"the deciding process did not answer in {self.timeout:g} s")
+            reply = conn.recv()
+        except (EOFError, OSError, DeciderGone) as exc:
+            self._close(conn)  # an answer that comes later must not answer another request
+            if isinstance(exc, DeciderGone):
+                raise
+            raise DeciderGone("the deciding process went away before it answered") from exc
+        with self._lock:
+            self._free.append(conn)
+        kind = reply[0]
+        if kind == "ok":
+            decisions: list[Decision] = reply[1]
+            return decisions
+        if kind == "answer":
+            raise _answer(*reply[1:])
+        raise reply[1]
+
+    def _connect(self) -> Connection:
+        with self._lock:
+            if self._free:
+                return self._free.pop()
+        deadline = time.monotonic() + _CONNECT_WAIT
+        while True:
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                sock.connect(self.address)
+            except OSError:  # not listening yet (starting, or starting again)
+                sock.close()
+                if time.monotonic() >= deadline:
+                    raise DeciderGone(
+                        f"the deciding process did not take a connection in {_CONNECT_WAIT:g} s"
+                    ) from None
+                time.sleep(0.05)
+                continue
+            return Connection(sock.detach())
+
+    def _close(self, conn: Connection) -> None:
+        with contextlib.suppress(OSError):
+            conn.close()
+
+    def close(self) -> None:
+        with self._lock:
+            free, self._free = self._free, []
+        for conn in free:
+            self._close(conn)
+
+
+# -- the decider's side ------------------------------------------------------------------------
+
+_Ask = tuple[Connection, str, list[Any], dict[int, Sketch]]
+
+
+class _Loop:
+    """The decider's loop: take every request waiting on any connection, decide them in
+    groups, answer each its share."""
+
+    def __init__(self, dd: Deduper, listener: socket.socket, most: int) -> None:
+        self.dd = dd
+        self.listener = listener
+        self.most = most
+        self.conns: list[Connection] = []
+        self.stopping = False
+
+    def run(self) -> None:
+        # after a signal: answer what comes until every worker has closed its connection
+        while not (self.stopping and not self.conns):
+            ready = wait([self.listener, *self.conns], timeout=0.5)
+            asks = self._take(ready)
+            if asks:  # and whatever else came meanwhile
+                asks += self._take(wait(self.conns, timeout=0))
+            for group in self._groups(asks):
+                self._decide(group)
+
+    def _take(self, ready: Sequence[object]) -> list[_Ask]:
+        asks: list[_Ask] = []
+        for r in ready:
+            if r is self.listener:
+                with contextlib.suppress(OSError):
+                    sock, _ = self.listener.accept()
+                    sock.setblocking(True)
+                    self.conns.append(Connection(sock.detach()))
+                continue
+            assert isinstance(r, Connection)
+            try:
+                op, items, sketches = r.recv()
+            except (EOFError, OSError):
+                self._drop(r)
+                continue
+            except Exception as exc:  # a message that does not unpickle: a bug
+                log.error("the decider could not read a request: %s", exc)
+                self._drop(r)
+                continue
+            asks.append((r, op, items, sketches))
+        return asks
+
+    def _groups(self, asks: list[_Ask]) -> list[list[_Ask]]:
+        """Runs of asks for the same work, in the order they came, of at most ``most``
+        documents (one ask larger than that is a group of its own)."""
+        groups: list[list[_Ask]] = []
+        size = 0
+        for ask in asks:
+            g = groups[-1] if groups else None
+            if g is not None and g[0][1] == ask[1] and size + len(ask[2]) <= self.most:
+                g.append(ask)
+                size += len(ask[2])
+            else:
+                groups.append([ask])
+                size = len(ask[2])
+        return groups
+
+    def _decide(self, group: list[_Ask]) -> None:
+        add = DECIDING.get(group[0][1])
+        if add is None:
+            for conn, op, _, _ in group:
+                self._send(conn, ("error", RuntimeError(f"no such work: {op!r}")))
+            return
+        items: list[Any] = []
+        sketches: dict[int, Sketch] = {}
+        for _, _, its, sks in group:
+            sketches.update((len(items) + i, sk) for i, sk in sks.items())
+            items += its
+        try:
+            decisions = self.dd.decide_prepared(items, sketches, add=add)
+        except Exception as exc:
+            if len(group) > 1 and store_failure(exc) is None:  # whose fault? each on its own
+                for ask in group:
+                    self._decide([ask])
+                return
+            reply = _failure(exc)
+            for conn, _, _, _ in group:
+                self._send(conn, reply)
+            return
+        at = 0
+        for conn, _, its, _ in group:
+            self._send(conn, ("ok", decisions[at : at + len(its)]))
+            at += len(its)
+
+    def _send(self, conn: Connection, reply: tuple[Any, ...]) -> None:
+        try:
+            conn.send(reply)
+        except (OSError, ValueError):  # the worker went away (or stopped waiting)
+            self._drop(conn)
+
+    def _drop(self, conn: Connection) -> None:
+        with contextlib.suppress(OSError):
+            conn.close()
+        if conn in self.conns:
+            self.conns.remove(conn)
+
+
+def serve_decider(app_options: Mapping[str, Any], address: str, most: int) -> None:
+    """The decider process: a Deduper on the workers' store, listening at ``address``.
+
+    Exits with :data:`~neardup.service._workers.STARTUP_FAILURE` when its store does not
+    open. SIGTERM or SIGINT: it goes on answering until every worker has closed its
+    connection (the workers finish their requests first), then closes the store."""
+    from ..engine.warm import load_kernels
+    from ..errors import ConfigError
+    from ..store import redacted
+    from ._workers import STARTUP_FAILURE, _say
+
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s:     %(message)s")
+    url = str(app_options.get("store", ""))
+    try:
+        dd = Deduper(store=url, window=app_options.get("window"))
+    except Exception as e:
+        reason = e if isinstance(e, ConfigError) else f"cannot open the store {redacted(url)}: {e}"
+        _say(f"decider [{os.getpid()}]: {reason}")
+        sys.exit(STARTUP_FAILURE)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(address)  # left by a decider that was killed
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(address)
+    listener.listen(64)
+    loop = _Loop(dd, listener, most)
+
+    def on_signal(sig: int, frame: FrameType | None) -> None:
+        loop.stopping = True
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, on_signal)
+    try:
+        load_kernels(dd.config)
+        loop.run()
+    finally:
+        listener.close()
+        with contextlib.suppress(OSError):
+            os.unlink(address)
+        dd.close()
