@@ -920,3 +920,34 @@ def test_first_texts_finds_the_first_of_each_text(blocks: list[list[int]]) -> No
         want = [model.setdefault(int(k), int(p)) for k, p in zip(keys, where, strict=True)]
         assert index.first(keys, where).tolist() == want
         at += 2 * len(block) + 1
+
+
+def test_documents_prepared_elsewhere_are_decided_as_added_at_once(
+    store_url: str, tmp_path: Any
+) -> None:
+    """``prepare`` in one Deduper (the service's workers), two preparations joined and
+    ``decide_prepared`` in another (its decider): the decisions and what is stored of
+    ``check_and_add_many`` on the same documents; ``add=False`` adds nothing; a bad document
+    is refused where it is prepared."""
+    from neardup.deduper import Prepared
+
+    ids, texts = corpus(73, "zh")
+    docs = list(zip(ids[:40], texts[:40], strict=True))
+    other = f"sqlite:///{tmp_path / 'other.db'}"
+    with Deduper(store=other) as one:
+        expected = one.check_and_add_many(docs)
+    assert any(d.is_duplicate for d in expected) and any(not d.is_duplicate for d in expected)
+    with Deduper(store=store_url) as dd, Deduper(store=store_url) as preparing:
+        parts = [preparing.prepare(docs[:7]), preparing.prepare(docs[7:])]
+        assert [len(p) for p in parts] == [7, len(docs) - 7]
+        checked = dd.decide_prepared(Prepared.join(parts), add=False)
+        assert not dd.store.entries([i for i, _ in docs])
+        got = dd.decide_prepared(Prepared.join(parts), add=True)
+        key = [(d.id, d.is_duplicate, d.duplicate_of, d.cluster, d.extends) for d in got]
+        assert key == [
+            (d.id, d.is_duplicate, d.duplicate_of, d.cluster, d.extends) for d in expected
+        ]
+        assert [d.id for d in checked] == [d.id for d in got]
+        assert set(dd.store.entries([i for i, _ in docs])) == {i for i, _ in docs}
+        with pytest.raises(InputError, match="document 'x': text must be a str"):
+            preparing.prepare([("y", "正文。"), {"id": "x", "text": None}])

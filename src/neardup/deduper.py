@@ -20,7 +20,7 @@ import dataclasses
 import random
 import time
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Union, cast
 
@@ -60,7 +60,7 @@ from .times import parse_window, timestamp_or_none
 if TYPE_CHECKING:
     from .records import Document
 
-__all__ = ["BatchResult", "Decision", "Deduper", "KeepPolicy", "dedup_batch"]
+__all__ = ["BatchResult", "Decision", "Deduper", "KeepPolicy", "Prepared", "dedup_batch"]
 
 U32 = npt.NDArray[np.uint32]
 
@@ -112,6 +112,31 @@ def _items(docs: Iterable[DocLike]) -> list[_Item]:
         else:
             out.append(_item(doc.id, doc.text, doc.title, doc.timestamp))
     return out
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """Documents validated, and the sketches deciding them needs, made outside the atomic
+    section (:meth:`Deduper.prepare`): each one's, by position, unless it is known or an
+    exact copy."""
+
+    items: list[_Item]
+    sketches: dict[int, Sketch]
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    @staticmethod
+    def join(parts: Sequence[Prepared]) -> Prepared:
+        """The documents of ``parts``, in order, as one preparation."""
+        if len(parts) == 1:
+            return parts[0]
+        items: list[_Item] = []
+        sketches: dict[int, Sketch] = {}
+        for p in parts:
+            sketches.update((len(items) + i, sk) for i, sk in p.sketches.items())
+            items += p.items
+        return Prepared(items, sketches)
 
 
 def _from_entry(e: Entry) -> Decision:
@@ -455,22 +480,20 @@ class Deduper:
             self._saved_pos = self._log_pos
             self._has_saved = True
 
-    def prepare(self, docs: Iterable[DocLike]) -> tuple[list[_Item], dict[int, Sketch]]:
+    def prepare(self, docs: Iterable[DocLike]) -> Prepared:
         """The documents validated (an :class:`InputError` names the first at fault) and
-        the sketches :meth:`check_and_add_many` makes of them before its atomic section,
-        by position: for a process that decides what others prepared
-        (:meth:`decide_prepared`; the decider of ``neardup serve --workers``)."""
+        the sketches :meth:`check_and_add_many` makes of them before its atomic section:
+        for a process that decides what others prepared (:meth:`decide_prepared`; the
+        decider of ``neardup serve --workers``)."""
         items = _items(docs)
-        return items, self._sketches_needed(items)
+        return Prepared(items, self._sketches_needed(items))
 
-    def decide_prepared(
-        self, items: list[_Item], sketches: dict[int, Sketch], *, add: bool
-    ) -> list[Decision]:
+    def decide_prepared(self, prepared: Prepared, *, add: bool) -> list[Decision]:
         """:meth:`check_and_add_many` (``add``) or :meth:`check_many` of documents
-        :meth:`prepare` gave, with the sketches it made (for the same configuration; the
-        preparations of several calls may be joined, their positions shifted). What was
-        not sketched and needs to be is sketched here."""
-        return self._run(items, add=add, sketches=sketches)
+        :meth:`prepare` gave (on a store of the same configuration; several preparations
+        joined by :meth:`Prepared.join`): the same decisions. What was not sketched and
+        needs to be is sketched here."""
+        return self._run(prepared.items, add=add, sketches=prepared.sketches)
 
     def _sketches_needed(self, items: list[_Item]) -> dict[int, Sketch]:
         """Sketches, by position, of what is neither known nor an exact copy (of a stored

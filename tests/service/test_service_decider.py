@@ -27,6 +27,7 @@ pytest.importorskip("uvicorn")
 import httpx
 
 from neardup import Deduper
+from neardup.deduper import Prepared
 from neardup.errors import InputError, StoreError
 from neardup.service import _decider
 from neardup.service._decider import Decider, DeciderGone, _Loop
@@ -123,13 +124,13 @@ class _Faulty(Deduper):
     """A Deduper that fails on a document "boom": a bug (ValueError), or with "store" in
     its text a store failure."""
 
-    def decide_prepared(self, items: list[Any], sketches: Any, *, add: bool) -> Any:
-        for it in items:
+    def decide_prepared(self, prepared: Prepared, *, add: bool) -> Any:
+        for it in prepared.items:
             if it.id == "boom":
                 if "store" in it.text:
                     raise StoreError("store sqlite:///x: database is locked")
                 raise ValueError("a bug")
-        return super().decide_prepared(items, sketches, add=add)
+        return super().decide_prepared(prepared, add=add)
 
 
 def _group(loop: _Loop, w: Deduper, *asks: list[dict[str, object]]) -> list[Any]:
@@ -137,7 +138,7 @@ def _group(loop: _Loop, w: Deduper, *asks: list[dict[str, object]]) -> list[Any]
     got back (its decisions, or its error)."""
     pairs = [Pipe() for _ in asks]
     group = [
-        (theirs, "add", *w.prepare(docs)) for (theirs, _), docs in zip(pairs, asks, strict=True)
+        (theirs, "add", w.prepare(docs)) for (theirs, _), docs in zip(pairs, asks, strict=True)
     ]
     loop._decide(group)  # type: ignore[arg-type]
     out: list[Any] = []

@@ -35,8 +35,7 @@ from multiprocessing.connection import Connection, wait
 from types import FrameType
 from typing import Any
 
-from ..deduper import Decision, Deduper
-from ..engine import Sketch
+from ..deduper import Decision, Deduper, Prepared
 from ._errors import ServiceError, StoreDamaged, store_failure
 
 __all__ = ["DECIDING", "Decider", "DeciderGone", "serve_decider"]
@@ -113,10 +112,10 @@ class Decider:
         (:meth:`~neardup.Deduper.prepare`); the connection its answer comes on. An
         :class:`~neardup.errors.InputError` names a document at fault;
         :class:`DeciderGone` when it cannot be sent."""
-        items, sketches = dd.prepare(docs)
+        prepared = dd.prepare(docs)
         conn = self._connect()
         try:
-            conn.send((op, items, sketches))
+            conn.send((op, prepared))
         except OSError as exc:
             self._close(conn)
             raise DeciderGone("the deciding process went away") from exc
@@ -176,7 +175,7 @@ class Decider:
 
 # -- the decider's side ------------------------------------------------------------------------
 
-_Ask = tuple[Connection, str, list[Any], dict[int, Sketch]]
+_Ask = tuple[Connection, str, Prepared]
 
 
 class _Loop:
@@ -211,7 +210,7 @@ class _Loop:
                 continue
             assert isinstance(r, Connection)
             try:
-                op, items, sketches = r.recv()
+                op, prepared = r.recv()
             except (EOFError, OSError):
                 self._drop(r)
                 continue
@@ -219,7 +218,7 @@ class _Loop:
                 log.error("the decider could not read a request: %s", exc)
                 self._drop(r)
                 continue
-            asks.append((r, op, items, sketches))
+            asks.append((r, op, prepared))
         return asks
 
     def _groups(self, asks: list[_Ask]) -> list[list[_Ask]]:
@@ -240,29 +239,24 @@ class _Loop:
     def _decide(self, group: list[_Ask]) -> None:
         add = DECIDING.get(group[0][1])
         if add is None:
-            for conn, op, _, _ in group:
+            for conn, op, _ in group:
                 self._send(conn, ("error", RuntimeError(f"no such work: {op!r}")))
             return
-        items: list[Any] = []
-        sketches: dict[int, Sketch] = {}
-        for _, _, its, sks in group:
-            sketches.update((len(items) + i, sk) for i, sk in sks.items())
-            items += its
         try:
-            decisions = self.dd.decide_prepared(items, sketches, add=add)
+            decisions = self.dd.decide_prepared(Prepared.join([p for _, _, p in group]), add=add)
         except Exception as exc:
             if len(group) > 1 and store_failure(exc) is None:  # whose fault? each on its own
                 for ask in group:
                     self._decide([ask])
                 return
             reply = _failure(exc)
-            for conn, _, _, _ in group:
+            for conn, _, _ in group:
                 self._send(conn, reply)
             return
         at = 0
-        for conn, _, its, _ in group:
-            self._send(conn, ("ok", decisions[at : at + len(its)]))
-            at += len(its)
+        for conn, _, p in group:
+            self._send(conn, ("ok", decisions[at : at + len(p)]))
+            at += len(p)
 
     def _send(self, conn: Connection, reply: tuple[Any, ...]) -> None:
         try:
