@@ -115,6 +115,7 @@ _SLOW_FILES = (
     "tests/service/test_service_failures.py",
     "tests/service/test_service_security.py",
     "tests/service/test_service_decider.py::test_a_decider_that_dies",
+    "tests/service/test_service_decider.py::test_a_long_tmpdir",
     "tests/test_scrapy.py",
     "tests/records/test_warc.py::test_wget",
 )

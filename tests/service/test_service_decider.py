@@ -226,3 +226,28 @@ def _spawned(parent: int) -> list[int]:
             if b"spawn_main" in f.read():
                 out.append(pid)
     return out
+
+
+def test_a_long_tmpdir_still_gives_the_decider_a_socket(tmp_path: Path) -> None:
+    """A Unix socket's path has at most 107 bytes: under a TMPDIR longer than that, the
+    decider's socket is made under /tmp instead, in a folder only the service's user can
+    open (what crosses it is pickled), and the service decides."""
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    deep.mkdir(parents=True)
+    with serving(
+        "--db", str(tmp_path / "crawl.db"), "--workers", "2", env={"TMPDIR": str(deep)}
+    ) as s:
+        _workers(s.log, 2)
+        for k in range(4):
+            r = httpx.post(s.url + "v1/documents", json={"id": f"d{k}", "text": _STORY})
+            assert r.status_code == 200, r.text
+        assert [httpx.get(s.url + f"v1/documents/d{k}").json()["is_duplicate"] for k in range(4)] == [
+            False, True, True, True,
+        ]  # fmt: skip
+        folders = [
+            f
+            for f in Path("/tmp").glob("neardup-serve-*")
+            if (f / "decider.sock").exists() and f.stat().st_uid == os.getuid()
+        ]
+        assert folders and all(f.stat().st_mode & 0o077 == 0 for f in folders)
+    assert "Traceback" not in "".join(s.log)

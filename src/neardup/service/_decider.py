@@ -293,8 +293,13 @@ def serve_decider(app_options: Mapping[str, Any], address: str, most: int) -> No
     with contextlib.suppress(FileNotFoundError):
         os.unlink(address)  # left by a decider that was killed
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(address)
-    listener.listen(64)
+    try:
+        listener.bind(address)
+        listener.listen(64)
+    except OSError as e:
+        _say(f"decider [{os.getpid()}]: cannot listen on {address}: {e.strerror or e}")
+        dd.close()
+        sys.exit(STARTUP_FAILURE)
     loop = _Loop(dd, listener, most)
 
     def on_signal(sig: int, frame: FrameType | None) -> None:

@@ -41,6 +41,9 @@ STARTUP_FAILURE = 3
 #: Workers that end this soon after they started, this many times in a row, stop the service.
 _QUICK = 10.0
 _QUICK_LIMIT = 5
+#: The longest temporary folder the decider's socket is made in (a Unix socket's path has at
+#: most 107 bytes: the folder's name and "/neardup-serve-XXXXXXXX/decider.sock" must fit).
+_SOCKET_ROOM = 64
 #: How long workers have to finish their requests when the service stops, before they are
 #: killed (uvicorn's graceful shutdown is given 10 s).
 _STOP_GRACE = 20.0
@@ -203,7 +206,11 @@ def serve_workers(
     Returns the exit status (after a signal, the signal is raised again, as uvicorn does,
     so the process ends by it)."""
     caught = (signal.SIGINT, signal.SIGTERM)
-    with tempfile.TemporaryDirectory(prefix="neardup-serve-") as folder:
+    # the folder is the owner's alone (mode 0700): what crosses the decider's socket is
+    # pickled, so no other user may connect to it; a Unix socket's path is at most some
+    # hundred bytes, so a long TMPDIR gives way to /tmp
+    short = None if len(tempfile.gettempdir()) <= _SOCKET_ROOM else "/tmp"
+    with tempfile.TemporaryDirectory(prefix="neardup-serve-", dir=short) as folder:
         supervisor = _Supervisor(n, app_options, server_options, sock, folder)
         previous = {sig: signal.signal(sig, supervisor.on_signal) for sig in caught}
         try:
