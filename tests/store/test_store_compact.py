@@ -488,3 +488,55 @@ def test_a_lookup_finds_the_records_of_the_keys_asked_as_a_search_of_each_would(
         got = sqlite_compact._member(sorted_keys, keys)
         assert got.dtype == np.bool_ and len(got) == len(keys)
         assert got.tolist() == np.isin(keys, sorted_keys).tolist()
+
+
+def test_a_redis_block_grown_batch_by_batch_holds_the_bytes_of_one_written_whole(
+    redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A namespace's blocks of records and texts take each batch's documents by APPEND
+    (and the offsets after them by SETRANGE), and are written whole when full or when an
+    earlier slot changes: byte for byte the blocks the write script makes when it writes
+    every block whole (as it did before), in no more memory once full; and every document
+    is read back after one is forgotten (its block written whole) and added again."""
+    import redis
+
+    from neardup.store import redis_compact
+
+    docs = [
+        {"id": i, "text": t, "timestamp": 1_700_000_000 + k}
+        for k, (i, t, _) in enumerate(corpus(71, 40, 1))
+    ]  # 80 documents: two full blocks of 32 and a third
+    sizes = (1, 2, 3, 5, 1, 31, 2, 4, 7, 1, 23)  # batches across the blocks' ends
+    whole, grown = redis_url, redis_url.replace("namespace=", "namespace=grown")
+    decided = []
+    for url, script in (
+        (whole, redis_compact._WRITE.replace("if not appended(key, slots) then", "if true then")),
+        (grown, redis_compact._WRITE),
+    ):
+        monkeypatch.setattr(redis_compact, "_WRITE", script)
+        with Deduper(store=url + "&keep_text=1") as dd:
+            got, at = [], 0
+            for size in sizes:
+                got += dd.check_and_add_many(docs[at : at + size])
+                at += size
+            assert at == len(docs)
+            decided.append([(d.id, d.duplicate_of, d.score) for d in got])
+    assert decided[0] == decided[1]
+    client = redis.Redis.from_url(redis_url.split("?")[0])
+    ns_whole, ns_grown = (u.split("namespace=")[1].split("&")[0] for u in (whole, grown))
+    for kind in ("b", "t"):
+        keys = sorted(k.decode().rsplit(":", 1)[1] for k in client.keys(f"{ns_whole}:{kind}:*"))
+        assert len(keys) == 3, keys
+        for block in keys:
+            mine, theirs = (client.get(f"{ns}:{kind}:{block}") for ns in (ns_whole, ns_grown))
+            assert mine == theirs, (kind, block)
+        for block in keys[:2]:  # full: written whole at their size
+            used = [client.memory_usage(f"{ns}:{kind}:{block}") for ns in (ns_whole, ns_grown)]
+            assert used[0] is not None and used[1] is not None and used[1] <= used[0]
+    with Deduper(store=grown + "&keep_text=1") as dd:
+        first = str(docs[3]["id"])
+        assert dd.remove(first)  # an earlier slot changes: the block is written whole
+        dd.check_and_add_many(docs[3:4] + docs[:2])
+        entries = dd.store.entries([str(d["id"]) for d in docs])
+        assert set(entries) == {str(d["id"]) for d in docs}
+        assert dd.stored_text(first) is not None and dd.store.check() == []

@@ -408,26 +408,52 @@ for d = 1, limit do
   redis.call('ZADD', ns .. ':bts', 'LT', doc.ts, bn)
   redis.call('ZADD', ns .. ':bw', 'GT', now, bn)
 end
+-- Redis's Lua hashes every byte of every string it makes, so a block (up to 32 documents'
+-- records or texts) is read whole only where a slot before its last filled one changes, or
+-- where its last slot is filled: slots after the last filled one take their bytes by APPEND
+-- and the offsets after them by SETRANGE. (An APPEND leaves room to grow, up to the
+-- string's size again: a full block is written whole, at its size.)
+local function appended(key, slots)
+  if slots[BLOCK - 1] ~= nil then return false end
+  local low = BLOCK
+  for s, _ in pairs(slots) do if s < low then low = s end end
+  local head = redis.call('GETRANGE', key, 0, HEAD - 1)
+  if #head < HEAD then return false end
+  local at = struct.unpack('<I4', head, 1 + 4 * low)
+  if at ~= struct.unpack('<I4', head, 1 + 4 * BLOCK) then return false end
+  local parts, offsets = {}, {}
+  for s = low, BLOCK - 1 do
+    local r = slots[s] or ''
+    parts[#parts + 1] = r
+    at = at + #r
+    offsets[#offsets + 1] = struct.pack('<I4', at)
+  end
+  redis.call('APPEND', key, table.concat(parts))
+  redis.call('SETRANGE', key, 4 * (low + 1), table.concat(offsets))
+  return true
+end
 local function write_blocks(prefix, all)
   for bn, slots in pairs(all) do
     local key = ns .. prefix .. bn
-    local old = redis.call('GET', key)
-    local parts = {}
-    for s = 0, BLOCK - 1 do
-      local r = slots[s]
-      if r == nil and old then
-        local lo, hi = struct.unpack('<I4I4', old, 1 + 4 * s)
-        r = string.sub(old, lo + 1, hi)
+    if not appended(key, slots) then
+      local old = redis.call('GET', key)
+      local parts = {}
+      for s = 0, BLOCK - 1 do
+        local r = slots[s]
+        if r == nil and old then
+          local lo, hi = struct.unpack('<I4I4', old, 1 + 4 * s)
+          r = string.sub(old, lo + 1, hi)
+        end
+        parts[s + 1] = r or ''
       end
-      parts[s + 1] = r or ''
-    end
-    local head, at = {}, HEAD
-    for s = 0, BLOCK - 1 do
+      local head, at = {}, HEAD
+      for s = 0, BLOCK - 1 do
+        head[#head + 1] = struct.pack('<I4', at)
+        at = at + #parts[s + 1]
+      end
       head[#head + 1] = struct.pack('<I4', at)
-      at = at + #parts[s + 1]
+      redis.call('SET', key, table.concat(head) .. table.concat(parts))
     end
-    head[#head + 1] = struct.pack('<I4', at)
-    redis.call('SET', key, table.concat(head) .. table.concat(parts))
     if ttl then redis.call('EXPIRE', key, ttl) end
   end
 end
