@@ -195,9 +195,26 @@ class _Loop:
             ready = wait([self.listener, *self.conns], timeout=0.5)
             asks = self._take(ready)
             if asks:  # and whatever else came meanwhile
-                asks += self._take(wait(self.conns, timeout=0))
-            for group in self._groups(asks):
-                self._decide(group)
+                asks += self._waiting()
+            groups = self._groups(asks)
+            for k, group in enumerate(groups):
+                failed = self._decide(group)
+                if failed is not None:  # a wave of requests costs the store one failure
+                    behind = [a for g in groups[k + 1 :] for a in g]
+                    behind += self._waiting()
+                    for conn, _, _ in behind:
+                        self._send(conn, failed)
+                    break
+
+    def _waiting(self) -> list[_Ask]:
+        """Every ask that has come and is not taken yet (on connections made meanwhile too)."""
+        out: list[_Ask] = []
+        while True:
+            ready = wait([self.listener, *self.conns], timeout=0)
+            got = self._take(ready)
+            if not got and self.listener not in ready:
+                return out
+            out += got
 
     def _take(self, ready: Sequence[object]) -> list[_Ask]:
         asks: list[_Ask] = []
@@ -236,27 +253,40 @@ class _Loop:
                 size = len(ask[2])
         return groups
 
-    def _decide(self, group: list[_Ask]) -> None:
+    def _decide(self, group: list[_Ask]) -> tuple[Any, ...] | None:
+        """Decide a group and answer its asks; the reply for the asks behind it when the
+        store failed (they are answered it at once, as a worker's line is)."""
         add = DECIDING.get(group[0][1])
         if add is None:
             for conn, op, _ in group:
                 self._send(conn, ("error", RuntimeError(f"no such work: {op!r}")))
-            return
+            return None
         try:
             decisions = self.dd.decide_prepared(Prepared.join([p for _, _, p in group]), add=add)
         except Exception as exc:
-            if len(group) > 1 and store_failure(exc) is None:  # whose fault? each on its own
+            answer = store_failure(exc)
+            if len(group) > 1 and answer is None:  # whose fault? each on its own
                 for ask in group:
                     self._decide([ask])
-                return
+                return None
             reply = _failure(exc)
             for conn, _, _ in group:
                 self._send(conn, reply)
-            return
+            if answer is None:
+                return None
+            return _answer_fields(
+                ServiceError(
+                    answer.status,
+                    answer.code,
+                    f"{answer.message} (it failed the request before this one)",
+                    headers=answer.headers,
+                )
+            )
         at = 0
         for conn, _, p in group:
             self._send(conn, ("ok", decisions[at : at + len(p)]))
             at += len(p)
+        return None
 
     def _send(self, conn: Connection, reply: tuple[Any, ...]) -> None:
         try:
