@@ -50,3 +50,17 @@ def test_a_short_library_run_does_not_load_them() -> None:
         "print(kernels.loaded())\n"
     )
     assert _run(code, "auto") == "False"
+
+
+def test_the_warm_up_compiles_what_a_store_save_calls() -> None:
+    """Loading the kernels for a long run also readies the coding of a saved chrome table
+    (its non-zero slots, the Rice body), which a store's first save calls in its atomic
+    section, where every other process waits."""
+    code = (
+        "from neardup.engine import DedupConfig\n"
+        "from neardup.engine.warm import load_kernels\n"
+        "from neardup.kernels import _codes, _pairs\n"
+        "print(load_kernels(DedupConfig()), bool(_pairs.nonzero_slots.signatures),"
+        " bool(_codes.rice_body.signatures))\n"
+    )
+    assert _run(code, "on") == "True True True"
