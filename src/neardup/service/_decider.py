@@ -31,6 +31,7 @@ import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from types import FrameType
 from typing import Any
@@ -92,6 +93,16 @@ def _failure(exc: BaseException) -> tuple[Any, ...]:
 # -- the worker's side -------------------------------------------------------------------------
 
 
+@dataclass(eq=False)
+class _Sent:
+    """A batch sent to the decider: the message, the connection its answer comes on, and
+    whether that connection was kept from an earlier request."""
+
+    message: tuple[str, Prepared]
+    conn: Connection | None = None
+    reused: bool = False
+
+
 class Decider:
     """A worker's connections to the decider at ``address`` (a Unix socket's path): one
     for each batch on its way (a worker sends its next batch while one is decided)."""
@@ -106,24 +117,36 @@ class Decider:
         """:meth:`send`, then :meth:`receive`."""
         return self.receive(self.send(dd, op, docs))
 
-    def send(self, dd: Deduper, op: str, docs: list[dict[str, object]]) -> Connection:
+    def send(self, dd: Deduper, op: str, docs: list[dict[str, object]]) -> _Sent:
         """Send ``docs`` to be added (``op`` "add") or checked ("check") by the decider,
         prepared (validated and sketched) here with ``dd``
-        (:meth:`~neardup.Deduper.prepare`); the connection its answer comes on. An
+        (:meth:`~neardup.Deduper.prepare`); what :meth:`receive` takes. An
         :class:`~neardup.errors.InputError` names a document at fault;
         :class:`DeciderGone` when it cannot be sent."""
-        prepared = dd.prepare(docs)
-        conn = self._connect()
+        sent = _Sent((op, dd.prepare(docs)))
+        self._post(sent)
+        return sent
+
+    def _post(self, sent: _Sent) -> None:
+        conn, sent.reused = self._connect()
         try:
-            conn.send((op, prepared))
+            conn.send(sent.message)
         except OSError as exc:
             self._close(conn)
+            if sent.reused:  # a connection to a decider that has gone: a new one
+                self._post(sent)
+                return
             raise DeciderGone("the deciding process went away") from exc
-        return conn
+        sent.conn = conn
 
-    def receive(self, conn: Connection) -> list[Decision]:
-        """The decisions that come on ``conn``, or what the decider raised (a
-        :class:`ServiceError` for a store failure); :class:`DeciderGone` when none came."""
+    def receive(self, sent: _Sent) -> list[Decision]:
+        """The decisions that come for ``sent``, or what the decider raised (a
+        :class:`ServiceError` for a store failure); :class:`DeciderGone` when none came.
+        Sent on a connection kept from before, whose decider has gone (it was started
+        again), it is sent again on a new one: deciding again is safe, a document added
+        is answered the decision it was added with."""
+        conn = sent.conn
+        assert conn is not None
         try:
             if not conn.poll(self.timeout):
                 raise DeciderGone(f"the deciding process did not answer in {self.timeout:g} s")
@@ -132,6 +155,9 @@ class Decider:
             self._close(conn)  # an answer that comes later must not answer another request
             if isinstance(exc, DeciderGone):
                 raise
+            if sent.reused:
+                self._post(sent)
+                return self.receive(sent)
             raise DeciderGone("the deciding process went away before it answered") from exc
         with self._lock:
             self._free.append(conn)
@@ -143,10 +169,11 @@ class Decider:
             raise _answer(*reply[1:])
         raise reply[1]
 
-    def _connect(self) -> Connection:
+    def _connect(self) -> tuple[Connection, bool]:
+        """A connection, and whether it was kept from an earlier request."""
         with self._lock:
             if self._free:
-                return self._free.pop()
+                return self._free.pop(), True
         deadline = time.monotonic() + _CONNECT_WAIT
         while True:
             sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -160,7 +187,7 @@ class Decider:
                     ) from None
                 time.sleep(0.05)
                 continue
-            return Connection(sock.detach())
+            return Connection(sock.detach()), False
 
     def _close(self, conn: Connection) -> None:
         with contextlib.suppress(OSError):
