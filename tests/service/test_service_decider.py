@@ -170,6 +170,12 @@ def test_an_ask_that_fails_is_answered_alone(tmp_path: Path) -> None:
             assert isinstance(answer, ServiceError) and answer.status == 503
             assert answer.code == "unavailable" and answer.headers == {"Retry-After": "5"}
         assert not dd.store.entries(["h0", "h1"])
+        # decided ask by ask, the store failing one of them: those after it get its 503
+        got = _group(loop, w, bad, [{"id": "boom", "text": "store 正文。"}], _docs("n", 1))
+        assert isinstance(got[0], ValueError)
+        assert isinstance(got[1], ServiceError) and "before this one" not in got[1].message
+        assert isinstance(got[2], ServiceError) and got[2].message.endswith("before this one)")
+        assert not dd.store.entries(["n0"])
     # a damaged store's answer crosses as one: the worker then stops using the store
     damaged = _decider._answer(*_decider._answer_fields(StoreDamaged("file is not a database"))[1:])
     assert isinstance(damaged, StoreDamaged) and damaged.status == 503

@@ -4,20 +4,25 @@ N server processes share one store, and deciding is one atomic section at a time
 SQLite file's write lock; Redis's optimistic sections). When each worker decided its own
 requests, each held the section for batches of the few requests its own clients had
 waiting, and first counted again every story the others had kept (the learned chrome), so
-two workers on two cores did fewer requests a second than one. Here the workers parse,
-check and answer HTTP, and send the documents to add or check to one *decider* process
-through a Unix socket; the decider takes what every worker has sent meanwhile into one
-:meth:`~neardup.Deduper.check_and_add_many` (up to ``MAX_COALESCED`` documents), the decisions that adding them one by one, in the order they
-came, would make, and answers each worker its share.
+two workers on two cores did fewer requests a second than one. Here the workers parse and
+check requests, and prepare their documents (:meth:`~neardup.Deduper.prepare`: validated
+and sketched), and send them through a Unix socket to one *decider* process, which takes
+what every worker has sent meanwhile into one :meth:`~neardup.Deduper.decide_prepared` (up
+to ``MAX_COALESCED`` documents): the decisions that adding them one by one, in the order
+they came, would make. It answers each worker its share. A worker sends its next batch
+while one is decided. Reads (a document, its cluster, the clusters) and deletes stay in
+each worker, on its own connection to the store.
 
 The supervisor (:mod:`~neardup.service._workers`) starts the decider before the workers and
-starts it again if it ends; a worker whose decider has gone answers 503 ``unavailable``
-with Retry-After and connects again at its next request. Reads (a document, its cluster,
-the clusters) and deletes stay in each worker, on its own connection to the store.
+starts it again if it ends; a worker sends a batch again, on a new connection, when the
+decider its kept connection led to has gone (deciding again is safe: a document added is
+answered the decision it was added with), and answers 503 ``unavailable`` with Retry-After
+when no decider takes a connection.
 
-A batch that fails for anything but the store is decided again request by request, so one
+A group that fails for anything but the store is decided again ask by ask, so one
 request's fault is its own; a store failure is answered as the 503 the worker would have
-answered (:func:`~neardup.service._errors.store_failure`)."""
+answered (:func:`~neardup.service._errors.store_failure`), to the asks that came while it
+failed too (a wave of requests costs the store one failure)."""
 
 from __future__ import annotations
 
@@ -293,8 +298,12 @@ class _Loop:
         except Exception as exc:
             answer = store_failure(exc)
             if len(group) > 1 and answer is None:  # whose fault? each on its own
-                for ask in group:
-                    self._decide([ask])
+                for k, ask in enumerate(group):
+                    failed = self._decide([ask])
+                    if failed is not None:  # the store failed meanwhile: the rest get it
+                        for conn, _, _ in group[k + 1 :]:
+                            self._send(conn, failed)
+                        return failed
                 return None
             reply = _failure(exc)
             for conn, _, _ in group:
