@@ -216,6 +216,38 @@ def test_the_asks_behind_a_store_failure_get_it_at_once(tmp_path: Path) -> None:
             c.close()
 
 
+class _NoRoom:
+    """A listening socket whose accept fails as a process out of file descriptors does."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+
+    def fileno(self) -> int:
+        return self.sock.fileno()
+
+    def accept(self) -> Any:
+        raise OSError(24, "Too many open files")
+
+
+def test_a_connection_that_cannot_be_taken_waits_for_the_next_round(tmp_path: Path) -> None:
+    """Out of file descriptors, a connection waiting to be taken leaves the listener
+    readable: gathering what came meanwhile returns (the loop's next round tries again)
+    instead of spinning on it."""
+    address = tempfile.mktemp(prefix="nd-", suffix=".sock", dir="/tmp")
+    with socket.socket(socket.AF_UNIX) as listener, socket.socket(socket.AF_UNIX) as client:
+        listener.bind(address)
+        listener.listen(1)
+        client.connect(address)
+        with Deduper(store=f"sqlite:///{tmp_path / 'crawl.db'}") as dd:
+            loop = _Loop(dd, _NoRoom(listener), 256)  # type: ignore[arg-type]
+            done: list[object] = []
+            thread = threading.Thread(target=lambda: done.append(loop._waiting()), daemon=True)
+            thread.start()
+            thread.join(10)
+            assert done == [[]] and not loop.conns
+    os.unlink(address)
+
+
 def test_a_decider_that_is_gone_is_said(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """No decider listening: DeciderGone after the connection wait, not a hang."""
     monkeypatch.setattr(_decider, "_CONNECT_WAIT", 0.2)

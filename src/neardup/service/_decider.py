@@ -52,6 +52,8 @@ log = logging.getLogger("neardup.service")
 DECIDING: dict[str, bool] = {"add": True, "check": False}
 #: How long a worker tries to connect to a decider that is (re)starting.
 _CONNECT_WAIT = 10.0
+#: The most batches a worker has on their way to the decider at once.
+_ON_WAY = 4
 
 
 class DeciderGone(Exception):
@@ -117,6 +119,9 @@ class Decider:
         self.timeout = timeout  # for an answer: the decider's queue and the store's own wait
         self._free: list[Connection] = []
         self._lock = threading.Lock()
+        # a worker's batches on their way, each on a connection of its own: a few, so that
+        # an overloaded service waits in its workers' lines, not in connections to the decider
+        self._on_way = threading.BoundedSemaphore(_ON_WAY)
 
     def ask(self, dd: Deduper, op: str, docs: list[dict[str, object]]) -> list[Decision]:
         """:meth:`send`, then :meth:`receive`."""
@@ -129,7 +134,12 @@ class Decider:
         :class:`~neardup.errors.InputError` names a document at fault;
         :class:`DeciderGone` when it cannot be sent."""
         sent = _Sent((op, dd.prepare(docs)))
-        self._post(sent)
+        self._on_way.acquire()
+        try:
+            self._post(sent)
+        except BaseException:
+            self._on_way.release()
+            raise
         return sent
 
     def _post(self, sent: _Sent) -> None:
@@ -150,6 +160,12 @@ class Decider:
         Sent on a connection kept from before, whose decider has gone (it was started
         again), it is sent again on a new one: deciding again is safe, a document added
         is answered the decision it was added with."""
+        try:
+            return self._receive(sent)
+        finally:
+            self._on_way.release()
+
+    def _receive(self, sent: _Sent) -> list[Decision]:
         conn = sent.conn
         assert conn is not None
         try:
@@ -162,7 +178,7 @@ class Decider:
                 raise
             if sent.reused:
                 self._post(sent)
-                return self.receive(sent)
+                return self._receive(sent)
             raise DeciderGone("the deciding process went away before it answered") from exc
         with self._lock:
             self._free.append(conn)
@@ -239,14 +255,17 @@ class _Loop:
                     break
 
     def _waiting(self) -> list[_Ask]:
-        """Every ask that has come and is not taken yet (on connections made meanwhile too)."""
+        """Every ask that has come and is not taken yet (on connections made meanwhile too;
+        a connection that cannot be taken, out of file descriptors, waits for the next
+        round instead of being tried again and again)."""
         out: list[_Ask] = []
         while True:
+            conns = len(self.conns)
             ready = wait([self.listener, *self.conns], timeout=0)
             got = self._take(ready)
-            if not got and self.listener not in ready:
-                return out
             out += got
+            if not got and len(self.conns) == conns:
+                return out
 
     def _take(self, ready: Sequence[object]) -> list[_Ask]:
         asks: list[_Ask] = []
