@@ -17,6 +17,12 @@ MAX_ID = 1024
 # numbers a timestamp can be: seconds from the year 1, up to milliseconds of the year 9999
 _EARLIEST = -62135596800
 _LATEST_MS = 253402300799999
+#: numeric strings of a timestamp that are all within those bounds: up to 14 digits (but
+#: eight alone: a date), up to 10 after a minus sign, a fraction or not
+_SECONDS_STRING = (
+    r"^\s*(?:\+?(?:\d{1,7}|\d{9,14})(?:\.\d*)?|\+?\d{8}\.\d*|\+\d{8}"
+    r"|-\d{1,10}(?:\.\d*)?|[+-]?\.\d+)\s*$"
+)
 
 
 def _no_surrogates(value: str) -> str:
@@ -70,6 +76,15 @@ class DocumentIn(BaseModel):
     timestamp: Annotated[
         Annotated[float, Field(ge=_EARLIEST, le=_LATEST_MS)]
         | Annotated[StrictStr, Field(json_schema_extra={"format": "date-time"})]
+        | Annotated[
+            StrictStr,
+            Field(
+                # the numeric strings every one of which is a time of the years 1 to 9999
+                # (more are read: 1e9, more digits, and eight digits alone as a date)
+                pattern=_SECONDS_STRING,
+                description="Seconds (or milliseconds) since the epoch, as a string.",
+            ),
+        ]
         | Annotated[StrictStr, Field(pattern=r"^\s*$", description="No timestamp.")]
         | None,
         Field(
