@@ -239,19 +239,16 @@ class Service:
                 job.finish(error=damage)
             return
         first = batch[0]
-        docs = [d for j in batch for d in j.docs or ()]
+        args = first.args if first.docs is None else ([d for j in batch for d in j.docs or ()],)
         try:
-            if first.docs is None:
-                work = functools.partial(first.fn, self.deduper, *first.args)
-                result = await anyio.to_thread.run_sync(self._locked, work)
-            elif self._decider is not None:  # prepared here, decided there
+            if first.docs is not None and self._decider is not None:  # decided there
                 decider = self._decider
-                send = functools.partial(decider.send, self.deduper, first.fn.__name__, docs)
+                send = functools.partial(decider.send, self.deduper, first.fn.__name__, *args)
                 sent = await anyio.to_thread.run_sync(self._locked, send)
                 release()  # the next batch may be prepared and sent while this one is decided
                 result = await anyio.to_thread.run_sync(decider.receive, sent)
             else:
-                work = functools.partial(first.fn, self.deduper, docs)
+                work = functools.partial(first.fn, self.deduper, *args)
                 result = await anyio.to_thread.run_sync(self._locked, work)
         except DeciderGone as exc:
             log.error("%s", exc)
