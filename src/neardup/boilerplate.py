@@ -233,15 +233,15 @@ def _spaced(text: str) -> str:
 
 def _rejoin(line: str, spaced: str) -> str:
     """The sentences of ``line`` (split as _SENTENCE_END splits), stripped and joined by one
-    space; ``spaced`` is ``_spaced(line)``.
+    space; ``spaced`` is ``_spaced`` of the line (before it was stripped, or after).
 
-    That is ``spaced`` itself, stripped, when its only whitespace is single spaces: a sentence
-    ends after each character of _ENDS (now followed by a space) and at the space after a
-    ".". A double space (an end already followed by whitespace, or a run of spaces) or other
-    whitespace takes the regex.
+    When the line's only whitespace is single spaces, that is ``spaced`` with its double
+    spaces made single, stripped: a sentence ends after each character of _ENDS (now
+    followed by a space, two where a space already followed it) and at the space after a
+    ".". A run of spaces or other whitespace takes the regex.
     """
-    if "  " not in spaced and spaced.isprintable():
-        return spaced.strip()
+    if "  " not in line and line.isprintable():
+        return spaced.replace("  ", " ").strip()
     return _REJOIN.sub(r"\1 ", line).strip()
 
 
@@ -300,12 +300,15 @@ def _line(line: str, judged: bool, prefixed: bool) -> str | None:
     return _PREFIXES.sub("", joined) if prefixed else joined
 
 
-def _is_folded(text: str, lines: list[str], spaced: str) -> bool:
+def _is_folded(text: str, lines: list[str]) -> bool:
     """Whether ``text`` is as normalization leaves it: no empty lines, no whitespace at the ends
-    of lines, no whitespace but single spaces within them, and no sentence end followed by a
-    space (``lines`` are its lines, ``spaced`` is ``_spaced(text)``)."""
+    of lines, and no whitespace but single spaces within them (``lines`` are its lines).
+
+    Each line of such a text that is cut into sentences and rejoined (:func:`_rejoin`) comes
+    out as its ``_spaced`` self with the double spaces ``_spaced`` made (after a sentence
+    end that a space followed) made single again, less a space at its end."""
     return (
-        "  " not in spaced
+        "  " not in text
         and "\n\n" not in text
         and " \n" not in text
         and "\n " not in text
@@ -359,9 +362,10 @@ def _strip(
     # are found with one search over the whole text (or one compiled scan, see _scan_all).
     spaced = _spaced(text)
     if folded is None:
-        folded = _is_folded(text, lines, spaced)
+        folded = _is_folded(text, lines)
     if folded:
         # every line but these comes out as its spaced self (less a space at its end)
+        spaced = spaced.replace("  ", " ")
         special = judged | prefixed
         if dated is None:
             special.update(i for i, line in enumerate(lines) if _may_be_dateline(line))
@@ -508,9 +512,11 @@ def _scan_all(texts: Sequence[str]) -> list[_Scan]:
     finds them), whether it is folded (:func:`_is_folded`) and its lines that may be
     datelines.
 
-    A line whose only hint is one ">" is left out of the first: a ">" is a hint only
-    because a breadcrumb needs two, so cutting such a line into sentences and keeping them
-    all gives the line as :func:`_rejoin` gives it."""
+    A line whose only hints are ">" is left out of the first unless it may hold a
+    breadcrumb (see :func:`~neardup.kernels._text.line_hints`: two ">" near each other,
+    and an end near the second): a ">" is a hint only because a breadcrumb needs two, so
+    cutting such a line into sentences and keeping them all gives the line as
+    :func:`_rejoin` gives it (a quoted reply's "> > ..." lines are not judged)."""
     k: Any = kernels.load("_text")
     n = len(texts)
     offsets = np.zeros(n + 1, dtype=np.int64)

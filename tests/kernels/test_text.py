@@ -41,6 +41,27 @@ def test_boilerplate_scan_matches_reference_on_normalized_text(texts: list[str])
     assert stripped(normalized, "on") == stripped(normalized, "off")
 
 
+#: quoted replies and breadcrumbs: runs of ">" with words and sentence ends at every distance
+#: from them (a line may hold a breadcrumb only when both are near, see line_hints)
+_QUOTE_PIECES = [
+    ">", "> ", ">>", " > ", "a", "ab ", "word ", "x" * 9, "y" * 19, "z" * 21, ".", ". ", "!",
+    "。", "?", " ", "  ", "\t", "\n", "\n>", "\n> > ", "home > news > ",
+]  # fmt: skip
+QUOTED = st.lists(st.sampled_from(_QUOTE_PIECES), max_size=50).map("".join)
+
+
+@settings(max_examples=400)
+@given(st.lists(QUOTED, min_size=1, max_size=4))
+def test_quoted_lines_and_breadcrumbs_are_stripped_as_the_reference(texts: list[str]) -> None:
+    """Lines of ">" the scan leaves out unless they may hold a breadcrumb: raw and
+    normalized, the compiled scan strips what the regular expressions strip."""
+    assert stripped(texts, "on") == stripped(texts, "off")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("NEARDUP_KERNELS", "off")
+        normalized = [normalize(t) for t in texts]
+    assert stripped(normalized, "on") == stripped(normalized, "off")
+
+
 @settings(max_examples=400)
 @given(TEXTS, st.integers(-2, 60), st.integers(-2, 60))
 def test_the_figures_inside_a_span_are_the_references(text: str, lo: int, hi: int) -> None:

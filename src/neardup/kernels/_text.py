@@ -32,7 +32,9 @@ HIT, CONFIRM, ONE_GT, TWO_GT, DATE_END, PREFIX_HIT, PREFIX_CONFIRM = 1, 2, 4, 8,
 WS_STAR, IN_SET, WS_ONE, REGEX = 1, 2, 4, 8
 #: the table of literal beginnings line_hints tries has 2^GRAM_BITS entries
 GRAM_BITS = 16
-_NL, _SP, _GT, _DAY = 10, 32, 62, 0x65E5  # "\n", " ", ">", "日"
+_NL, _SP, _GT, _DOT, _DAY = 10, 32, 62, 46, 0x65E5  # "\n", " ", ">", ".", "日"
+#: the most characters a breadcrumb has between two ">", and after the last (boilerplate._BREADCRUMB)
+_CRUMB = 20
 
 
 @jit
@@ -98,18 +100,29 @@ def line_hints(
     flags,  # uint8 per line (out): HIT, CONFIRM, ONE_GT, TWO_GT, DATE_END
 ):
     """Mark each line of the text (split at "\\n") by the literals found in it. A position
-    is tried only when the hash of its next two or three characters is a literal's."""
+    is tried only when the hash of its next two or three characters is a literal's.
+
+    TWO_GT marks a line that may hold a breadcrumb (``boilerplate._BREADCRUMB``: two or more
+    ">" at most ``_CRUMB`` characters apart, and at most that many after the last) as the
+    whole line or as one of its sentences: two ">" that near each other, and a sentence
+    end ("。!?！？" or ".", which end every sentence but a line's last) or the line's last
+    character other than whitespace at most ``_CRUMB`` characters after the second or a
+    later one. Nested quotes ("> > ...") with a long sentence after them are not marked."""
     n = len(cp)
     bits = GRAM_BITS
     line = 0
     start = 0
     gts = 0
+    gt_at = -1  # the line's last ">"
+    near = -1  # its last ">" at most _CRUMB characters after the one before it
+    seen = -1  # its last character other than whitespace
+    crumb = False
     for p in range(n + 1):
         c = cp[p] if p < n else _NL
         if c == _NL:
             if gts >= 1:
                 flags[line] |= ONE_GT
-            if gts >= 2:
+            if crumb or (near >= 0 and seen - near <= _CRUMB):
                 flags[line] |= TWO_GT
             if p > start:
                 last = cp[p - 1]
@@ -118,9 +131,18 @@ def line_hints(
             line += 1
             start = p + 1
             gts = 0
+            gt_at = near = seen = -1
+            crumb = False
             continue
+        if (table[c] & SPACE) == 0:
+            seen = p
         if c == _GT:
             gts += 1
+            if gt_at >= 0 and p - gt_at - 1 <= _CRUMB:
+                near = p
+            gt_at = p
+        elif near >= 0 and p - near <= _CRUMB and (c == _DOT or _is_end(c)):
+            crumb = True
         if c >= 0x10000 or (flags[line] & HIT) != 0:  # no literal starts beyond the BMP
             continue
         lengths = starts[c]
@@ -194,9 +216,8 @@ def scan_texts(
 
 @jit
 def is_folded(cp, table):
-    """Whether the text is as whitespace folding leaves it, and stays so once a space follows
-    each sentence end (see ``boilerplate._is_folded``): no double space and no space after
-    a sentence end, no empty line, no space at either end of a line, and nothing but
+    """Whether the text is as whitespace folding leaves it (see ``boilerplate._is_folded``):
+    no double space, no empty line, no space at either end of a line, and nothing but
     printable characters and line breaks."""
     n = len(cp)
     if n == 0:
@@ -211,7 +232,7 @@ def is_folded(cp, table):
                 return False
             continue
         if c == _SP:
-            if p > 0 and (cp[p - 1] == _SP or _is_end(cp[p - 1])):
+            if p > 0 and cp[p - 1] == _SP:
                 return False
             continue
         if (table[c] & PRINTABLE) == 0:
