@@ -3,6 +3,7 @@ peak memory on growing copies of one corpus and on a flood of tiny records, in o
 
     nice python bench/scale.py                         # hkcnews 1x, 2x, 4x and 1,000,000 tiny records
     nice python bench/scale.py --sizes 1,2 --tiny 0    # the corpus once and twice, no tiny records
+    nice python bench/scale.py --sizes 1,4 --same 4 --tiny 0 --runs 3   # and 4x keeping identical reprints
     PYTHONPATH=/path/to/old/src nice python bench/scale.py --label before --out before.json
 
 The inputs are made at run time, deterministically (``--seed``), in a scratch folder
@@ -14,6 +15,11 @@ The inputs are made at run time, deterministically (``--seed``), in a scratch fo
   byte-identical to another and each must be verified: a story reprinted 4, 8, ... times
   (the corpus's own byte-identical reprints become different copies too). Ids ``ID~1``,
   ``ID~2``, ...; only ``id`` and ``text`` are written.
+- **hkcnews k x (identical reprints kept)** (``--same k``): the same, except that within a
+  copy the articles whose texts are byte-identical (the corpus's own identical reprints,
+  13,588 of its 48,005 articles) get the same perturbation, so they stay identical to each
+  other, as they are in the corpus — and the input holds k times the corpus's distinct
+  texts instead of about 5 times as many at 4x.
 - **tiny**: ``--tiny`` records of a few characters to a few words — snippets of 2 to 16
   characters cut from random hkcnews articles, a few dozen short phrases with a number
   ("第 123 楼", "reply #123"), and one to four words of a list of 200 common English
@@ -30,7 +36,10 @@ command and its descendants, of their resident sets, sampled every 20 ms from
 each); **PSS** the same with shared pages split between the processes that map them,
 sampled every 0.5 s (``smaps_rollup`` walks a process's pages under its memory map's lock,
 which slows the process measured). Bytes per character are
-peak RSS over the characters of input text. ``--runs N`` runs each input N times and shows
+peak RSS over the characters of input text. **New characters** are those of the texts that
+are not byte-identical to an earlier text of the input: the command matches a byte-identical
+copy at once and sketches and may verify only the others, so "CPU × 1x per new char" (the CPU
+ratio over the ratio of new characters) is what an input costs beyond the work it adds. ``--runs N`` runs each input N times and shows
 medians. The machine is shared: run it with ``nice``, alone.
 """
 
@@ -38,6 +47,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import hashlib
 import json
 import os
 import random
@@ -107,13 +117,16 @@ WORDS = (  # noqa: SIM905 - a list of 200 words reads better as one string
 
 @dataclass
 class Input:
-    """One generated input: its name, file, documents and characters of text."""
+    """One generated input: its name, file, documents and characters of text, and the
+    characters of the texts that are not byte-identical to an earlier one (``new``: what the
+    command sketches and may verify; a byte-identical copy is matched at once)."""
 
     name: str
     path: Path
     docs: int
     chars: int
     utf8: int
+    new: int = 0
 
 
 @dataclass
@@ -151,33 +164,60 @@ def perturbed(text: str, rng: random.Random) -> str:
     return text + "。"
 
 
-def _write(path: Path, rows: Any) -> tuple[int, int, int]:
-    docs = chars = utf8 = 0
+def _write(path: Path, rows: Any) -> tuple[int, int, int, int]:
+    docs = chars = utf8 = new = 0
+    seen: set[bytes] = set()
     with open(path, "w", encoding="utf-8") as f:
         for doc_id, text in rows:
             f.write(json.dumps({"id": doc_id, "text": text}, ensure_ascii=False) + "\n")
             docs += 1
             chars += len(text)
-            utf8 += len(text.encode("utf-8", "surrogatepass"))
-    return docs, chars, utf8
+            raw = text.encode("utf-8", "surrogatepass")
+            utf8 += len(raw)
+            digest = hashlib.blake2b(raw, digest_size=16).digest()
+            if digest not in seen:
+                seen.add(digest)
+                new += len(text)
+    return docs, chars, utf8, new
 
 
-def make_copies(articles: list[tuple[str, str]], k: int, seed: int, folder: Path) -> Input:
-    """The corpus, then k - 1 perturbed copies of it (see the module's documentation)."""
-    path = folder / f"hkcnews-{k}x-seed{seed}.jsonl"
+def _cached(meta: Path, path: Path) -> Input | None:
+    """The input written before (its figures beside it), or None: none, or figures from
+    before ``new`` was counted."""
+    if not (path.is_file() and meta.is_file()):
+        return None
+    found = json.loads(meta.read_text())
+    return Input(**{**found, "path": path}) if found.get("new") else None
+
+
+def make_copies(
+    articles: list[tuple[str, str]], k: int, seed: int, folder: Path, same: bool = False
+) -> Input:
+    """The corpus, then k - 1 perturbed copies of it (see the module's documentation).
+    ``same``: within a copy, the articles whose texts are byte-identical get the same
+    perturbation (the corpus's own identical reprints stay identical in each copy)."""
+    tag = "same" if same else "seed"
+    path = folder / f"hkcnews-{k}x-{tag}{seed}.jsonl"
     meta = path.with_suffix(".json")
-    if path.is_file() and meta.is_file():
-        return Input(**{**json.loads(meta.read_text()), "path": path})
+    if (cached := _cached(meta, path)) is not None:
+        return cached
 
     def rows() -> Any:
         yield from articles
         for copy in range(1, k):
             rng = random.Random(f"{seed}-{copy}")
+            made: dict[str, str] = {}
             for doc_id, text in articles:
-                yield f"{doc_id}~{copy}", perturbed(text, rng)
+                if same:
+                    if text not in made:
+                        made[text] = perturbed(text, rng)
+                    yield f"{doc_id}~{copy}", made[text]
+                else:
+                    yield f"{doc_id}~{copy}", perturbed(text, rng)
 
-    docs, chars, utf8 = _write(path, rows())
-    found = Input(f"hkcnews {k}x", path, docs, chars, utf8)
+    docs, chars, utf8, new = _write(path, rows())
+    name = f"hkcnews {k}x" + (" (identical reprints kept)" if same else "")
+    found = Input(name, path, docs, chars, utf8, new)
     meta.write_text(json.dumps({k: v for k, v in asdict(found).items() if k != "path"}))
     return found
 
@@ -186,8 +226,8 @@ def make_tiny(articles: list[tuple[str, str]], n: int, seed: int, folder: Path) 
     """``n`` tiny records (see the module's documentation)."""
     path = folder / f"tiny-{n}-seed{seed}.jsonl"
     meta = path.with_suffix(".json")
-    if path.is_file() and meta.is_file():
-        return Input(**{**json.loads(meta.read_text()), "path": path})
+    if (cached := _cached(meta, path)) is not None:
+        return cached
     rng = random.Random(f"{seed}-tiny")
     texts = [t for _, t in articles if len(t) > 40]
 
@@ -205,8 +245,8 @@ def make_tiny(articles: list[tuple[str, str]], n: int, seed: int, folder: Path) 
                 text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 4)))
             yield f"t{i:07d}", text
 
-    docs, chars, utf8 = _write(path, rows())
-    found = Input(f"tiny {n:,}", path, docs, chars, utf8)
+    docs, chars, utf8, new = _write(path, rows())
+    found = Input(f"tiny {n:,}", path, docs, chars, utf8, new)
     meta.write_text(json.dumps({k: v for k, v in asdict(found).items() if k != "path"}))
     return found
 
@@ -325,19 +365,29 @@ def median_run(runs: list[Run]) -> Run:
 
 
 def table(label: str, rows: list[tuple[Input, Run]]) -> str:
-    base = next((r for i, r in rows if i.name == "hkcnews 1x"), None)
+    """The figures of each input; ``× 1x`` the CPU over hkcnews 1x's, and ``new chars ×
+    1x`` the same for the characters not byte-identical to an earlier text (what is
+    sketched): their ratio is what the input's growth costs beyond the work it adds."""
+    base = next(((i, r) for i, r in rows if i.name == "hkcnews 1x"), None)
     lines = [
-        f"| {label}: input | docs | characters | CPU s | × 1x | wall s | peak RSS MiB "
-        "| bytes/char | PSS MiB | candidate pairs | stages (main process, s) |",
-        "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|",
+        f"| {label}: input | docs | characters | new characters | CPU s | × 1x "
+        "| new chars × 1x | CPU × 1x per new char | wall s | peak RSS MiB | bytes/char "
+        "| PSS MiB | candidate pairs | stages (main process, s) |",
+        "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|",
     ]
     for item, run in rows:
-        ratio = f"{run.cpu / base.cpu:.2f}×" if base is not None else "—"
+        ratio = new_ratio = per_char = "—"
+        if base is not None:
+            ratio = f"{run.cpu / base[1].cpu:.2f}×"
+            if item.new and base[0].new:
+                grown = item.new / base[0].new
+                new_ratio = f"{grown:.2f}×"
+                per_char = f"{run.cpu / base[1].cpu / grown:.2f}×"
         stages = " · ".join(f"{k} {v:.1f}" for k, v in run.stages.items() if v >= 0.05)
         lines.append(
-            f"| {item.name} | {item.docs:,} | {item.chars:,} | {run.cpu:.1f} | {ratio} "
-            f"| {run.wall:.1f} | {run.rss / MIB:,.0f} | {run.rss / item.chars:.2f} "
-            f"| {run.pss / MIB:,.0f} | {run.pairs:,} | {stages} |"
+            f"| {item.name} | {item.docs:,} | {item.chars:,} | {item.new:,} | {run.cpu:.1f} "
+            f"| {ratio} | {new_ratio} | {per_char} | {run.wall:.1f} | {run.rss / MIB:,.0f} "
+            f"| {run.rss / item.chars:.2f} | {run.pss / MIB:,.0f} | {run.pairs:,} | {stages} |"
         )
     return "\n".join(lines)
 
@@ -348,6 +398,12 @@ def main() -> None:
     )
     ap.add_argument("--sizes", default="1,2,4", help="copies of hkcnews, e.g. 1,2,4 (0: none)")
     ap.add_argument("--tiny", type=int, default=1_000_000, help="tiny records (0: none)")
+    ap.add_argument(
+        "--same",
+        default="",
+        help="copies of hkcnews (e.g. 4) also made with the corpus's identical reprints kept "
+        "identical in each copy",
+    )
     ap.add_argument("--runs", type=int, default=1, help="runs of each input (medians)")
     ap.add_argument("--seed", type=int, default=16, help="seed of the perturbations")
     ap.add_argument("--workdir", type=Path, help="keep the generated inputs here")
@@ -365,6 +421,8 @@ def main() -> None:
         except BenchDataMissing as exc:
             die(exc)
         inputs = [make_copies(articles, k, args.seed, folder) for k in sizes]
+        same = [int(s) for s in args.same.split(",") if s.strip() and int(s) > 1]
+        inputs += [make_copies(articles, k, args.seed, folder, same=True) for k in same]
         if args.tiny:
             inputs.append(make_tiny(articles, args.tiny, args.seed, folder))
         del articles
