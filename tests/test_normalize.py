@@ -293,3 +293,12 @@ def reference_normalize(text: str) -> str:
 def test_normalize_equals_plain_steps(text: str) -> None:
     """normalize gives exactly what the plain steps give."""
     assert normalize(text) == reference_normalize(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=40))
+def test_ascii_text_is_what_opencc_makes_of_it(text: str) -> None:
+    """to_simplified gives an ASCII text back without OpenCC: what OpenCC gives too."""
+    from neardup.normalize import _opencc, to_simplified
+
+    assert to_simplified(text) == _opencc("t2s").convert(text) == text  # type: ignore[attr-defined]

@@ -94,7 +94,12 @@ def to_simplified(text: str) -> str:
 
     >>> to_simplified("漢語轉換")
     '汉语转换'
+
+    An ASCII text is given back as it is, without OpenCC: its dictionaries hold Chinese
+    only, so it cannot change one (most English posts and articles are ASCII).
     """
+    if text.isascii():
+        return text
     converter = _opencc("t2s")
     return converter.convert(text)  # type: ignore[attr-defined,no-any-return]
 
