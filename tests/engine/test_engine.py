@@ -1087,7 +1087,9 @@ def test_best_match_is_the_first_copy_and_stops_there(script: list[Script]) -> N
 
     calls: list[str] = []
 
-    def scripted(a: Sketch, b: Sketch, cfg: DedupConfig, guard: object = None) -> Verdict:
+    def scripted(
+        a: Sketch, b: Sketch, cfg: DedupConfig, guard: object = None, *, scored: bool = True
+    ) -> Verdict:
         k = int(b.text)
         calls.append(b.text)
         dup, copy, score = script[k]

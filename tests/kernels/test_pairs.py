@@ -100,6 +100,27 @@ def guard_of(kind: int, docs: list[Sketch], data: st.DataObject) -> Any:
 
 @settings(max_examples=200)
 @given(pairs(), st.integers(0, 3), st.data())
+def test_an_unscored_verdict_decides_as_the_scored_one(
+    pair: tuple[Sketch, Sketch, list[Sketch]], kind: int, data: st.DataObject
+) -> None:
+    """verify(scored=False) (a document's candidates) gives the same verdict on the same
+    story, score included, and the same "not the same story" otherwise, its score then
+    before the figure rule's cap (never below the scored one)."""
+    a, b, docs = pair
+    guard = guard_of(kind, docs, data)
+    for later, earlier in ((a, b), (b, a)):
+        full = v.verify(later, earlier, CFG, guard)
+        quick = v.verify(later, earlier, CFG, guard, scored=False)
+        event(f"same story: {full.is_duplicate}")
+        if full.is_duplicate:
+            assert quick == full
+        else:
+            assert not quick.is_duplicate and not quick.is_copy
+            assert quick.score >= full.score
+
+
+@settings(max_examples=200)
+@given(pairs(), st.integers(0, 3), st.data())
 def test_placement_and_span_match_numpy(
     pair: tuple[Sketch, Sketch, list[Sketch]], kind: int, data: st.DataObject
 ) -> None:

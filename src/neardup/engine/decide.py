@@ -219,7 +219,7 @@ def best_match(
     same: Match | None = None
     alike: list[str] = []
     for key, other in candidates:
-        v = verify(sketch, other, cfg, guard)
+        v = verify(sketch, other, cfg, guard, scored=False)
         if not v.is_duplicate:
             continue
         alike.append(key)

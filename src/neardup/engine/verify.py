@@ -120,10 +120,21 @@ def required(cfg: DedupConfig, ratio: float, base: float | None = None) -> float
     return t + (1.0 - t) * (r0 - ratio) / r0
 
 
-def verify(a: Sketch, b: Sketch, cfg: DedupConfig, common: TemplateGuard | None = None) -> Verdict:
+def verify(
+    a: Sketch,
+    b: Sketch,
+    cfg: DedupConfig,
+    common: TemplateGuard | None = None,
+    *,
+    scored: bool = True,
+) -> Verdict:
     """Verify the later document ``a`` against the earlier ``b``: the same story, and a copy?
 
     ``common`` (the stories seen so far) lets coverage ignore boilerplate and templates.
+    ``scored=False`` is for a caller that reads the score of the same story only (a
+    document's candidates, :func:`~neardup.engine.decide.best_match`): a pair whose coverage
+    is below the bar then comes back without the figure rule's cap on it (which can only
+    lower a score), and the figures are not compared.
     """
     if a.is_empty or b.is_empty:
         same = a.text == b.text
@@ -140,8 +151,12 @@ def verify(a: Sketch, b: Sketch, cfg: DedupConfig, common: TemplateGuard | None 
     if not fast:
         kernels.work_done(work)
     mine, mine_span = _placed(short, other, cfg, common, fast)
-    score = _agreeing(_score(mine, short, cfg, common), short, other, cfg, common, mine_span)
-    if score < required(cfg, short.n_units / other.n_units):
+    score = _score(mine, short, cfg, common)
+    bar = required(cfg, short.n_units / other.n_units)
+    if score < bar and not scored:
+        return Verdict(score, "coverage", False)
+    score = _agreeing(score, short, other, cfg, common, mine_span)
+    if score < bar:
         return Verdict(score, "coverage", False)
     if short is a and not _may_be_edges(mine, other, short, cfg, common, fast):
         # not needed: the later text is the shorter, and no edge rule can hold
