@@ -131,10 +131,11 @@ def verify(
     """Verify the later document ``a`` against the earlier ``b``: the same story, and a copy?
 
     ``common`` (the stories seen so far) lets coverage ignore boilerplate and templates.
-    ``scored=False`` is for a caller that reads the score of the same story only (a
-    document's candidates, :func:`~neardup.engine.decide.best_match`): a pair whose coverage
-    is below the bar then comes back without the figure rule's cap on it (which can only
-    lower a score), and the figures are not compared.
+    ``scored=False`` is for a caller that reads a score only where it decides (a document's
+    candidates, :func:`~neardup.engine.decide.best_match`: the coverage of the same story,
+    the copy share of a copy): the figure rule, which can only lower a score, is not
+    applied to a coverage below the bar nor to a copy share below ``copy_threshold``, and
+    those come back uncapped.
     """
     if a.is_empty or b.is_empty:
         same = a.text == b.text
@@ -166,7 +167,9 @@ def verify(
         if _edges(mine, theirs, cfg):
             return Verdict(score, "coverage", False, edges=True)
     later, span = (mine, mine_span) if short is a else (theirs, theirs_span)
-    own = _agreeing(copy_share(later, cfg), a, b, cfg, common, span)
+    own = copy_share(later, cfg)
+    if scored or own >= cfg.copy_threshold:
+        own = _agreeing(own, a, b, cfg, common, span)
     if own >= cfg.copy_threshold and has_quotes(a.text):
         unquoted = _unquoted(a, b, cfg, common, fast)
         if unquoted is not None:
