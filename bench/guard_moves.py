@@ -3,6 +3,7 @@ documents before? Only where nothing it reads has moved since: this counts how o
 
     python bench/guard_moves.py                     # the first 10,000 hkcnews articles
     python bench/guard_moves.py --limit 5000 --windows 4,8,32
+    python bench/guard_moves.py --blocks 64,256     # and what a guard in blocks would cost
 
 It runs ``dedup_batch`` (one process) and records, for each story counted in the template
 guard (``CommonShingles.add``), the slots whose *level* moved — the guard reads a slot as
@@ -13,6 +14,13 @@ it was ``W`` documents before would hold only if none of those slots moved in be
 moved slot can change which units are chrome, and so a score); the table gives the share of
 verified documents for which one did. The decisions are the run's own: the recording reads,
 it does not change anything.
+
+``--blocks B,...``: what a rule that verification ahead could rely on would cost — the guard
+taking the stories of each block of B documents only once the block is decided (so every
+document of a block is verified against the same guard): the dev sets' scores
+(../shared/bench/score.py) and the documents of the hkcnews articles whose cluster changes,
+against the guard as it is (a block of 1). Only measured here, in the batch run: no runner
+works that way.
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _data import BenchDataMissing, die, header, read_jsonl
+from quality import load_scorer
 
 CORPUS = "corpus/hkcnews-zh-hans.jsonl.gz"
 
@@ -37,8 +46,10 @@ def main() -> None:
     )
     ap.add_argument("--limit", type=int, default=10_000, help="hkcnews articles (default 10,000)")
     ap.add_argument("--windows", default="8,32,128,512", help="documents verified ahead")
+    ap.add_argument("--blocks", default="", help="guards in blocks of this many documents")
     args = ap.parse_args()
     windows = [int(w) for w in args.windows.split(",") if w.strip()]
+    blocks = [int(b) for b in args.blocks.split(",") if b.strip()]
 
     from neardup.engine.config import DedupConfig
     from neardup.engine.templates import SLOT_BITS, CommonShingles
@@ -111,6 +122,67 @@ def main() -> None:
             if moved and np.isin(read, np.concatenate(moved)).any():
                 stale += 1
         print(f"| {w} | {stale / max(1, len(verified)):.1%} |")
+    if blocks:
+        in_blocks(ids, texts, blocks)
+
+
+def clusters(ids: list[str], texts: list[str], block: int) -> dict[str, str]:
+    """Each document's cluster from ``dedup_batch`` (one process) with the template guard
+    taking stories in blocks of ``block`` decided documents."""
+    from neardup.engine.config import DedupConfig
+    from neardup.engine.templates import CommonShingles
+
+    batch: Any = importlib.import_module("neardup.batch")
+    add, settle = CommonShingles.add, batch.BatchRun._settle
+    waiting: list[tuple[CommonShingles, Any]] = []
+    decided = [0]
+
+    def held(self: CommonShingles, vocab: Any) -> None:
+        waiting.append((self, vocab))
+
+    def settled(self: Any, i: int) -> None:
+        settle(self, i)
+        decided[0] += 1
+        if decided[0] % block == 0:
+            for guard, vocab in waiting:
+                add(guard, vocab)
+            waiting.clear()
+
+    if block > 1:
+        CommonShingles.add = held  # type: ignore[method-assign]
+        batch.BatchRun._settle = settled
+    try:
+        result = batch.dedup_batch(ids, texts, config=DedupConfig(), workers=1)
+    finally:
+        CommonShingles.add = add  # type: ignore[method-assign]
+        batch.BatchRun._settle = settle
+    return {d.id: d.cluster for d in result.decisions}
+
+
+def in_blocks(ids: list[str], texts: list[str], blocks: list[int]) -> None:
+    """The dev sets' scores and the hkcnews documents that change cluster, for each block."""
+    scorer = load_scorer()
+    dev = {}
+    for bench in ("zh-news-dev", "en-news-dev"):
+        rows = list(read_jsonl(f"bench/{bench}.jsonl.gz"))
+        dev[bench] = (rows, [str(r["id"]) for r in rows], [str(r["text"] or "") for r in rows])
+    base = clusters(ids, texts, 1)
+    print(
+        "\n| guard takes stories every | zh-dev F1 | en-dev F1 | hkcnews documents in another cluster |"
+    )
+    print("|--:|--:|--:|--:|")
+    for block in [1, *blocks]:
+        f1 = []
+        for rows, dev_ids, dev_texts in dev.values():
+            f1.append(scorer.score(rows, clusters(dev_ids, dev_texts, block))["f1"])
+        moved = (
+            sum(1 for k, c in clusters(ids, texts, block).items() if base[k] != c)
+            if block > 1
+            else 0
+        )
+        print(
+            f"| {block} document{'s' if block > 1 else ''} | {f1[0]:.4f} | {f1[1]:.4f} | {moved:,} |"
+        )
 
 
 if __name__ == "__main__":
