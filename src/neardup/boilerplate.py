@@ -364,7 +364,8 @@ def _strip(
     if folded is None:
         folded = _is_folded(text, lines)
     if folded:
-        # every line but these comes out as its spaced self (less a space at its end)
+        # every line but these comes out as its spaced self, the double spaces that made
+        # single again (less a space at its end)
         spaced = spaced.replace("  ", " ")
         special = judged | prefixed
         if dated is None:
