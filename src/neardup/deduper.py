@@ -500,8 +500,7 @@ class Deduper:
         text or of an earlier one of ``items``), made outside the atomic section."""
         if not items:
             return {}
-        known = self.store.entries([it.id for it in items])
-        exact = self.store.exact([it.key for it in items])
+        known, exact, _ = self.store.lookup([it.id for it in items], [it.key for it in items], ())
         first_of_key: dict[int, int] = {}
         first_of_id: set[str] = set()
         need: list[int] = []
@@ -646,10 +645,12 @@ class Deduper:
         """Decide ``items[start:]`` in order inside the atomic section: their decisions, the
         entries to add, and the item each entry comes from."""
         cfg, store, cap = self.config, self.store, self.config.bucket_cap
-        known = store.entries({it.id for it in items[start:]})
-        exact = store.exact({it.key for it in items[start:]})
         buckets_of = {i: bucket_keys(sk) for i, sk in sketches.items() if i >= start}
-        stored = store.buckets({bk for keys in buckets_of.values() for bk in keys})
+        known, exact, stored = store.lookup(
+            {it.id for it in items[start:]},
+            {it.key for it in items[start:]},
+            {bk for keys in buckets_of.values() for bk in keys},
+        )
         for members in stored.values():
             del members[cap:]
         # entries and sketches of everything a document of this batch may be compared with

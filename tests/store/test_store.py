@@ -25,7 +25,7 @@ import pytest
 from neardup import ConfigError, Deduper, StoreError, dedup_batch
 from neardup import deduper as deduper_module
 from neardup.deduper import chrome_of
-from neardup.engine import DedupConfig
+from neardup.engine import DedupConfig, bucket_keys, text_key
 from neardup.store import open_store, parse_window
 from neardup.store.sqlite import SQLiteStore
 from neardup.store.sqlite_compact import CompactSQLiteStore
@@ -224,6 +224,54 @@ def test_check_does_not_add(store_url: str) -> None:
         assert copy[0] not in dd and len(dd) == 1
         assert dd.check(*by_story[1]).is_duplicate is False
         assert len(dd) == 1
+
+
+def test_one_lookup_reads_what_the_three_reads_read(store_url: str) -> None:
+    """``Store.lookup`` (one round trip on a compact Redis) gives what ``entries``, ``exact``
+    and ``buckets`` give, outside a section and inside a write section, for stored and
+    unknown ids, texts and buckets alike."""
+    docs = _sample()
+    with Deduper(store=store_url, explain=False) as dd:
+        dd.check_and_add_many(docs[:30])
+        store = dd.store
+        ids = [str(d["id"]) for d in docs[20:40]] + ["no-such-id"]
+        keys = [text_key(str(d["text"])) for d in docs[20:40]] + [12345]
+        bands = [bk for d in docs[25:35] for bk in bucket_keys(dd.sketch(str(d["text"])))]
+        separate = (store.entries(ids), store.exact(keys), store.buckets(bands))
+        assert separate[0] and separate[1] and separate[2]  # the test reads something
+        assert store.lookup(ids, keys, bands) == separate
+        assert store.lookup(ids, (), ()) == (separate[0], {}, {})
+        for write in (False, True):
+            store.begin(write=write)
+            try:
+                assert store.lookup(ids, keys, bands) == separate
+            finally:
+                store.rollback()
+
+
+def test_a_compact_redis_store_reads_when_its_table_is_due_with_the_log(
+    redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The log's last page brings whether the saved table is due, so ``snapshot_due`` at
+    that position asks Redis nothing, and answers as a read of its own would."""
+    docs = _sample()
+    with Deduper(store=redis_url, explain=False) as dd:
+        dd.check_and_add_many(docs)
+        store = dd.store
+        calls: list[object] = []
+        call = store._call
+        monkeypatch.setattr(store, "_call", lambda fn, *a: calls.append(fn) or call(fn, *a))
+        for logged in (10**9, 0):  # the log's bytes: far past the bound, none
+            store._r.set(store._k("logbytes"), logged)
+            alone = store.snapshot_due(0, 0)  # no page read before: a read of its own
+            assert alone is (logged > 0) and len(calls) == 1
+            page = store.log_stories(0, 10_000)
+            assert page.done and page.position > 0 and len(calls) == 2
+            assert store.snapshot_due(page.position, 0) is alone and len(calls) == 2
+            store.log_stories(0, 10_000)
+            assert store.snapshot_due(page.position - 1, 0) is alone  # another position
+            assert len(calls) == 4
+            calls.clear()
 
 
 def test_exact_copies_title_and_timestamp_are_kept(store_url: str) -> None:

@@ -258,6 +258,13 @@ class Store(ABC):
     def buckets(self, keys: Iterable[BandKey]) -> dict[BandKey, list[tuple[int, str, float]]]:
         """The members of each non-empty bucket: (seq, id, timestamp), earliest first."""
 
+    def lookup(
+        self, ids: Iterable[str], text_keys: Iterable[int], keys: Iterable[BandKey]
+    ) -> tuple[dict[str, Entry], dict[int, str], dict[BandKey, list[tuple[int, str, float]]]]:
+        """:meth:`entries`, :meth:`exact` and :meth:`buckets` at once, in that order (a store
+        on a server reads them in one round trip)."""
+        return self.entries(ids), self.exact(text_keys), self.buckets(keys)
+
     @abstractmethod
     def sketches(self, ids: Iterable[str]) -> dict[str, Stored]:
         """The sketches of those ids that have one (a compact store: their compact forms)."""

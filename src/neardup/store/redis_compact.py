@@ -39,6 +39,7 @@ import struct
 import time
 import zlib
 from collections.abc import Container, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import xxhash
@@ -655,13 +656,36 @@ _LOG = """
 local ns = ARGV[1]
 local after, limit = tonumber(ARGV[2]), tonumber(ARGV[3])
 local base = tonumber(redis.call('GET', ns .. ':logbase') or '0')
-if after < base then return {base} end
-local out = {base}
+local size = redis.call('STRLEN', ns .. ':common')
+local logged = tonumber(redis.call('GET', ns .. ':logbytes') or '0')
+if after < base then return {base, size, logged} end
+local out = {base, size, logged}
 for _, r in ipairs(redis.call('LRANGE', ns .. ':log', after - base, after - base + limit - 1)) do
   out[#out + 1] = r
 end
 return out
 """
+
+
+#: The texts of documents from the text tier (ARGV[2..]: their sequence numbers): each one's
+#: compressed text, or an empty string where the tier has none.
+_TEXTS = """
+local ns = ARGV[1]
+local out = {}
+for i = 2, #ARGV do
+  local q = tonumber(ARGV[i])
+  local key = ns .. ':t:' .. math.floor(q / BLOCK)
+  local at = 4 * (q % BLOCK)
+  local head = redis.call('GETRANGE', key, at, at + 7)
+  local text = ''
+  if #head == 8 then
+    local lo, hi = struct.unpack('<I4I4', head)
+    if hi > lo then text = redis.call('GETRANGE', key, lo, hi - 1) end
+  end
+  out[#out + 1] = text
+end
+return out
+""".replace("BLOCK", str(BLOCK))
 
 
 class CompactRedisStore(RedisStore):
@@ -678,6 +702,7 @@ class CompactRedisStore(RedisStore):
         keep_text: bool = False,
     ) -> None:
         super().__init__(url, namespace=namespace, ttl=ttl)
+        self._due: tuple[int, bool] | None = None  # (log position, snapshot due) last read
         self._find = self._r.register_script(_FIND)
         self._write = self._r.register_script(_WRITE)
         self._forget_script = self._r.register_script(_FORGET)
@@ -685,6 +710,7 @@ class CompactRedisStore(RedisStore):
         self._save = self._r.register_script(_SAVE)
         self._log_script = self._r.register_script(_LOG)
         self._tidy_script = self._r.register_script(_TIDY)
+        self._texts_script = self._r.register_script(_TEXTS)
         self.keep_text = keep_text or bool(self._call(self._r.exists, self._k("keep_text")))
         # what a section read: records by sequence number, and what must be unchanged
         self._records: dict[int, tuple[Entry, int, bool, bytes | None]] = {}
@@ -812,13 +838,27 @@ class CompactRedisStore(RedisStore):
     def _docs(self, kind: str, values: Iterable[str]) -> dict[str, int]:
         """The sequence number of each of ``values`` (ids) the store has (an id whose record
         this section read already is not looked up again)."""
+        known, wanted, keys = self._ids_asked(kind, values)
+        return self._ids_found(known, wanted, keys, self._lookup(keys))
+
+    def _ids_asked(
+        self, kind: str, values: Iterable[str]
+    ) -> tuple[dict[str, int], list[str], list[bytes]]:
+        """What :meth:`_docs` knows already, and the values and keys it looks up."""
         out: dict[str, int] = {}
         wanted = list(dict.fromkeys(values))
         if kind == "id" and self._in_section:
             out = {v: self._by_id[v] for v in wanted if v in self._by_id}
             wanted = [v for v in wanted if v not in out]
-        keys = [_key(kind, v) for v in wanted]
-        found = self._lookup(keys)
+        return out, wanted, [_key(kind, v) for v in wanted]
+
+    def _ids_found(
+        self,
+        out: dict[str, int],
+        wanted: list[str],
+        keys: list[bytes],
+        found: dict[bytes, list[int]],
+    ) -> dict[str, int]:
         for v, k in zip(wanted, keys, strict=True):
             for q in found.get(k, ()):
                 rec = self._records.get(q)
@@ -834,37 +874,61 @@ class CompactRedisStore(RedisStore):
         with self._lock:
             wanted = list(dict.fromkeys(text_keys))
             keys = [_key("exact", k) for k in wanted]
-            found = self._lookup(keys)
-            out: dict[int, str] = {}
-            for k, raw in zip(wanted, keys, strict=True):
-                alive = sorted(q for q in found.get(raw, ()) if q in self._records)
-                alive = [q for q in alive if self._records[q][1] == k]
-                if alive:
-                    out[k] = self._records[alive[0]][0].id
-                if self._writing:
-                    self._exact_seen[k] = alive[0] if alive else 0
-            return out
+            return self._exact_found(wanted, keys, self._lookup(keys))
+
+    def _exact_found(
+        self, wanted: list[int], keys: list[bytes], found: dict[bytes, list[int]]
+    ) -> dict[int, str]:
+        out: dict[int, str] = {}
+        for k, raw in zip(wanted, keys, strict=True):
+            alive = sorted(q for q in found.get(raw, ()) if q in self._records)
+            alive = [q for q in alive if self._records[q][1] == k]
+            if alive:
+                out[k] = self._records[alive[0]][0].id
+            if self._writing:
+                self._exact_seen[k] = alive[0] if alive else 0
+        return out
 
     def buckets(self, keys: Iterable[BandKey]) -> dict[BandKey, list[tuple[int, str, float]]]:
         with self._lock:
             wanted = list(dict.fromkeys(keys))
             raws = _band(wanted)
-            found = self._lookup(raws)
-            out: dict[BandKey, list[tuple[int, str, float]]] = {}
-            for bk, raw in zip(wanted, raws, strict=True):
-                seqs = sorted(set(found.get(raw, ())))
-                if self._writing:
-                    self._bucket_seen[raw] = seqs[-1] if seqs else 0
-                members = []
-                for q in seqs:
-                    rec = self._records.get(q)
-                    if rec is None or rec[3] is None:
-                        self._stale_records.add(raw + struct.pack("<I", q))
-                        continue
-                    members.append((q, rec[0].id, rec[0].timestamp))
-                if members:
-                    out[bk] = members
-            return out
+            return self._buckets_found(wanted, raws, self._lookup(raws))
+
+    def _buckets_found(
+        self, wanted: list[BandKey], raws: list[bytes], found: dict[bytes, list[int]]
+    ) -> dict[BandKey, list[tuple[int, str, float]]]:
+        out: dict[BandKey, list[tuple[int, str, float]]] = {}
+        for bk, raw in zip(wanted, raws, strict=True):
+            seqs = sorted(set(found.get(raw, ())))
+            if self._writing:
+                self._bucket_seen[raw] = seqs[-1] if seqs else 0
+            members = []
+            for q in seqs:
+                rec = self._records.get(q)
+                if rec is None or rec[3] is None:
+                    self._stale_records.add(raw + struct.pack("<I", q))
+                    continue
+                members.append((q, rec[0].id, rec[0].timestamp))
+            if members:
+                out[bk] = members
+        return out
+
+    def lookup(
+        self, ids: Iterable[str], text_keys: Iterable[int], keys: Iterable[BandKey]
+    ) -> tuple[dict[str, Entry], dict[int, str], dict[BandKey, list[tuple[int, str, float]]]]:
+        """The three reads by one script: their lookup keys together."""
+        with self._lock:
+            known, ids_wanted, id_keys = self._ids_asked("id", ids)
+            exact_wanted = list(dict.fromkeys(text_keys))
+            exact_keys = [_key("exact", k) for k in exact_wanted]
+            band_wanted = list(dict.fromkeys(keys))
+            raws = _band(band_wanted)
+            found = self._lookup(id_keys + exact_keys + raws)
+            seqs = self._ids_found(known, ids_wanted, id_keys, found)
+            entries = {i: self._records[q][0] for i, q in seqs.items()}
+            exact = self._exact_found(exact_wanted, exact_keys, found)
+            return entries, exact, self._buckets_found(band_wanted, raws, found)
 
     def sketches(self, ids: Iterable[str]) -> dict[str, Stored]:
         with self._lock:
@@ -883,23 +947,14 @@ class CompactRedisStore(RedisStore):
 
     def _texts(self, seqs: list[int]) -> dict[int, str]:
         """The texts of these documents from the text tier."""
-        out: dict[int, str] = {}
-        pipe = self._r.pipeline(transaction=False)
-        for q in seqs:
-            key = self._k("t", q // BLOCK)
-            pipe.getrange(key, 4 * (q % BLOCK), 4 * (q % BLOCK) + 7)
-        heads = self._call(pipe.execute)
-        pipe = self._r.pipeline(transaction=False)
-        asked = []
-        for q, head in zip(seqs, heads, strict=True):
-            if head and len(head) == 8:
-                lo, hi = struct.unpack("<II", head)
-                if hi > lo:
-                    pipe.getrange(self._k("t", q // BLOCK), lo, hi - 1)
-                    asked.append(q)
-        for q, raw in zip(asked, self._call(pipe.execute), strict=True):
-            out[q] = zlib.decompress(raw).decode("utf-8", "surrogatepass")
-        return out
+        if not seqs:
+            return {}
+        found = self._call(self._texts_script, [], [self.ns, *seqs])
+        return {
+            q: zlib.decompress(raw).decode("utf-8", "surrogatepass")
+            for q, raw in zip(seqs, found, strict=True)
+            if raw
+        }
 
     def texts(self, ids: Iterable[str]) -> dict[str, str]:
         with self._lock:
@@ -939,18 +994,26 @@ class CompactRedisStore(RedisStore):
         if after < int(flat[0]):
             return LogPage(after, [], False, behind=True)
         stories = []
-        for raw in flat[1:]:
+        for raw in flat[3:]:
             doc_id, at = _read_str(bytes(raw), 0)
             s = str(doc_id)
             stories.append((s, NO_SLOTS if s in skip else decode_slots(bytes(raw)[at:])))
+        # read with the page: what snapshot_due asks next, at the page's end
+        self._due = (after + len(stories), self._is_due(flat[1], flat[2]))
         return LogPage(after + len(stories), stories, len(stories) < limit)
 
+    @staticmethod
+    def _is_due(size: Any, logged: Any) -> bool:
+        return int(logged or 0) >= max(LOG_BYTES, int(size or 0) // LOG_SHARE)
+
     def snapshot_due(self, position: int, saved: int) -> bool:
+        due, self._due = self._due, None
+        if due is not None and due[0] == position:  # as the log's last page found them
+            return due[1]
         pipe = self._r.pipeline(transaction=False)
         pipe.strlen(self._k("common"))
         pipe.get(self._k("logbytes"))
-        size, logged = self._call(pipe.execute)
-        return int(logged or 0) >= max(LOG_BYTES, int(size or 0) // LOG_SHARE)
+        return self._is_due(*self._call(pipe.execute))
 
     def save_common(self, position: int, table: bytes) -> None:
         self._call(self._save, [], [self.ns, position, table])
