@@ -540,3 +540,48 @@ def test_a_redis_block_grown_batch_by_batch_holds_the_bytes_of_one_written_whole
         entries = dd.store.entries([str(d["id"]) for d in docs])
         assert set(entries) == {str(d["id"]) for d in docs}
         assert dd.stored_text(first) is not None and dd.store.check() == []
+
+
+def _before_commit(dd: Deduper, monkeypatch: pytest.MonkeyPatch, meanwhile: object) -> list[int]:
+    """Run ``meanwhile()`` once, right before ``dd``'s next commit (another writer acting
+    between its reads and its write); what each commit returned."""
+    store = dd.store
+    real = type(store).commit
+    applied: list[int] = []
+
+    def commit() -> int:
+        if not applied:
+            meanwhile()  # type: ignore[operator]
+        applied.append(real(store))
+        return applied[-1]
+
+    monkeypatch.setattr(store, "commit", commit)
+    return applied
+
+
+def test_a_redis_write_sees_a_document_another_writer_added_to_a_bucket_it_read(
+    redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another writer adds a copy of the story between a batch's reads and its write: the
+    write adds nothing, and the batch, decided again, finds that copy."""
+    (_, text, _), *_ = corpus(64, 1, 0)
+    with Deduper(store=redis_url, explain=False) as a, Deduper(store=redis_url) as b:
+        applied = _before_commit(a, monkeypatch, lambda: b.check_and_add("b", "转载：" + text))
+        got = a.check_and_add("a", text + "（完）")
+        assert applied == [0, 1]
+        assert (got.duplicate_of, got.cluster) == ("b", "b")
+
+
+def test_a_redis_write_sees_that_the_first_of_an_exact_text_went_meanwhile(
+    redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No document added meanwhile, but the first document of an exact text deleted: the
+    write still checks the exact texts it read, adds nothing, and the batch, decided again,
+    keeps the document."""
+    (_, text, _), *_ = corpus(65, 1, 0)
+    with Deduper(store=redis_url, explain=False) as a, Deduper(store=redis_url) as b:
+        a.check_and_add("x", text)
+        applied = _before_commit(a, monkeypatch, lambda: b.remove("x"))
+        got = a.check_and_add("y", text)
+        assert applied == [0, 1]
+        assert not got.is_duplicate and "x" not in a

@@ -208,9 +208,10 @@ local function record(seq)
 end
 """
 
-#: The records of each key among ARGV[2..], and the documents they name: returns the number
-#: of keys found, then for each (its position, how many, the sequence numbers), then pairs
-#: (sequence number, record) of the documents still stored.
+#: The records of each key among ARGV[2..], and the documents they name: returns the last
+#: sequence number given (``NS:seq``), the number of keys found, then for each (its
+#: position, how many, the sequence numbers), then pairs (sequence number, record) of the
+#: documents still stored.
 _FIND = (
     _COMMON
     + """
@@ -236,7 +237,7 @@ for i = 2, #ARGV do
     end
   end
 end
-local out = {n}
+local out = {tonumber(redis.call('GET', ns .. ':seq') or '0'), n}
 for _, v in ipairs(found) do out[#out + 1] = v end
 for q, _ in pairs(docs) do
   local r = record(q)
@@ -249,9 +250,13 @@ return out
 """
 )
 
-#: Add a batch of documents (one bundle each, ARGV[6..5+n]), atomically, up to the first one
+#: Add a batch of documents (one bundle each, ARGV[7..6+n]), atomically, up to the first one
 #: whose reads changed since it was decided; returns how many were added and the first
-#: sequence number. ARGV = namespace, ttl ('' none), now, n, stale records, bundles.
+#: sequence number. ARGV = namespace, ttl ('' none), now, n, stale records, the last
+#: sequence number given when the section first read ('' unknown), bundles. Where none has
+#: been given since, no document was added meanwhile: no id and no bucket was read before
+#: a record that came after, so only the exact texts and extensions read are checked (a
+#: record may have gone: deleted, or its block expired).
 _WRITE = (
     _COMMON
     + """
@@ -259,6 +264,7 @@ local ttl = tonumber(ARGV[2])
 local now = tonumber(ARGV[3])
 local n = tonumber(ARGV[4])
 local stale = ARGV[5]
+local quiet = ARGV[6] ~= '' and tonumber(redis.call('GET', ns .. ':seq') or '0') == tonumber(ARGV[6])
 local level, split, count = state()
 local blobs, dirty = {}, {}
 local function shard_blob(s)
@@ -294,7 +300,7 @@ end
 -- parse the bundles
 local docs = {}
 for d = 1, n do
-  local b = ARGV[5 + d]
+  local b = ARGV[6 + d]
   local doc = {}
   local at
   doc.flags, doc.ts, doc.nadd, doc.nchk, at = struct.unpack('<BdI2I2', b)
@@ -323,11 +329,13 @@ local limit = n
 for d = 1, n do
   local doc = docs[d]
   local changed = false
-  for _, q in ipairs(seqs_of(shard_blob(shard_of(doc.idkey, level, split)), doc.idkey)) do
-    local r = record(q)
-    if r and id_of(r) == doc.id then changed = true; break end
+  if not quiet then
+    for _, q in ipairs(seqs_of(shard_blob(shard_of(doc.idkey, level, split)), doc.idkey)) do
+      local r = record(q)
+      if r and id_of(r) == doc.id then changed = true; break end
+    end
   end
-  if not changed then
+  if not changed and not quiet then
     for _, c in ipairs(doc.chk) do
       for _, q in ipairs(seqs_of(shard_blob(shard_of(c[1], level, split)), c[1])) do
         if q > c[2] then changed = true; break end
@@ -703,6 +711,8 @@ class CompactRedisStore(RedisStore):
     ) -> None:
         super().__init__(url, namespace=namespace, ttl=ttl)
         self._due: tuple[int, bool] | None = None  # (log position, snapshot due) last read
+        #: the last sequence number given when this write section first read (see _WRITE)
+        self._read_seq: int | None = None
         self._find = self._r.register_script(_FIND)
         self._write = self._r.register_script(_WRITE)
         self._forget_script = self._r.register_script(_FORGET)
@@ -738,11 +748,13 @@ class CompactRedisStore(RedisStore):
         self._records, self._bucket_seen, self._exact_seen = {}, {}, {}
         self._by_id = {}
         self._stale_records = set()
+        self._read_seq = None
 
     def _end(self) -> None:
         self._records, self._bucket_seen, self._exact_seen = {}, {}, {}
         self._by_id = {}
         self._stale_records = set()
+        self._read_seq = None
         super()._end()
 
     def commit(self) -> int:
@@ -754,7 +766,8 @@ class CompactRedisStore(RedisStore):
             ttl = "" if self.ttl is None else str(max(1, int(self.ttl)))
             bundles = [self._bundle(new) for new in self._pending]
             stale = b"".join(sorted(self._stale_records))
-            args = [self.ns, ttl, repr(time.time()), str(len(bundles)), stale, *bundles]
+            read = "" if self._read_seq is None else str(self._read_seq)
+            args = [self.ns, ttl, repr(time.time()), str(len(bundles)), stale, read, *bundles]
             added, _ = self._call(self._write, [], args)
             return int(added)
         finally:
@@ -820,9 +833,11 @@ class CompactRedisStore(RedisStore):
         if not self._in_section:  # what a section read is kept for it alone
             self._records, self._by_id = {}, {}
         flat = self._call(self._find, [], [self.ns, *keys])
+        if self._writing and self._read_seq is None:
+            self._read_seq = int(flat[0])
         found: dict[bytes, list[int]] = {}
-        n = int(flat[0])
-        at = 1
+        n = int(flat[1])
+        at = 2
         for _ in range(n):
             i, m = int(flat[at]), int(flat[at + 1])
             found[keys[i - 1]] = [int(q) for q in flat[at + 2 : at + 2 + m]]
