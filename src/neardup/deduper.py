@@ -525,13 +525,22 @@ class Deduper:
         done: list[Decision] = []
         start = attempt = stuck = 0
         while True:
+            buckets_of = {i: bucket_keys(sk) for i, sk in sketches.items() if i >= start}
+            asked = (
+                {it.id for it in items[start:]},
+                {it.key for it in items[start:]},
+                {bk for keys in buckets_of.values() for bk in keys},
+            )
             self.store.begin(write=add)
             counted: list[tuple[int, U32]] = []  # (entry number, codes) of stories counted
             turns, had_saved = self._common.turns, self._has_saved
             try:
+                self.store.expect(*asked)
                 self._sync(save=add)
                 turns = self._common.turns
-                decisions, news, origin = self._decide(items, times, sketches, add, counted, start)
+                decisions, news, origin = self._decide(
+                    items, times, sketches, add, counted, start, buckets_of, asked
+                )
                 if add:
                     self.store.put(news)
                     applied = self.store.commit()
@@ -640,17 +649,16 @@ class Deduper:
         sketches: dict[int, Sketch],
         add: bool,
         counted: list[tuple[int, U32]],
-        start: int = 0,
+        start: int,
+        buckets_of: dict[int, list[BandKey]],
+        asked: tuple[set[str], set[int], set[BandKey]],
     ) -> tuple[list[Decision], list[NewEntry], list[int]]:
         """Decide ``items[start:]`` in order inside the atomic section: their decisions, the
-        entries to add, and the item each entry comes from."""
+        entries to add, and the item each entry comes from. ``buckets_of``: the buckets of
+        each sketch from ``start`` on; ``asked``: what the section reads first (the ids,
+        exact texts and those buckets)."""
         cfg, store, cap = self.config, self.store, self.config.bucket_cap
-        buckets_of = {i: bucket_keys(sk) for i, sk in sketches.items() if i >= start}
-        known, exact, stored = store.lookup(
-            {it.id for it in items[start:]},
-            {it.key for it in items[start:]},
-            {bk for keys in buckets_of.values() for bk in keys},
-        )
+        known, exact, stored = store.lookup(*asked)
         for members in stored.values():
             del members[cap:]
         # entries and sketches of everything a document of this batch may be compared with

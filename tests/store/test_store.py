@@ -242,11 +242,41 @@ def test_one_lookup_reads_what_the_three_reads_read(store_url: str) -> None:
         assert store.lookup(ids, keys, bands) == separate
         assert store.lookup(ids, (), ()) == (separate[0], {}, {})
         for write in (False, True):
-            store.begin(write=write)
-            try:
-                assert store.lookup(ids, keys, bands) == separate
-            finally:
-                store.rollback()
+            for expected in (None, (ids, keys, bands), (ids[:3], keys, [])):
+                store.begin(write=write)
+                try:
+                    if expected is not None:  # said first, read with the log
+                        store.expect(*expected)
+                        store.log_stories(0, 10_000)
+                    assert store.lookup(ids, keys, bands) == separate
+                    assert store.lookup(ids, keys, bands) == separate  # and again
+                finally:
+                    store.rollback()
+
+
+def test_a_compact_redis_section_reads_its_lookup_with_the_log(
+    redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A section's lookup said first (``expect``) is read with the log's first page: the
+    lookup then asks Redis nothing; one that asks something else reads afresh."""
+    docs = _sample()
+    with Deduper(store=redis_url, explain=False) as dd:
+        dd.check_and_add_many(docs[:30])
+        store = dd.store
+        ids = [str(d["id"]) for d in docs[20:40]]
+        keys = [text_key(str(d["text"])) for d in docs[20:40]]
+        bands = [bk for d in docs[25:35] for bk in bucket_keys(dd.sketch(str(d["text"])))]
+        calls: list[object] = []
+        call = store._call
+        monkeypatch.setattr(store, "_call", lambda fn, *a: calls.append(fn) or call(fn, *a))
+        for asked, reads in (((ids, keys, bands), 1), ((ids, keys, bands[1:]), 2)):
+            store.begin()
+            store.expect(*asked)
+            store.log_stories(0, 10_000)
+            store.lookup(ids, keys, bands)
+            store.rollback()
+            assert len(calls) == reads
+            calls.clear()
 
 
 def test_a_compact_redis_store_reads_when_its_table_is_due_with_the_log(

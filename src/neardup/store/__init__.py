@@ -258,6 +258,12 @@ class Store(ABC):
     def buckets(self, keys: Iterable[BandKey]) -> dict[BandKey, list[tuple[int, str, float]]]:
         """The members of each non-empty bucket: (seq, id, timestamp), earliest first."""
 
+    def expect(self, ids: Iterable[str], text_keys: Iterable[int], keys: Iterable[BandKey]) -> None:
+        """What this section's :meth:`lookup` will ask, said at its start (a store on a server
+        may read it with the section's first read of the log); nothing changes if it asks
+        something else."""
+        return None
+
     def lookup(
         self, ids: Iterable[str], text_keys: Iterable[int], keys: Iterable[BandKey]
     ) -> tuple[dict[str, Entry], dict[int, str], dict[BandKey, list[tuple[int, str, float]]]]:

@@ -39,7 +39,7 @@ import struct
 import time
 import zlib
 from collections.abc import Container, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import xxhash
@@ -208,47 +208,49 @@ local function record(seq)
 end
 """
 
-#: The records of each key among ARGV[2..], and the documents they name: returns the last
+#: The records of each key among ARGV[first..], and the documents they name: the last
 #: sequence number given (``NS:seq``), the number of keys found, then for each (its
-#: position, how many, the sequence numbers), then pairs (sequence number, record) of the
-#: documents still stored.
-_FIND = (
-    _COMMON
-    + """
-local level, split = state()
-local found, docs, n = {}, {}, 0
-local blobs = {}
-for i = 2, #ARGV do
-  local k = ARGV[i]
-  local s = shard_of(k, level, split)
-  local blob = blobs[s]
-  if not blob then
-    blob = redis.call('GET', ns .. ':s:' .. s) or ''
-    blobs[s] = blob
-  end
-  local seqs = seqs_of(blob, k)
-  if #seqs > 0 then
-    n = n + 1
-    found[#found + 1] = i - 1
-    found[#found + 1] = #seqs
-    for _, q in ipairs(seqs) do
-      found[#found + 1] = q
-      docs[q] = true
+#: position among those keys, how many, the sequence numbers), then pairs (sequence number,
+#: record) of the documents still stored.
+_FIND_FN = """
+local function find(first)
+  local level, split = state()
+  local found, docs, n = {}, {}, 0
+  local blobs = {}
+  for i = first, #ARGV do
+    local k = ARGV[i]
+    local s = shard_of(k, level, split)
+    local blob = blobs[s]
+    if not blob then
+      blob = redis.call('GET', ns .. ':s:' .. s) or ''
+      blobs[s] = blob
+    end
+    local seqs = seqs_of(blob, k)
+    if #seqs > 0 then
+      n = n + 1
+      found[#found + 1] = i - first + 1
+      found[#found + 1] = #seqs
+      for _, q in ipairs(seqs) do
+        found[#found + 1] = q
+        docs[q] = true
+      end
     end
   end
-end
-local out = {tonumber(redis.call('GET', ns .. ':seq') or '0'), n}
-for _, v in ipairs(found) do out[#out + 1] = v end
-for q, _ in pairs(docs) do
-  local r = record(q)
-  if r then
-    out[#out + 1] = q
-    out[#out + 1] = r
+  local out = {tonumber(redis.call('GET', ns .. ':seq') or '0'), n}
+  for _, v in ipairs(found) do out[#out + 1] = v end
+  for q, _ in pairs(docs) do
+    local r = record(q)
+    if r then
+      out[#out + 1] = q
+      out[#out + 1] = r
+    end
   end
+  return out
 end
-return out
 """
-)
+
+#: :data:`_FIND_FN` of the keys ARGV[2..].
+_FIND = _COMMON + _FIND_FN + "return find(2)\n"
 
 #: Add a batch of documents (one bundle each, ARGV[7..6+n]), atomically, up to the first one
 #: whose reads changed since it was decided; returns how many were added and the first
@@ -660,19 +662,35 @@ return 1
 """
 
 #: Up to ARGV[3] log records after position ARGV[2]: the log's base position, then them.
-_LOG = """
-local ns = ARGV[1]
-local after, limit = tonumber(ARGV[2]), tonumber(ARGV[3])
-local base = tonumber(redis.call('GET', ns .. ':logbase') or '0')
-local size = redis.call('STRLEN', ns .. ':common')
-local logged = tonumber(redis.call('GET', ns .. ':logbytes') or '0')
-if after < base then return {base, size, logged} end
-local out = {base, size, logged}
-for _, r in ipairs(redis.call('LRANGE', ns .. ':log', after - base, after - base + limit - 1)) do
-  out[#out + 1] = r
+#: A page of the log of stories from ARGV[2] (a position), at most ARGV[3] long: where the log
+#: begins, the saved table's size, the log's bytes, how many stories follow, the stories.
+_LOG_FN = """
+local function log_page(after, limit)
+  local base = tonumber(redis.call('GET', ns .. ':logbase') or '0')
+  local size = redis.call('STRLEN', ns .. ':common')
+  local logged = tonumber(redis.call('GET', ns .. ':logbytes') or '0')
+  if after < base then return {base, size, logged, 0} end
+  local page = redis.call('LRANGE', ns .. ':log', after - base, after - base + limit - 1)
+  local out = {base, size, logged, #page}
+  for _, r in ipairs(page) do out[#out + 1] = r end
+  return out
 end
+"""
+
+_LOG = "local ns = ARGV[1]\n" + _LOG_FN + "return log_page(tonumber(ARGV[2]), tonumber(ARGV[3]))\n"
+
+#: A page of the log (:data:`_LOG`) and then the records of the keys ARGV[4..]
+#: (:data:`_FIND`): a section's first reads in one round trip.
+_LOG_FIND = (
+    _COMMON
+    + _LOG_FN
+    + _FIND_FN
+    + """
+local out = log_page(tonumber(ARGV[2]), tonumber(ARGV[3]))
+for _, v in ipairs(find(4)) do out[#out + 1] = v end
 return out
 """
+)
 
 
 #: The texts of documents from the text tier (ARGV[2..]: their sequence numbers): each one's
@@ -696,6 +714,22 @@ return out
 """.replace("BLOCK", str(BLOCK))
 
 
+class _Asked(NamedTuple):
+    """A lookup's values (ids, exact-text hashes, buckets), the ids the section has read
+    already and those it looks up, and the keys looked up."""
+
+    values: tuple[list[str], list[int], list[BandKey]]
+    known: dict[str, int]
+    ids_wanted: list[str]
+    id_keys: list[bytes]
+    exact_keys: list[bytes]
+    band_keys: list[bytes]
+
+    @property
+    def all_keys(self) -> list[bytes]:
+        return self.id_keys + self.exact_keys + self.band_keys
+
+
 class CompactRedisStore(RedisStore):
     """A compact :class:`~neardup.store.Store` on a Redis server (see the module)."""
 
@@ -713,12 +747,16 @@ class CompactRedisStore(RedisStore):
         self._due: tuple[int, bool] | None = None  # (log position, snapshot due) last read
         #: the last sequence number given when this write section first read (see _WRITE)
         self._read_seq: int | None = None
+        #: what the section's lookup will ask (expect), and what the log's read found of it
+        self._expected: _Asked | None = None
+        self._prefound: dict[bytes, list[int]] | None = None
         self._find = self._r.register_script(_FIND)
         self._write = self._r.register_script(_WRITE)
         self._forget_script = self._r.register_script(_FORGET)
         self._sweep = self._r.register_script(_SWEEP)
         self._save = self._r.register_script(_SAVE)
         self._log_script = self._r.register_script(_LOG)
+        self._log_find = self._r.register_script(_LOG_FIND)
         self._tidy_script = self._r.register_script(_TIDY)
         self._texts_script = self._r.register_script(_TEXTS)
         self.keep_text = keep_text or bool(self._call(self._r.exists, self._k("keep_text")))
@@ -749,12 +787,14 @@ class CompactRedisStore(RedisStore):
         self._by_id = {}
         self._stale_records = set()
         self._read_seq = None
+        self._expected = self._prefound = None
 
     def _end(self) -> None:
         self._records, self._bucket_seen, self._exact_seen = {}, {}, {}
         self._by_id = {}
         self._stale_records = set()
         self._read_seq = None
+        self._expected = self._prefound = None
         super()._end()
 
     def commit(self) -> int:
@@ -832,12 +872,15 @@ class CompactRedisStore(RedisStore):
             return {}
         if not self._in_section:  # what a section read is kept for it alone
             self._records, self._by_id = {}, {}
-        flat = self._call(self._find, [], [self.ns, *keys])
+        return self._found(keys, self._call(self._find, [], [self.ns, *keys]), 0)
+
+    def _found(self, keys: list[bytes], flat: list[Any], at: int) -> dict[bytes, list[int]]:
+        """What :data:`_FIND_FN` returned of ``keys`` (from ``flat[at]`` on)."""
         if self._writing and self._read_seq is None:
-            self._read_seq = int(flat[0])
+            self._read_seq = int(flat[at])
         found: dict[bytes, list[int]] = {}
-        n = int(flat[1])
-        at = 2
+        n = int(flat[at + 1])
+        at += 2
         for _ in range(n):
             i, m = int(flat[at]), int(flat[at + 1])
             found[keys[i - 1]] = [int(q) for q in flat[at + 2 : at + 2 + m]]
@@ -929,21 +972,44 @@ class CompactRedisStore(RedisStore):
                 out[bk] = members
         return out
 
+    def _asked(
+        self, ids: Iterable[str], text_keys: Iterable[int], keys: Iterable[BandKey]
+    ) -> _Asked:
+        every = list(dict.fromkeys(ids))
+        known, ids_wanted, id_keys = self._ids_asked("id", every)
+        exact_wanted = list(dict.fromkeys(text_keys))
+        band_wanted = list(dict.fromkeys(keys))
+        return _Asked(
+            (every, exact_wanted, band_wanted),
+            known,
+            ids_wanted,
+            id_keys,
+            [_key("exact", k) for k in exact_wanted],
+            _band(band_wanted),
+        )
+
+    def expect(self, ids: Iterable[str], text_keys: Iterable[int], keys: Iterable[BandKey]) -> None:
+        """The section's first read of the log reads these too (one round trip less)."""
+        if self._in_section:
+            self._expected = self._asked(ids, text_keys, keys)
+
     def lookup(
         self, ids: Iterable[str], text_keys: Iterable[int], keys: Iterable[BandKey]
     ) -> tuple[dict[str, Entry], dict[int, str], dict[BandKey, list[tuple[int, str, float]]]]:
-        """The three reads by one script: their lookup keys together."""
+        """The three reads by one script: their lookup keys together (or none, where the
+        section's read of the log found them: :meth:`expect`)."""
         with self._lock:
-            known, ids_wanted, id_keys = self._ids_asked("id", ids)
-            exact_wanted = list(dict.fromkeys(text_keys))
-            exact_keys = [_key("exact", k) for k in exact_wanted]
-            band_wanted = list(dict.fromkeys(keys))
-            raws = _band(band_wanted)
-            found = self._lookup(id_keys + exact_keys + raws)
-            seqs = self._ids_found(known, ids_wanted, id_keys, found)
+            asked = self._asked(ids, text_keys, keys)
+            expected, found = self._expected, self._prefound
+            self._expected = self._prefound = None
+            if expected is not None and found is not None and expected.values == asked.values:
+                asked = expected
+            else:
+                found = self._lookup(asked.all_keys)
+            seqs = self._ids_found(asked.known, asked.ids_wanted, asked.id_keys, found)
             entries = {i: self._records[q][0] for i, q in seqs.items()}
-            exact = self._exact_found(exact_wanted, exact_keys, found)
-            return entries, exact, self._buckets_found(band_wanted, raws, found)
+            exact = self._exact_found(asked.values[1], asked.exact_keys, found)
+            return entries, exact, self._buckets_found(asked.values[2], asked.band_keys, found)
 
     def sketches(self, ids: Iterable[str]) -> dict[str, Stored]:
         with self._lock:
@@ -1005,11 +1071,18 @@ class CompactRedisStore(RedisStore):
         return page.position, [i for i, _ in page.stories], page.done
 
     def log_stories(self, after: int, limit: int, skip: Container[str] = ()) -> LogPage:
-        flat = self._call(self._log_script, [], [self.ns, after, limit])
+        expected, self._expected = self._expected, None
+        if expected is not None and self._in_section:  # and the lookup the section expects
+            keys = expected.all_keys
+            flat = self._call(self._log_find, [], [self.ns, after, limit, *keys])
+            self._prefound = self._found(keys, flat, 4 + int(flat[3]))
+            self._expected = expected
+        else:
+            flat = self._call(self._log_script, [], [self.ns, after, limit])
         if after < int(flat[0]):
             return LogPage(after, [], False, behind=True)
         stories = []
-        for raw in flat[3:]:
+        for raw in flat[4 : 4 + int(flat[3])]:
             doc_id, at = _read_str(bytes(raw), 0)
             s = str(doc_id)
             stories.append((s, NO_SLOTS if s in skip else decode_slots(bytes(raw)[at:])))
