@@ -279,6 +279,30 @@ def test_a_compact_redis_section_reads_its_lookup_with_the_log(
             calls.clear()
 
 
+def test_a_compact_redis_section_reads_the_texts_of_what_it_finds_with_it(
+    redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A store that keeps texts (a Deduper that explains) reads the texts of the documents a
+    section's lookup finds with them: their sketches then come with no round trip of their
+    own, and the texts are those read outside a section."""
+    docs = _sample()
+    with Deduper(store=redis_url) as dd:
+        dd.check_and_add_many(docs[:30])
+        store = dd.store
+        ids = [str(d["id"]) for d in docs[:30]]
+        outside = store.sketches(ids)
+        assert all(sk.text for sk in outside.values())
+        calls: list[object] = []
+        call = store._call
+        monkeypatch.setattr(store, "_call", lambda fn, *a: calls.append(fn) or call(fn, *a))
+        store.begin()
+        store.lookup(ids, [], [])
+        inside = store.sketches(ids)
+        store.rollback()
+        assert len(calls) == 1 and inside == outside
+        assert [sk.text for sk in inside.values()] == [sk.text for sk in outside.values()]
+
+
 def test_a_compact_redis_store_reads_when_its_table_is_due_with_the_log(
     redis_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

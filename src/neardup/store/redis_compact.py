@@ -211,9 +211,20 @@ end
 #: The records of each key among ARGV[first..], and the documents they name: the last
 #: sequence number given (``NS:seq``), the number of keys found, then for each (its
 #: position among those keys, how many, the sequence numbers), then pairs (sequence number,
-#: record) of the documents still stored.
+#: record) of the documents still stored — triples with its compressed text from the text
+#: tier ('' none) where ``texts``.
 _FIND_FN = """
-local function find(first)
+local function text_of(q)
+  local key = ns .. ':t:' .. math.floor(q / BLOCK)
+  local at = 4 * (q % BLOCK)
+  local head = redis.call('GETRANGE', key, at, at + 7)
+  if #head == 8 then
+    local lo, hi = struct.unpack('<I4I4', head)
+    if hi > lo then return redis.call('GETRANGE', key, lo, hi - 1) end
+  end
+  return ''
+end
+local function find(first, texts)
   local level, split = state()
   local found, docs, n = {}, {}, 0
   local blobs = {}
@@ -243,14 +254,15 @@ local function find(first)
     if r then
       out[#out + 1] = q
       out[#out + 1] = r
+      if texts then out[#out + 1] = text_of(q) end
     end
   end
   return out
 end
 """
 
-#: :data:`_FIND_FN` of the keys ARGV[2..].
-_FIND = _COMMON + _FIND_FN + "return find(2)\n"
+#: :data:`_FIND_FN` of the keys ARGV[3..], with the texts where ARGV[2] is '1'.
+_FIND = _COMMON + _FIND_FN + "return find(3, ARGV[2] == '1')\n"
 
 #: Add a batch of documents (one bundle each, ARGV[7..6+n]), atomically, up to the first one
 #: whose reads changed since it was decided; returns how many were added and the first
@@ -679,15 +691,15 @@ end
 
 _LOG = "local ns = ARGV[1]\n" + _LOG_FN + "return log_page(tonumber(ARGV[2]), tonumber(ARGV[3]))\n"
 
-#: A page of the log (:data:`_LOG`) and then the records of the keys ARGV[4..]
-#: (:data:`_FIND`): a section's first reads in one round trip.
+#: A page of the log (:data:`_LOG`) and then the records of the keys ARGV[5..], with the
+#: texts where ARGV[4] is '1' (:data:`_FIND`): a section's first reads in one round trip.
 _LOG_FIND = (
     _COMMON
     + _LOG_FN
     + _FIND_FN
     + """
 local out = log_page(tonumber(ARGV[2]), tonumber(ARGV[3]))
-for _, v in ipairs(find(4)) do out[#out + 1] = v end
+for _, v in ipairs(find(5, ARGV[4] == '1')) do out[#out + 1] = v end
 return out
 """
 )
@@ -695,23 +707,15 @@ return out
 
 #: The texts of documents from the text tier (ARGV[2..]: their sequence numbers): each one's
 #: compressed text, or an empty string where the tier has none.
-_TEXTS = """
-local ns = ARGV[1]
+_TEXTS = (
+    _COMMON
+    + _FIND_FN
+    + """
 local out = {}
-for i = 2, #ARGV do
-  local q = tonumber(ARGV[i])
-  local key = ns .. ':t:' .. math.floor(q / BLOCK)
-  local at = 4 * (q % BLOCK)
-  local head = redis.call('GETRANGE', key, at, at + 7)
-  local text = ''
-  if #head == 8 then
-    local lo, hi = struct.unpack('<I4I4', head)
-    if hi > lo then text = redis.call('GETRANGE', key, lo, hi - 1) end
-  end
-  out[#out + 1] = text
-end
+for i = 2, #ARGV do out[#out + 1] = text_of(tonumber(ARGV[i])) end
 return out
-""".replace("BLOCK", str(BLOCK))
+"""
+)
 
 
 class _Asked(NamedTuple):
@@ -750,6 +754,8 @@ class CompactRedisStore(RedisStore):
         #: what the section's lookup will ask (expect), and what the log's read found of it
         self._expected: _Asked | None = None
         self._prefound: dict[bytes, list[int]] | None = None
+        #: the compressed texts (b"": none) of the documents whose records a section read
+        self._tier: dict[int, bytes] = {}
         self._find = self._r.register_script(_FIND)
         self._write = self._r.register_script(_WRITE)
         self._forget_script = self._r.register_script(_FORGET)
@@ -788,6 +794,7 @@ class CompactRedisStore(RedisStore):
         self._stale_records = set()
         self._read_seq = None
         self._expected = self._prefound = None
+        self._tier = {}
 
     def _end(self) -> None:
         self._records, self._bucket_seen, self._exact_seen = {}, {}, {}
@@ -795,6 +802,7 @@ class CompactRedisStore(RedisStore):
         self._stale_records = set()
         self._read_seq = None
         self._expected = self._prefound = None
+        self._tier = {}
         super()._end()
 
     def commit(self) -> int:
@@ -872,7 +880,13 @@ class CompactRedisStore(RedisStore):
             return {}
         if not self._in_section:  # what a section read is kept for it alone
             self._records, self._by_id = {}, {}
-        return self._found(keys, self._call(self._find, [], [self.ns, *keys]), 0)
+        return self._found(keys, self._call(self._find, [], [self.ns, self._with_texts, *keys]), 0)
+
+    @property
+    def _with_texts(self) -> str:
+        """'1' where a lookup brings the texts of the documents it finds: in a section (what
+        it reads is kept for the section) of a store that keeps them."""
+        return "1" if self.keep_text and self._in_section else "0"
 
     def _found(self, keys: list[bytes], flat: list[Any], at: int) -> dict[bytes, list[int]]:
         """What :data:`_FIND_FN` returned of ``keys`` (from ``flat[at]`` on)."""
@@ -885,12 +899,15 @@ class CompactRedisStore(RedisStore):
             i, m = int(flat[at]), int(flat[at + 1])
             found[keys[i - 1]] = [int(q) for q in flat[at + 2 : at + 2 + m]]
             at += 2 + m
+        step = 3 if self._with_texts == "1" else 2
         while at < len(flat):
             q = int(flat[at])
             rec = _parse(q, bytes(flat[at + 1]))
             self._records[q] = rec
             self._by_id[rec[0].id] = q
-            at += 2
+            if step == 3:
+                self._tier[q] = bytes(flat[at + 2])
+            at += step
         return found
 
     def _docs(self, kind: str, values: Iterable[str]) -> dict[str, int]:
@@ -1028,14 +1045,18 @@ class CompactRedisStore(RedisStore):
 
     def _texts(self, seqs: list[int]) -> dict[int, str]:
         """The texts of these documents from the text tier."""
-        if not seqs:
-            return {}
-        found = self._call(self._texts_script, [], [self.ns, *seqs])
-        return {
-            q: zlib.decompress(raw).decode("utf-8", "surrogatepass")
-            for q, raw in zip(seqs, found, strict=True)
-            if raw
-        }
+        asked = [q for q in seqs if q not in self._tier]
+        raws = (
+            dict(zip(asked, self._call(self._texts_script, [], [self.ns, *asked]), strict=True))
+            if asked
+            else {}
+        )
+        out = {}
+        for q in seqs:
+            raw = self._tier.get(q) if q in self._tier else raws[q]
+            if raw:
+                out[q] = zlib.decompress(raw).decode("utf-8", "surrogatepass")
+        return out
 
     def texts(self, ids: Iterable[str]) -> dict[str, str]:
         with self._lock:
@@ -1074,7 +1095,7 @@ class CompactRedisStore(RedisStore):
         expected, self._expected = self._expected, None
         if expected is not None and self._in_section:  # and the lookup the section expects
             keys = expected.all_keys
-            flat = self._call(self._log_find, [], [self.ns, after, limit, *keys])
+            flat = self._call(self._log_find, [], [self.ns, after, limit, self._with_texts, *keys])
             self._prefound = self._found(keys, flat, 4 + int(flat[3]))
             self._expected = expected
         else:
