@@ -698,7 +698,7 @@ class Deduper:
                     src = fe.copy_of or first
                     held = pool.get(src) or self._sketches([(src, -1)]).get(src)
                     if held is not None and held.text:
-                        ev = evidence(cast(Sketch, held), cast(Sketch, held))
+                        ev = evidence(held, held)
                 d = Decision(it.id, True, first, fe.cluster, 1.0, "identical", ev)
                 entry = Entry(it.id, 0, t, first, fe.cluster, 1.0, "identical", it.title, first)
                 if add:
@@ -736,7 +736,8 @@ class Deduper:
                     if add:
                         extended.add(found.key)
                 ev, chrome = cast(tuple[Passage, ...], ()), cast(tuple[Passage, ...], ())
-                if self.explain and (theirs := self._readable(pool[found.key])) is not None:
+                theirs = pool[found.key]  # only its text is read: a compact one's text tier
+                if self.explain and (isinstance(theirs, Sketch) or theirs.text):
                     ev, chrome = shared_text(sk, theirs, cfg, self._common)
                 copy_of = found.key if found.is_copy else None
                 extends = None if found.is_copy else found.key

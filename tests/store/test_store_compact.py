@@ -5,6 +5,7 @@ to do."""
 
 from __future__ import annotations
 
+import random
 import sqlite3
 import time
 from pathlib import Path
@@ -18,6 +19,7 @@ from neardup.engine import bucket_keys
 from neardup.engine.compact import Compact
 from neardup.store import VERBATIM, open_store, sqlite_compact
 
+from ..engine.test_real_crawls import zh
 from ..synth import corpus
 
 
@@ -65,6 +67,25 @@ def test_a_verbatim_copy_joins_no_bucket_and_later_ones_find_the_kept_one(
         later = dd.check_and_add("later", "来源：某网\n" + t0)
         assert (later.duplicate_of, later.cluster) == ("first", "first")
         assert [d.id for d in dd.cluster("first")] == ["first", "copy", "later"]
+
+
+def test_a_compact_store_explains_a_match_as_whole_sketches_do(compact_url: str) -> None:
+    """The passages a duplicate shares with what it matched, and those set aside as chrome,
+    are read from the text a compact store keeps, the same as from the whole sketches a
+    memory store holds (chrome: pages of one site's frame around different stories)."""
+    rng = random.Random(66)
+    block = zh(rng, 4)  # a site's block: chrome once it is in common_after stories
+    docs = [(i, f"{t}\n{block}") for i, t, _ in corpus(66, 12, 3)]
+    story = zh(rng, 8)
+    docs += [("story", story + "\n" + block), ("copy", "转载\n" + story + "\n" + block)]
+    with Deduper() as whole, Deduper(store=compact_url) as compact:
+        want = whole.check_and_add_many(docs)
+        got = compact.check_and_add_many(docs)
+    # where both matched the same document (a compact store's scores are estimates: one
+    # extension here extends another copy of its story)
+    same = [(w, g) for w, g in zip(want, got, strict=True) if w.match == g.match and w.evidence]
+    assert len(same) >= len(want) // 2 and any(w.chrome for w, _ in same)
+    assert [(g.evidence, g.chrome) for _, g in same] == [(w.evidence, w.chrome) for w, _ in same]
 
 
 def test_texts_are_kept_when_a_deduper_explains_or_keep_text_says(compact_url: str) -> None:

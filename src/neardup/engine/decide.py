@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -328,17 +329,25 @@ def best_of(
     return out
 
 
-def evidence(a: Sketch, b: Sketch) -> tuple[Passage, ...]:
+class Readable(Protocol):
+    """Anything with a prepared text: a sketch, or a compact store's stored form with the
+    text its text tier keeps."""
+
+    @property
+    def text(self) -> str: ...
+
+
+def evidence(a: Readable, b: Readable) -> tuple[Passage, ...]:
     """The passages two prepared texts share, longest first (what a person reads)."""
     return tuple(shared_passages(a.text, b.text, min_len=6, limit=10))
 
 
 def shared_text(
-    a: Sketch, b: Sketch, cfg: DedupConfig, guard: TemplateGuard | None
+    a: Sketch, b: Readable, cfg: DedupConfig, guard: TemplateGuard | None
 ) -> tuple[tuple[Passage, ...], tuple[Passage, ...]]:
     """The passages two prepared texts share, longest first, split into the parts that
     counted and those set aside as chrome: the units of ``a`` that lie only in shingles the
-    template guard calls common."""
+    template guard calls common (of ``b`` only the text is read)."""
     found = evidence(a, b)
     if guard is None or not found:
         return found, ()
