@@ -277,6 +277,15 @@ def test_a_compact_redis_section_reads_its_lookup_with_the_log(
             store.rollback()
             assert len(calls) == reads
             calls.clear()
+        store.begin()  # a log of several pages: the lookup comes with the first
+        store.expect(ids, keys, bands)
+        assert store.log_stories(0, 2).position == 2
+        assert store.log_stories(2, 10_000).done
+        separate = (store.entries(ids), store.exact(keys), store.buckets(bands))
+        calls.clear()
+        assert store.lookup(ids, keys, bands) == separate
+        store.rollback()
+        assert calls == []
 
 
 def test_a_compact_redis_section_reads_the_texts_of_what_it_finds_with_it(

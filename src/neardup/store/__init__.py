@@ -17,7 +17,9 @@ process replays the common-shingle counts. Not the user's full records.
 The :class:`~neardup.deduper.Deduper` drives a store through one atomic section per batch:
 :meth:`Store.begin`, reads, :meth:`Store.put`, :meth:`Store.commit` (which applies the batch up to
 the first document whose reads another process changed meanwhile; the Deduper decides the
-rest again).
+rest again). A section's first reads — the log of stories, then :meth:`Store.lookup` of the
+batch's ids, exact texts and buckets, said at the start by :meth:`Store.expect` — are one
+round trip on a compact Redis namespace, and the write another.
 """
 
 from __future__ import annotations

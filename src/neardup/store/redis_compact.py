@@ -753,7 +753,7 @@ class CompactRedisStore(RedisStore):
         self._read_seq: int | None = None
         #: what the section's lookup will ask (expect), and what the log's read found of it
         self._expected: _Asked | None = None
-        self._prefound: dict[bytes, list[int]] | None = None
+        self._prefound: tuple[_Asked, dict[bytes, list[int]]] | None = None
         #: the compressed texts (b"": none) of the documents whose records a section read
         self._tier: dict[int, bytes] = {}
         self._find = self._r.register_script(_FIND)
@@ -1017,10 +1017,9 @@ class CompactRedisStore(RedisStore):
         section's read of the log found them: :meth:`expect`)."""
         with self._lock:
             asked = self._asked(ids, text_keys, keys)
-            expected, found = self._expected, self._prefound
-            self._expected = self._prefound = None
-            if expected is not None and found is not None and expected.values == asked.values:
-                asked = expected
+            prefound, self._expected, self._prefound = self._prefound, None, None
+            if prefound is not None and prefound[0].values == asked.values:
+                asked, found = prefound
             else:
                 found = self._lookup(asked.all_keys)
             seqs = self._ids_found(asked.known, asked.ids_wanted, asked.id_keys, found)
@@ -1096,8 +1095,7 @@ class CompactRedisStore(RedisStore):
         if expected is not None and self._in_section:  # and the lookup the section expects
             keys = expected.all_keys
             flat = self._call(self._log_find, [], [self.ns, after, limit, self._with_texts, *keys])
-            self._prefound = self._found(keys, flat, 4 + int(flat[3]))
-            self._expected = expected
+            self._prefound = (expected, self._found(keys, flat, 4 + int(flat[3])))
         else:
             flat = self._call(self._log_script, [], [self.ns, after, limit])
         if after < int(flat[0]):
