@@ -321,12 +321,13 @@ for d = 1, n do
   doc.add = {}
   for j = 1, doc.nadd do doc.add[j] = string.sub(b, at, at + 4); at = at + 5 end
   doc.chk = {}
-  for j = 1, doc.nchk do
-    local seen
-    seen = struct.unpack('<I4', b, at + 5)
-    doc.chk[j] = {string.sub(b, at, at + 4), seen}
-    at = at + 9
+  if not quiet then  -- read only where they are checked
+    for j = 1, doc.nchk do
+      doc.chk[j] = {string.sub(b, at + 9 * (j - 1), at + 9 * (j - 1) + 4),
+                    struct.unpack('<I4', b, at + 9 * (j - 1) + 5)}
+    end
   end
+  at = at + 9 * doc.nchk
   doc.exact = string.sub(b, at, at + 4); doc.exact_seen = struct.unpack('<i8', b, at + 5); at = at + 13
   doc.ext = string.sub(b, at, at + 4); doc.ext_check = string.byte(b, at + 5); at = at + 6
   doc.idkey = string.sub(b, at, at + 4); at = at + 5
