@@ -674,7 +674,6 @@ end
 return 1
 """
 
-#: Up to ARGV[3] log records after position ARGV[2]: the log's base position, then them.
 #: A page of the log of stories from ARGV[2] (a position), at most ARGV[3] long: where the log
 #: begins, the saved table's size, the log's bytes, how many stories follow, the stories.
 _LOG_FN = """
