@@ -208,14 +208,8 @@ local function record(seq)
 end
 """
 
-#: The records of each of the 5-byte keys packed one after another in ARGV[at], and the
-#: documents they name: the last sequence number given (``NS:seq``), then one string of
-#: little-endian 32-bit numbers — for each key found its position among the keys (from 1),
-#: how many records, their sequence numbers —, then pairs (sequence number, record) of the
-#: documents still stored: triples with its compressed text from the text tier ('' none)
-#: where ``texts``. (One string each way rather than a number an element: a client reads
-#: and writes them at a fraction of the cost.)
-_FIND_FN = """
+#: A document's compressed text from the text tier ('' none).
+_TEXT_FN = """
 local function text_of(q)
   local key = ns .. ':t:' .. math.floor(q / BLOCK)
   local at = 4 * (q % BLOCK)
@@ -226,6 +220,18 @@ local function text_of(q)
   end
   return ''
 end
+"""
+
+#: The records of each of the 5-byte keys packed one after another in ARGV[at], and the
+#: documents they name: the last sequence number given (``NS:seq``), then one string of
+#: little-endian 32-bit numbers — for each key found its position among the keys (from 1),
+#: how many records, their sequence numbers —, then pairs (sequence number, record) of the
+#: documents still stored: triples with its compressed text from the text tier ('' none)
+#: where ``texts``. (One string each way rather than a number an element: a client reads
+#: and writes them at a fraction of the cost.)
+_FIND_FN = (
+    _TEXT_FN
+    + """
 local function find(at, texts)
   local level, split = state()
   local found, docs = {}, {}
@@ -260,6 +266,7 @@ local function find(at, texts)
   return out
 end
 """
+)
 
 #: :data:`_FIND_FN` of the keys in ARGV[3], with the texts where ARGV[2] is '1'.
 _FIND = _COMMON + _FIND_FN + "return find(3, ARGV[2] == '1')\n"
@@ -709,7 +716,7 @@ return out
 #: compressed text, or an empty string where the tier has none.
 _TEXTS = (
     _COMMON
-    + _FIND_FN
+    + _TEXT_FN
     + """
 local out = {}
 for i = 2, #ARGV do out[#out + 1] = text_of(tonumber(ARGV[i])) end
@@ -880,18 +887,20 @@ class CompactRedisStore(RedisStore):
             return {}
         if not self._in_section:  # what a section read is kept for it alone
             self._records, self._by_id = {}, {}
-        return self._found(
-            keys, self._call(self._find, [], [self.ns, self._with_texts, b"".join(keys)]), 0
-        )
+        texts = self._with_texts()
+        flat = self._call(self._find, [], [self.ns, "1" if texts else "0", b"".join(keys)])
+        return self._found(keys, flat, 0, texts)
 
-    @property
-    def _with_texts(self) -> str:
-        """'1' where a lookup brings the texts of the documents it finds: in a section (what
-        it reads is kept for the section) of a store that keeps them."""
-        return "1" if self.keep_text and self._in_section else "0"
+    def _with_texts(self) -> bool:
+        """Whether a lookup brings the texts of the documents it finds: in a section (what it
+        reads is kept for the section) of a store that keeps them."""
+        return self.keep_text and self._in_section
 
-    def _found(self, keys: list[bytes], flat: list[Any], at: int) -> dict[bytes, list[int]]:
-        """What :data:`_FIND_FN` returned of ``keys`` (from ``flat[at]`` on)."""
+    def _found(
+        self, keys: list[bytes], flat: list[Any], at: int, texts: bool
+    ) -> dict[bytes, list[int]]:
+        """What :data:`_FIND_FN` returned of ``keys`` (from ``flat[at]`` on; with the texts
+        of the documents found where ``texts``)."""
         if self._writing and self._read_seq is None:
             self._read_seq = int(flat[at])
         found: dict[bytes, list[int]] = {}
@@ -902,15 +911,14 @@ class CompactRedisStore(RedisStore):
             found[keys[i - 1]] = words[j + 2 : j + 2 + m]
             j += 2 + m
         at += 2
-        step = 3 if self._with_texts == "1" else 2
         while at < len(flat):
             q = int(flat[at])
             rec = _parse(q, bytes(flat[at + 1]))
             self._records[q] = rec
             self._by_id[rec[0].id] = q
-            if step == 3:
+            if texts:
                 self._tier[q] = bytes(flat[at + 2])
-            at += step
+            at += 3 if texts else 2
         return found
 
     def _docs(self, kind: str, values: Iterable[str]) -> dict[str, int]:
@@ -992,26 +1000,22 @@ class CompactRedisStore(RedisStore):
                 out[bk] = members
         return out
 
-    def _asked(
-        self, ids: Iterable[str], text_keys: Iterable[int], keys: Iterable[BandKey]
-    ) -> _Asked:
-        every = list(dict.fromkeys(ids))
-        known, ids_wanted, id_keys = self._ids_asked("id", every)
-        exact_wanted = list(dict.fromkeys(text_keys))
-        band_wanted = list(dict.fromkeys(keys))
-        return _Asked(
-            (every, exact_wanted, band_wanted),
-            known,
-            ids_wanted,
-            id_keys,
-            [_key("exact", k) for k in exact_wanted],
-            _band(band_wanted),
-        )
+    @staticmethod
+    def _values(
+        ids: Iterable[str], text_keys: Iterable[int], keys: Iterable[BandKey]
+    ) -> tuple[list[str], list[int], list[BandKey]]:
+        return list(dict.fromkeys(ids)), list(dict.fromkeys(text_keys)), list(dict.fromkeys(keys))
+
+    def _asked(self, values: tuple[list[str], list[int], list[BandKey]]) -> _Asked:
+        """What a lookup of ``values`` (:meth:`_values`) knows already and looks up."""
+        known, ids_wanted, id_keys = self._ids_asked("id", values[0])
+        exact_keys = [_key("exact", k) for k in values[1]]
+        return _Asked(values, known, ids_wanted, id_keys, exact_keys, _band(values[2]))
 
     def expect(self, ids: Iterable[str], text_keys: Iterable[int], keys: Iterable[BandKey]) -> None:
         """The section's first read of the log reads these too (one round trip less)."""
         if self._in_section:
-            self._expected = self._asked(ids, text_keys, keys)
+            self._expected = self._asked(self._values(ids, text_keys, keys))
 
     def lookup(
         self, ids: Iterable[str], text_keys: Iterable[int], keys: Iterable[BandKey]
@@ -1019,11 +1023,12 @@ class CompactRedisStore(RedisStore):
         """The three reads by one script: their lookup keys together (or none, where the
         section's read of the log found them: :meth:`expect`)."""
         with self._lock:
-            asked = self._asked(ids, text_keys, keys)
+            values = self._values(ids, text_keys, keys)
             prefound, self._expected, self._prefound = self._prefound, None, None
-            if prefound is not None and prefound[0].values == asked.values:
+            if prefound is not None and prefound[0].values == values:
                 asked, found = prefound
             else:
+                asked = self._asked(values)
                 found = self._lookup(asked.all_keys)
             seqs = self._ids_found(asked.known, asked.ids_wanted, asked.id_keys, found)
             entries = {i: self._records[q][0] for i, q in seqs.items()}
@@ -1096,10 +1101,10 @@ class CompactRedisStore(RedisStore):
     def log_stories(self, after: int, limit: int, skip: Container[str] = ()) -> LogPage:
         expected, self._expected = self._expected, None
         if expected is not None and self._in_section:  # and the lookup the section expects
-            keys = expected.all_keys
-            args = [self.ns, after, limit, self._with_texts, b"".join(keys)]
+            keys, texts = expected.all_keys, self._with_texts()
+            args = [self.ns, after, limit, "1" if texts else "0", b"".join(keys)]
             flat = self._call(self._log_find, [], args)
-            self._prefound = (expected, self._found(keys, flat, 4 + int(flat[3])))
+            self._prefound = (expected, self._found(keys, flat, 4 + int(flat[3]), texts))
         else:
             flat = self._call(self._log_script, [], [self.ns, after, limit])
         if after < int(flat[0]):
