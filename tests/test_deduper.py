@@ -922,6 +922,58 @@ def test_first_texts_finds_the_first_of_each_text(blocks: list[list[int]]) -> No
         at += 2 * len(block) + 1
 
 
+@pytest.mark.parametrize("kind", ["sqlite", "redis"])
+def test_a_compact_store_writes_the_forms_made_where_documents_were_prepared(
+    kind: str, tmp_path: Any, request: pytest.FixtureRequest
+) -> None:
+    """A compact store's preparation carries what the store writes of each sketch (its
+    compact sketch, its story's logged slots, its compressed text), made where it was
+    prepared (a service's worker), through a pickle as the service sends it; the deciding
+    Deduper makes none of them again and stores the same bytes as ``check_and_add_many``."""
+    import pickle
+
+    from neardup.deduper import Prepared
+    from neardup.engine import compact as compact_module
+
+    ids, texts = corpus(41, "zh")
+    docs = list(zip(ids, texts, strict=True))
+
+    def url(name: str) -> str:
+        if kind == "sqlite":
+            return f"sqlite:///{tmp_path / name}.db?keep_text=1"
+        server = request.getfixturevalue("redis_server")
+        return f"{server}?namespace=t{tmp_path.name[-12:]}{name}&keep_text=1"
+
+    with Deduper(store=url("direct")) as direct:
+        expected = direct.check_and_add_many(docs)
+    with Deduper(store=url("decided")) as dd, Deduper(store=url("decided")) as preparing:
+        prepared = preparing.prepare(docs)
+        assert prepared.sketches and set(prepared.forms) == set(prepared.sketches)
+        prepared = pickle.loads(pickle.dumps(prepared))
+        made = []
+        real = compact_module.compact
+        compact_module.compact = lambda sk: made.append(sk) or real(sk)
+        try:
+            got = dd.decide_prepared(Prepared.join([prepared]), add=True)
+        finally:
+            compact_module.compact = real
+        assert made == []
+        assert [(d.id, d.duplicate_of, d.cluster) for d in got] == [
+            (d.id, d.duplicate_of, d.cluster) for d in expected
+        ]
+        kept = [d.id for d in got if not d.is_duplicate]
+        with Deduper(store=url("direct")) as again:
+            want = again.store.sketches(ids)
+            assert {i: compact_module.encode(c) for i, c in dd.store.sketches(ids).items()} == {
+                i: compact_module.encode(c) for i, c in want.items()
+            }
+            assert dd.store.texts(kept) == again.store.texts(kept)
+            log, want_log = dd.store.log_stories(0, 1000), again.store.log_stories(0, 1000)
+            assert [(i, slots.tolist()) for i, slots in log.stories] == [
+                (i, slots.tolist()) for i, slots in want_log.stories
+            ]
+
+
 def test_documents_prepared_elsewhere_are_decided_as_added_at_once(
     store_url: str, tmp_path: Any
 ) -> None:

@@ -51,7 +51,7 @@ from .engine import (
     to_verify,
 )
 from .engine import compact as compact_sketch
-from .engine.compact import Compact
+from .engine.compact import Compact, Forms
 from .errors import ConfigError, InputError, StoreError
 from .passages import Passage
 from .store import BandKey, Entry, LogPage, NewEntry, Store, Stored, open_store
@@ -122,6 +122,8 @@ class Prepared:
 
     items: list[_Item]
     sketches: dict[int, Sketch]
+    #: what a store writes of each sketch, made already (by position, as ``sketches``)
+    forms: dict[int, Forms] = dataclasses.field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.items)
@@ -133,10 +135,12 @@ class Prepared:
             return parts[0]
         items: list[_Item] = []
         sketches: dict[int, Sketch] = {}
+        forms: dict[int, Forms] = {}
         for p in parts:
             sketches.update((len(items) + i, sk) for i, sk in p.sketches.items())
+            forms.update((len(items) + i, f) for i, f in p.forms.items())
             items += p.items
-        return Prepared(items, sketches)
+        return Prepared(items, sketches, forms)
 
 
 def _from_entry(e: Entry) -> Decision:
@@ -486,14 +490,20 @@ class Deduper:
         for a process that decides what others prepared (:meth:`decide_prepared`; the
         decider of ``neardup serve --workers``)."""
         items = _items(docs)
-        return Prepared(items, self._sketches_needed(items))
+        sketches = self._sketches_needed(items)
+        if not self.store.writes_forms:
+            return Prepared(items, sketches)
+        text = self.store.keep_text
+        return Prepared(
+            items, sketches, {i: Forms(sk).made(text=text) for i, sk in sketches.items()}
+        )
 
     def decide_prepared(self, prepared: Prepared, *, add: bool) -> list[Decision]:
         """:meth:`check_and_add_many` (``add``) or :meth:`check_many` of documents
         :meth:`prepare` gave (on a store of the same configuration; several preparations
         joined by :meth:`Prepared.join`): the same decisions. What was not sketched and
         needs to be is sketched here."""
-        return self._run(prepared.items, add=add, sketches=prepared.sketches)
+        return self._run(prepared.items, add=add, sketches=prepared.sketches, forms=prepared.forms)
 
     def _sketches_needed(self, items: list[_Item]) -> dict[int, Sketch]:
         """Sketches, by position, of what is neither known nor an exact copy (of a stored
@@ -514,7 +524,12 @@ class Deduper:
         )
 
     def _run(
-        self, items: list[_Item], *, add: bool, sketches: dict[int, Sketch] | None = None
+        self,
+        items: list[_Item],
+        *,
+        add: bool,
+        sketches: dict[int, Sketch] | None = None,
+        forms: dict[int, Forms] | None = None,
     ) -> list[Decision]:
         if not items:
             return []
@@ -522,6 +537,7 @@ class Deduper:
         times = [it.timestamp if it.timestamp is not None else now for it in items]
         if sketches is None:
             sketches = self._sketches_needed(items)
+        forms = {} if forms is None else dict(forms)
         done: list[Decision] = []
         start = attempt = stuck = 0
         while True:
@@ -539,7 +555,7 @@ class Deduper:
                 self._sync(save=add)
                 turns = self._common.turns
                 decisions, news, origin = self._decide(
-                    items, times, sketches, add, counted, start, buckets_of, asked
+                    items, times, sketches, forms, add, counted, start, buckets_of, asked
                 )
                 if add:
                     self.store.put(news)
@@ -647,6 +663,7 @@ class Deduper:
         items: list[_Item],
         times: list[float],
         sketches: dict[int, Sketch],
+        forms: dict[int, Forms],
         add: bool,
         counted: list[tuple[int, U32]],
         start: int,
@@ -656,7 +673,8 @@ class Deduper:
         """Decide ``items[start:]`` in order inside the atomic section: their decisions, the
         entries to add, and the item each entry comes from. ``buckets_of``: the buckets of
         each sketch from ``start`` on; ``asked``: what the section reads first (the ids,
-        exact texts and those buckets)."""
+        exact texts and those buckets); ``forms``: what is written of each sketch, where
+        made already (those made here join them)."""
         cfg, store, cap = self.config, self.store, self.config.bucket_cap
         known, exact, stored = store.lookup(*asked)
         for members in stored.values():
@@ -711,6 +729,7 @@ class Deduper:
             sk = sketches.get(i)
             if sk is None:  # its exact twin went away since the first look
                 sk = sketches[i] = make_sketches([it.text], cfg)[0]
+                forms.pop(i, None)
                 buckets_of[i] = bucket_keys(sk)
                 more = store.buckets(buckets_of[i])
                 for bk, members in more.items():
@@ -745,8 +764,11 @@ class Deduper:
                     it.id, found.is_copy, copy_of, cluster, found.score, found.verdict.measure,
                     ev, extends, chrome,
                 )  # fmt: skip
+            made = forms.get(i)
+            if made is None or made.sketch is not sk:
+                made = forms[i] = Forms(sk)
             if add and story:
-                codes = story_codes(sk)
+                codes = made.codes
                 self._common.add(codes)
                 counted.append((len(news), codes))
             decisions.append(d)
@@ -769,6 +791,6 @@ class Deduper:
             entries[it.id] = entry
             local_exact.setdefault(it.key, it.id)
             decided[it.id] = d
-            news.append(NewEntry(entry, it.key, sk, joined, story))
+            news.append(NewEntry(entry, it.key, sk, joined, story, made))
             origin.append(i)
         return decisions, news, origin

@@ -65,6 +65,7 @@ from ..errors import NeardupError, StoreError
 from ..shingling import difference, union
 from . import rice
 from .config import DedupConfig
+from .decide import story_codes
 from .sketches import Sketch, distinct, figures_at
 from .templates import CommonShingles
 
@@ -726,3 +727,63 @@ class DamagedGuard(StoreError):
 def _damaged(blob: bytes, exc: BaseException) -> DamagedGuard:
     why = f"it does not read as the template guard's counts ({exc or type(exc).__name__})"
     return DamagedGuard(len(blob), why)
+
+
+# -- what a store writes of a new document --------------------------------------------------
+
+
+class Forms:
+    """What a store writes of a sketched document, each made from its sketch alone, once,
+    when first asked: its story's codes (what the template guard counts:
+    :func:`~neardup.engine.decide.story_codes`), their logged slots (:func:`encode_slots`),
+    its compact sketch (:func:`encode` of :func:`compact`) and its text compressed for the
+    text tier. A service's workers make them (:meth:`made`) before the decider, which
+    decides one batch after another, would (:meth:`~neardup.Deduper.prepare`)."""
+
+    __slots__ = ("_blob", "_codes", "_slots", "_text", "sketch")
+
+    def __init__(self, sketch: Sketch) -> None:
+        self.sketch = sketch
+        self._codes: U32 | None = None
+        self._slots: bytes | None = None
+        self._blob: bytes | None = None
+        self._text: bytes | None = None
+
+    def __getstate__(self) -> tuple[Sketch, U32 | None, bytes | None, bytes | None, bytes | None]:
+        return self.sketch, self._codes, self._slots, self._blob, self._text
+
+    def __setstate__(
+        self, state: tuple[Sketch, U32 | None, bytes | None, bytes | None, bytes | None]
+    ) -> None:
+        self.sketch, self._codes, self._slots, self._blob, self._text = state
+
+    @property
+    def codes(self) -> U32:
+        if self._codes is None:
+            self._codes = story_codes(self.sketch)
+        return self._codes
+
+    @property
+    def slots(self) -> bytes:
+        if self._slots is None:
+            self._slots = encode_slots(self.codes)
+        return self._slots
+
+    @property
+    def blob(self) -> bytes:
+        if self._blob is None:
+            self._blob = encode(compact(self.sketch))
+        return self._blob
+
+    @property
+    def text(self) -> bytes:
+        if self._text is None:
+            self._text = zlib.compress(self.sketch.text.encode("utf-8", "surrogatepass"), 6)
+        return self._text
+
+    def made(self, *, text: bool) -> Forms:
+        """These forms with every one made (the compressed text only where ``text``)."""
+        _ = self.slots, self.blob
+        if text:
+            _ = self.text
+        return self

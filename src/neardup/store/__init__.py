@@ -35,7 +35,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..engine import BandKey, Sketch, bucket_keys
-from ..engine.compact import Compact
+from ..engine.compact import Compact, Forms
 from ..errors import ConfigError, StoreError
 from ..times import parse_window
 
@@ -143,6 +143,15 @@ class NewEntry:
     sketch: Sketch | None
     buckets: Sequence[BandKey] = field(default_factory=tuple)
     story: bool | None = None
+    #: what is written of its sketch, made already (see :class:`~neardup.engine.compact.Forms`)
+    made: Forms | None = None
+
+    @property
+    def forms(self) -> Forms | None:
+        """What is written of its sketch (None: an exact copy, which has none)."""
+        if self.made is not None or self.sketch is None:
+            return self.made
+        return Forms(self.sketch)
 
     @property
     def counts(self) -> bool:
@@ -204,6 +213,13 @@ class Store(ABC):
     #: True when the store itself counts its log into its saved table (``reclaim``): it
     #: needs a saved table to know the template guard's window from
     folds_log: bool = False
+    #: True when the store writes what :class:`~neardup.engine.compact.Forms` makes of a new
+    #: document's sketch (a compact store), so a Deduper preparing documents for another
+    #: process to decide (:meth:`~neardup.Deduper.prepare`) makes them there
+    writes_forms: bool = False
+    #: True when the store keeps the texts of the documents added (a compact store's text
+    #: tier, compressed: ``Forms.text``)
+    keep_text: bool = False
 
     def indexes(self, entry: Entry) -> bool:
         """Whether a document with this decision joins its LSH buckets (and keeps a sketch

@@ -44,8 +44,8 @@ from typing import Any, NamedTuple
 import numpy as np
 import xxhash
 
-from ..engine import Sketch, story_codes
-from ..engine.compact import compact, decode, decode_slots, encode, encode_slots
+from ..engine import Sketch
+from ..engine.compact import decode, decode_slots
 from ..errors import ConfigError, NeardupError
 from ..hashing import SEED
 from . import (
@@ -745,6 +745,7 @@ class CompactRedisStore(RedisStore):
     """A compact :class:`~neardup.store.Store` on a Redis server (see the module)."""
 
     indexes_copies = False
+    writes_forms = True
 
     def __init__(
         self,
@@ -832,7 +833,8 @@ class CompactRedisStore(RedisStore):
         """What the write script needs to add one document (see _WRITE)."""
         e, sketch = new.entry, new.sketch
         indexed = sketch is not None and self.indexes(e)
-        blob = encode(compact(sketch)) if indexed and sketch is not None else None
+        forms = new.forms
+        blob = forms.blob if indexed and forms is not None else None
         adds = [_key("id", e.id), _key("cluster", e.cluster)]
         if e.copy_of is None:
             adds.append(_key("exact", new.text_key))
@@ -853,12 +855,10 @@ class CompactRedisStore(RedisStore):
         extends = e.extends if e.extends in self._seen_unextended else None
         story = new.counts and sketch is not None
         text = b""
-        if self.keep_text and sketch is not None:
-            text = zlib.compress(sketch.text.encode("utf-8", "surrogatepass"), 6)
+        if self.keep_text and forms is not None:
+            text = forms.text
         rec = _record(e, new.text_key, new.counts, blob)
-        log = (
-            _str(e.id) + encode_slots(story_codes(sketch)) if story and sketch is not None else b""
-        )
+        log = _str(e.id) + forms.slots if story and forms is not None else b""
         label = e.cluster.encode("utf-8", "surrogatepass") if e.cluster != e.id else b""
         raw_id = e.id.encode("utf-8", "surrogatepass")
         return b"".join((

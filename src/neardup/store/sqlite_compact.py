@@ -38,16 +38,12 @@ from typing import Any
 import numpy as np
 
 from ..engine.compact import (
-    compact,
     decode,
     decode_slots,
-    encode,
     encode_guard,
-    encode_slots,
     guard_window,
     load_guard,
 )
-from ..engine.decide import story_codes
 from ..engine.templates import CommonShingles
 from ..errors import ConfigError, StoreError
 from ..hashing import signed64
@@ -151,6 +147,7 @@ class CompactSQLiteStore(SQLiteStore):
     schema = _SCHEMA
     layout = "compact"
     indexes_copies = False
+    writes_forms = True
     folds_log = True
     page_size = 4096
 
@@ -209,7 +206,8 @@ class CompactSQLiteStore(SQLiteStore):
         e = new.entry
         sketch = new.sketch
         indexed = sketch is not None and self.indexes(e)
-        blob = encode(compact(sketch)) if indexed and sketch is not None else None
+        forms = new.forms
+        blob = forms.blob if indexed and forms is not None else None
         measure = _MEASURES.get(e.measure, e.measure) if e.measure is not None else None
         cur = self._db.execute(
             "INSERT INTO docs (id, ts, duplicate_of, cluster, score, measure, title, copy_of,"
@@ -229,13 +227,13 @@ class CompactSQLiteStore(SQLiteStore):
             )
         if indexed and new.buckets:
             self._records.append((list(new.buckets), seq))
-        if new.counts and sketch is not None:
+        if new.counts and forms is not None:
             self._db.execute(
                 "INSERT INTO log (id, slots) VALUES (?, ?)",
-                (_db(e.id), encode_slots(story_codes(sketch))),
+                (_db(e.id), forms.slots),
             )
-        if self.keep_text and sketch is not None:
-            text = zlib.compress(sketch.text.encode("utf-8", "surrogatepass"), 6)
+        if self.keep_text and forms is not None:
+            text = forms.text
             self._db.execute("INSERT INTO texts VALUES (?, ?)", (seq, text))
 
     def _inserted(self) -> None:
