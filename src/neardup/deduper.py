@@ -491,7 +491,7 @@ class Deduper:
         decider of ``neardup serve --workers``)."""
         items = _items(docs)
         sketches = self._sketches_needed(items)
-        if not self.store.writes_forms:
+        if not self.store.forms_ahead:
             return Prepared(items, sketches)
         text = self.store.keep_text
         return Prepared(

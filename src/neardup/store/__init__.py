@@ -213,10 +213,12 @@ class Store(ABC):
     #: True when the store itself counts its log into its saved table (``reclaim``): it
     #: needs a saved table to know the template guard's window from
     folds_log: bool = False
-    #: True when the store writes what :class:`~neardup.engine.compact.Forms` makes of a new
-    #: document's sketch (a compact store), so a Deduper preparing documents for another
-    #: process to decide (:meth:`~neardup.Deduper.prepare`) makes them there
-    writes_forms: bool = False
+    #: True when a Deduper preparing documents for another process to decide
+    #: (:meth:`~neardup.Deduper.prepare`: a service's workers) makes there what the store
+    #: writes of each sketch (:class:`~neardup.engine.compact.Forms`): a compact store on a
+    #: server, whose decider waits on the server one batch after another while the workers
+    #: have time (on a SQLite file the workers' extra work cost more than the decider saved)
+    forms_ahead: bool = False
     #: True when the store keeps the texts of the documents added (a compact store's text
     #: tier, compressed: ``Forms.text``)
     keep_text: bool = False

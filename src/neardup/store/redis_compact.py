@@ -745,7 +745,7 @@ class CompactRedisStore(RedisStore):
     """A compact :class:`~neardup.store.Store` on a Redis server (see the module)."""
 
     indexes_copies = False
-    writes_forms = True
+    forms_ahead = True
 
     def __init__(
         self,

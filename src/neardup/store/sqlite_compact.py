@@ -147,7 +147,6 @@ class CompactSQLiteStore(SQLiteStore):
     schema = _SCHEMA
     layout = "compact"
     indexes_copies = False
-    writes_forms = True
     folds_log = True
     page_size = 4096
 
