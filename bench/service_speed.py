@@ -11,6 +11,10 @@ clients. A client is a thread with one keep-alive connection (``http.client``) t
 share one request after another; the clients share the machine's two cores with the server.
 Requests per second is documents / wall time from the first request to the last answer; p50
 and p99 are over every request's latency. The figures are the medians over ``--runs`` runs.
+With workers, the deciding process's own counts from /metrics (``neardup_decider_*``): its
+time a document (busy seconds over the documents it decided) and its share of the run's wall
+time (near 1: the decider is what limits the service) — steadier from run to run than
+requests per second on a noisy machine.
 
 The peer, measured in the same run: the library in process (``Deduper.check_and_add``, one
 thread, the same store kind and articles), so the table shows what HTTP, JSON and the server
@@ -169,6 +173,20 @@ class Result:
     p99: float
     kept: int
     cpu: float = 0.0  # the server's CPU milliseconds per request
+    decider_ms: float | None = None  # the decider's busy milliseconds a document
+    decider_busy: float | None = None  # its busy seconds over the run's wall seconds
+
+
+_DECIDER = re.compile(r"^neardup_decider_(\w+) (\S+)$", re.M)
+
+
+def decider_counts(server: Server) -> dict[str, float]:
+    """The deciding process's counts from /metrics (empty: no decider)."""
+    c = http.client.HTTPConnection(server.host, server.port, timeout=30)
+    c.request("GET", "/metrics")
+    text = c.getresponse().read().decode()
+    c.close()
+    return {name: float(value) for name, value in _DECIDER.findall(text)}
 
 
 def post_all(server: Server, docs: list[dict[str, str]], clients: int) -> Result:
@@ -197,6 +215,10 @@ def post_all(server: Server, docs: list[dict[str, str]], clients: int) -> Result
         conn.close()
 
     threads = [threading.Thread(target=client, args=(c,)) for c in range(clients)]
+    before = decider_counts(server)
+    if before:  # the processes share their counts every second: the warm-up's in first
+        time.sleep(1.3)
+        before = decider_counts(server)
     for t in threads:
         t.start()
     cpu0 = cpu_seconds(server.proc.pid)
@@ -210,7 +232,17 @@ def post_all(server: Server, docs: list[dict[str, str]], clients: int) -> Result
         raise SystemExit(f"error: a request failed: {failures[0]}")
     every = sorted(x for lat in latencies for x in lat)
     p99 = every[min(len(every) - 1, int(0.99 * len(every)))]
-    return Result(len(docs) / wall, statistics.median(every) * 1000, p99 * 1000, sum(kept), cpu)
+    result = Result(len(docs) / wall, statistics.median(every) * 1000, p99 * 1000, sum(kept), cpu)
+    if before:
+        for _ in range(60):  # until the decider has shared what it decided
+            after = decider_counts(server)
+            decided = after["documents_total"] - before["documents_total"]
+            if decided >= len(docs):
+                busy = after["busy_seconds_total"] - before["busy_seconds_total"]
+                result.decider_ms, result.decider_busy = busy / decided * 1000, busy / wall
+                break
+            time.sleep(0.1)
+    return result
 
 
 def library(store: str, docs: list[dict[str, str]]) -> float:
@@ -257,9 +289,9 @@ def main() -> None:
     print(f"{len(docs)} hkcnews articles of 1–5 KB (mean {kb:.1f} KB), each posted once per run\n")
     print(
         "| store | workers | clients | requests/s | vs 1 worker | p50 ms | p99 ms | CPU ms | "
-        "library docs/s | HTTP / library |"
+        "library docs/s | HTTP / library | decider ms a document | decider busy |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     kept: set[int] = set()
     with tempfile.TemporaryDirectory() as tmp:
         redis = Redis(tmp) if "redis" in stores else None
@@ -296,9 +328,17 @@ def main() -> None:
                     p50 = statistics.median(r.p50 for r in found)
                     p99 = statistics.median(r.p99 for r in found)
                     cpu = statistics.median(r.cpu for r in found)
+                    ms = [r.decider_ms for r in found if r.decider_ms is not None]
+                    busy = [r.decider_busy for r in found if r.decider_busy is not None]
+                    deciding = (
+                        f"{statistics.median(ms):.2f} | {statistics.median(busy):.2f}"
+                        if ms and busy
+                        else "— | —"
+                    )
                     print(
                         f"| {kind} | {w} | {n} | {rps[(w, n)]:,.0f} | {ratio} | {p50:.1f} | "
-                        f"{p99:.1f} | {cpu:.2f} | {peer:,.0f} | {rps[(w, n)] / peer:.2f} |",
+                        f"{p99:.1f} | {cpu:.2f} | {peer:,.0f} | {rps[(w, n)] / peer:.2f} | "
+                        f"{deciding} |",
                         flush=True,
                     )
         finally:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import random
 import subprocess
+import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -498,6 +499,27 @@ async def test_metrics_count_requests_latency_and_decisions() -> None:
     for line in lines:  # every sample is "name{labels} number"
         if not line.startswith("#"):
             float(line.rsplit(" ", 1)[1])
+    assert not any("neardup_decider_" in line for line in lines)  # one process: no decider
+
+
+def test_metrics_add_up_what_the_decider_decided(tmp_path: Path) -> None:
+    """The deciding process of ``--workers`` counts its batches, their documents and the
+    seconds it spent deciding them in the folder the workers share; a worker's /metrics adds
+    them to its own."""
+    from neardup.service._metrics import Metrics
+
+    worker = Metrics()
+    worker.share(str(tmp_path))
+    deciding = (  # another process, as the decider is
+        "import sys\nfrom neardup.service._metrics import Metrics\n"
+        "m = Metrics()\nm.share(sys.argv[1])\nm.batch(3, 0.004)\nm.batch(2, 0.002)\nm.write()\n"
+    )
+    subprocess.run([sys.executable, "-c", deciding, str(tmp_path)], check=True)
+    lines = worker.render().splitlines()
+    assert "neardup_decider_batches_total 2" in lines
+    assert "neardup_decider_documents_total 5" in lines
+    [busy] = [ln for ln in lines if ln.startswith("neardup_decider_busy_seconds_total ")]
+    assert float(busy.split()[1]) == pytest.approx(0.006)
 
 
 async def test_unknown_paths_and_methods_are_json_errors() -> None:

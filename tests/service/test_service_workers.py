@@ -48,13 +48,19 @@ def _posted(url: str) -> int:
     return int(found.group(1)) if found else 0
 
 
+def _decider(url: str) -> dict[str, float]:
+    """The deciding process's counts, as /metrics gives them."""
+    found = re.findall(r"^neardup_decider_(\w+) (\S+)$", httpx.get(url + "metrics").text, re.M)
+    return {name: float(value) for name, value in found}
+
+
 @pytest.mark.parametrize("kind", ["sqlite", "redis"])
 def test_workers_keep_each_story_once(
     tmp_path: Path, kind: str, request: pytest.FixtureRequest
 ) -> None:
     """8 clients posting reprints of the same 6 stories at once to a service of 2 workers:
     each story is kept exactly once, every copy in its cluster, and /metrics (whichever
-    worker answers it) counts the requests of both."""
+    worker answers it) counts the requests of both, and what the decider decided for them."""
     store = (
         f"sqlite:///{tmp_path / 'crawl.db'}"
         if kind == "sqlite"
@@ -73,6 +79,14 @@ def test_workers_keep_each_story_once(
             time.sleep(0.1)
         else:
             pytest.fail(f"/metrics counts {_posted(s.url)} of the 64 requests")
+        for _ in range(100):  # the decider shares its counts every second too
+            decider = _decider(s.url)
+            if decider.get("documents_total") == 8 * (6 + 2):  # one document a request
+                break
+            time.sleep(0.1)
+        else:
+            pytest.fail(f"/metrics: the decider counted {decider} of 64 documents")
+        assert 1 <= decider["batches_total"] <= 64 and decider["busy_seconds_total"] > 0
 
 
 def test_the_default_is_a_worker_a_cpu_and_one_for_memory(tmp_path: Path) -> None:

@@ -43,6 +43,7 @@ from typing import Any
 
 from ..deduper import Decision, Deduper, Prepared
 from ._errors import ServiceError, StoreDamaged, store_failure
+from ._metrics import Metrics
 
 __all__ = ["DECIDING", "Decider", "DeciderGone", "serve_decider"]
 
@@ -230,10 +231,13 @@ class _Loop:
     """The decider's loop: take every request waiting on any connection, decide them in
     groups, answer each its share."""
 
-    def __init__(self, dd: Deduper, listener: socket.socket, most: int) -> None:
+    def __init__(
+        self, dd: Deduper, listener: socket.socket, most: int, metrics: Metrics | None = None
+    ) -> None:
         self.dd = dd
         self.listener = listener
         self.most = most
+        self.metrics = metrics if metrics is not None else Metrics()
         self.conns: list[Connection] = []
         self.stopping = False
 
@@ -312,8 +316,10 @@ class _Loop:
             for conn, op, _ in group:
                 self._send(conn, ("error", RuntimeError(f"no such work: {op!r}")))
             return None
+        prepared = Prepared.join([p for _, _, p in group])
+        began = time.perf_counter()
         try:
-            decisions = self.dd.decide_prepared(Prepared.join([p for _, _, p in group]), add=add)
+            decisions = self.dd.decide_prepared(prepared, add=add)
         except Exception as exc:
             answer = store_failure(exc)
             if len(group) > 1 and answer is None:  # whose fault? each on its own
@@ -337,6 +343,7 @@ class _Loop:
                     headers=answer.headers,
                 )
             )
+        self.metrics.batch(len(prepared), time.perf_counter() - began)
         at = 0
         for conn, _, p in group:
             self._send(conn, ("ok", decisions[at : at + len(p)]))
@@ -356,8 +363,11 @@ class _Loop:
             self.conns.remove(conn)
 
 
-def serve_decider(app_options: Mapping[str, Any], address: str, most: int) -> None:
-    """The decider process: a Deduper on the workers' store, listening at ``address``.
+def serve_decider(
+    app_options: Mapping[str, Any], address: str, most: int, metrics: str | None = None
+) -> None:
+    """The decider process: a Deduper on the workers' store, listening at ``address``;
+    what it decides is counted in the workers' shared ``metrics`` folder.
 
     Exits with :data:`~neardup.service._workers.STARTUP_FAILURE` when its store does not
     open. SIGTERM or SIGINT: it goes on answering until every worker has closed its
@@ -385,7 +395,10 @@ def serve_decider(app_options: Mapping[str, Any], address: str, most: int) -> No
         _say(f"decider [{os.getpid()}]: cannot listen on {address}: {e.strerror or e}")
         dd.close()
         sys.exit(STARTUP_FAILURE)
-    loop = _Loop(dd, listener, most)
+    counts = Metrics()
+    if metrics is not None:  # the workers' /metrics add what it decided
+        counts.share(metrics)
+    loop = _Loop(dd, listener, most, counts)
 
     def on_signal(sig: int, frame: FrameType | None) -> None:
         loop.stopping = True
@@ -399,4 +412,5 @@ def serve_decider(app_options: Mapping[str, Any], address: str, most: int) -> No
         listener.close()
         with contextlib.suppress(OSError):
             os.unlink(address)
+        counts.write()
         dd.close()

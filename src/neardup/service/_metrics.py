@@ -46,6 +46,9 @@ class Metrics:
         self._hist: dict[str, list[int]] = {}
         self._sum: dict[str, float] = defaultdict(float)
         self._decisions: dict[str, int] = {"kept": 0, "duplicate": 0}
+        #: what the deciding process of ``--workers`` decided: batches, their documents,
+        #: and the seconds it spent deciding them (of its wall time)
+        self._decider: dict[str, float] = {"batches": 0, "documents": 0, "seconds": 0.0}
         self._folder: Path | None = None
         self._mine: Path | None = None
         self._changed = False
@@ -81,6 +84,7 @@ class Metrics:
             "hist": self._hist,
             "sum": self._sum,
             "decisions": self._decisions,
+            "decider": self._decider,
         }
 
     def _others(self) -> list[dict[str, Any]]:
@@ -113,6 +117,14 @@ class Metrics:
             self._decisions["duplicate"] += duplicates
             self._changed = True
 
+    def batch(self, documents: int, seconds: float) -> None:
+        """Count a batch the deciding process decided, and the seconds it took."""
+        with self._lock:
+            self._decider["batches"] += 1
+            self._decider["documents"] += documents
+            self._decider["seconds"] += seconds
+            self._changed = True
+
     def render(self, store: dict[str, object] | None = None) -> str:
         """The Prometheus text exposition of everything counted (and the store's counts)."""
         others = self._others()
@@ -122,8 +134,9 @@ class Metrics:
             hist = {route: list(counts) for route, counts in self._hist.items()}
             sums = dict(self._sum)
             decisions = dict(self._decisions)
+            decider = dict(self._decider)
         for other in others:
-            _add(other, requests, hist, sums, decisions)
+            _add(other, requests, hist, sums, decisions, decider)
         out.append("# HELP neardup_http_requests_total HTTP requests served, by route and status.")
         out.append("# TYPE neardup_http_requests_total counter")
         for (method, route, status), n in sorted(requests.items()):
@@ -155,6 +168,21 @@ class Metrics:
         out.append("# TYPE neardup_decisions_total counter")
         for result, n in decisions.items():
             out.append(f'neardup_decisions_total{{result="{result}"}} {n}')
+        if self._folder is not None:  # workers: one process decides what they prepared
+            for key, name, help_text in (
+                ("batches", "batches_total", "Batches the deciding process decided."),
+                ("documents", "documents_total", "Documents in those batches."),
+                (
+                    "seconds",
+                    "busy_seconds_total",
+                    "Seconds the deciding process spent deciding them: its share of the "
+                    "time near 1 means it is what limits the service.",
+                ),
+            ):
+                count = decider.get(key, 0)
+                out.append(f"# HELP neardup_decider_{name} {help_text}")
+                out.append(f"# TYPE neardup_decider_{name} counter")
+                out.append(f"neardup_decider_{name} {count if key == 'seconds' else int(count)}")
         if store:
             for key, help_text in (
                 ("documents", "Documents the store holds."),
@@ -175,8 +203,9 @@ def _add(
     hist: dict[str, list[int]],
     sums: dict[str, float],
     decisions: dict[str, int],
+    decider: dict[str, float],
 ) -> None:
-    """Add another worker's counts (as :meth:`Metrics.write` wrote them) to these."""
+    """Add another process's counts (as :meth:`Metrics.write` wrote them) to these."""
     for *key, n in other.get("requests", ()):
         k = (str(key[0]), str(key[1]), str(key[2]))
         requests[k] = requests.get(k, 0) + int(n)
@@ -188,3 +217,5 @@ def _add(
         sums[route] = sums.get(route, 0.0) + float(seconds)
     for result, n in other.get("decisions", {}).items():
         decisions[result] = decisions.get(result, 0) + int(n)
+    for key, value in other.get("decider", {}).items():
+        decider[key] = decider.get(key, 0) + float(value)

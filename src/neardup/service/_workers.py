@@ -62,12 +62,12 @@ def _ended(code: int | None) -> str:
     return f"exit status {code}"
 
 
-def _decider(app_options: Mapping[str, Any], address: str) -> None:
+def _decider(app_options: Mapping[str, Any], address: str, metrics: str) -> None:
     """The decider process (:func:`~neardup.service._decider.serve_decider`)."""
     from ._decider import serve_decider
     from ._service import MAX_COALESCED
 
-    serve_decider(app_options, address, MAX_COALESCED)
+    serve_decider(app_options, address, MAX_COALESCED, metrics)
 
 
 def _worker(
@@ -112,6 +112,7 @@ class _Supervisor:
         folder: str,
     ) -> None:
         self.context = multiprocessing.get_context("spawn")
+        self.folder = folder  # the decider's socket, and the counts /metrics adds up
         self.address = os.path.join(folder, "decider.sock")
         self.deciding = dict(app_options)
         worker_options = {**app_options, "decider": self.address}
@@ -124,7 +125,9 @@ class _Supervisor:
     def start_one(self, what: str = "worker") -> _Slot:
         if what == "decider":
             process = self.context.Process(
-                target=_decider, args=(self.deciding, self.address), name="neardup-decider"
+                target=_decider,
+                args=(self.deciding, self.address, self.folder),
+                name="neardup-decider",
             )
         else:
             process = self.context.Process(target=_worker, args=self.args, name="neardup-worker")
