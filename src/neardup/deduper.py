@@ -729,7 +729,6 @@ class Deduper:
             sk = sketches.get(i)
             if sk is None:  # its exact twin went away since the first look
                 sk = sketches[i] = make_sketches([it.text], cfg)[0]
-                forms.pop(i, None)
                 buckets_of[i] = bucket_keys(sk)
                 more = store.buckets(buckets_of[i])
                 for bk, members in more.items():
