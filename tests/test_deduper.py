@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import random
 import threading
 import time
@@ -405,6 +406,54 @@ def test_after_forking_its_workers_a_run_counts_chrome_in_a_table_of_its_own(
             run.add(doc_id, text)
         decisions = run.finish().decisions
     assert len(moves) == 1 and moves[0][0] >= 2 and moves[0][1:] == (False, True)
+    alone = dedup_batch(ids, texts, workers=1, chunk=3).decisions
+    assert [fields(d) for d in decisions] == [fields(d) for d in alone]
+
+
+def _numpy_asks_huge_pages() -> bool:
+    from neardup.memory import set_huge_pages
+
+    now = set_huge_pages(True)
+    set_huge_pages(now)
+    return now
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="the workers forked")
+def test_a_batch_run_asks_huge_pages_for_its_count_table_only() -> None:
+    """While a batch run runs, numpy asks no huge pages for the arrays it makes (in the run's
+    process and in its sketch workers), the chrome count table still asks them once the
+    workers are forked and the table is the run's own, and numpy's setting is put back
+    after; the decisions are those of a run in one process."""
+    from neardup.memory import set_huge_pages
+
+    ids, texts = corpus(5, "all")
+    before = set_huge_pages(True)
+    try:
+        with BatchRun(DedupConfig(), chunk=3, workers=2, chars=None) as run:
+            run.MIN_CHUNK = 3
+            for doc_id, text in zip(ids, texts, strict=True):
+                run.add(doc_id, text)
+            assert not _numpy_asks_huge_pages()
+            assert run._pool is not None
+            assert not any(run._pool.submit(_numpy_asks_huge_pages).result() for _ in range(4))
+            table = run._common.counts
+            decisions = run.finish().decisions
+        assert _numpy_asks_huge_pages()
+    finally:
+        set_huge_pages(before)
+    with open("/proc/self/smaps") as f:
+        smaps = f.read()
+    if "VmFlags" in smaps and os.path.exists("/sys/kernel/mm/transparent_hugepage"):
+        at = table.__array_interface__["data"][0] + table.nbytes // 2
+        flags, inside = "", False
+        for line in smaps.splitlines():
+            head = line.split(maxsplit=1)[0]
+            if "-" in head and not head.endswith(":"):
+                lo, hi = (int(x, 16) for x in head.split("-"))
+                inside = lo <= at < hi
+            elif head == "VmFlags:" and inside:
+                flags = line
+        assert "hg" in flags.split()
     alone = dedup_batch(ids, texts, workers=1, chunk=3).decisions
     assert [fields(d) for d in decisions] == [fields(d) for d in alone]
 

@@ -53,7 +53,7 @@ from .engine.codec import Packed, Shared, free, pack, share, take, unpack
 from .engine.warm import load_kernels
 from .errors import ConfigError, InputError
 from .index.lsh import LSHJoin, Pos, _merge
-from .memory import grown, trim
+from .memory import grown, set_huge_pages, trim
 from .passages import Passage
 from .timing import Stages
 
@@ -202,6 +202,7 @@ class BatchRun:
         else:
             self._auto_at = self.STREAM_POOL_AT
         self._pool: Any = None
+        self._huge_before: bool | None = None  # numpy's huge pages before the run (__enter__)
         self._blocks: set[str] = set()  # the shared-memory blocks of chunks not yet read
         self._common = CommonShingles.of(cfg)
         self._join = LSHJoin(bucket_cap=cfg.bucket_cap)
@@ -234,12 +235,18 @@ class BatchRun:
             self.timings.add(name, 0.0)
 
     def __enter__(self) -> BatchRun:
+        # no huge pages for the arrays of a few MiB each chunk makes and frees (the count
+        # table asks for them itself): neardup.memory
+        self._huge_before = set_huge_pages(False)
         return self
 
     def __exit__(self, kind: object = None, *rest: object) -> None:
         """Shut the workers down: once their work is done, or, when an error or an interrupt
         (SIGINT, SIGTERM) ends the run, at once — none outlives the run. The join's thread
         ends with the join it is in, if any (a few seconds at most)."""
+        before, self._huge_before = self._huge_before, None
+        if before is not None:
+            set_huge_pages(before)
         joiner, self._joiner = self._joiner, None
         if joiner is not None:
             joiner.shutdown(wait=kind is None, cancel_futures=True)
@@ -757,6 +764,7 @@ def _worker_start(parent: int) -> None:
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    set_huge_pages(False)  # a chunk's arrays are made and freed: neardup.memory
     if sys.platform.startswith("linux"):
         import ctypes
         import os

@@ -1,5 +1,5 @@
-"""Giving freed memory back to the operating system, and growing arrays without touching
-what they do not hold yet.
+"""Giving freed memory back to the operating system, growing arrays without touching what
+they do not hold yet, and huge pages only where they pay.
 
 glibc's malloc keeps the blocks a process frees for its later allocations: those under its
 mmap threshold (which grows up to 32 MiB as larger blocks are freed), in one arena per
@@ -14,8 +14,23 @@ rows with copies of the old ones, so every page of the doubled array is written 
 resident at once; the rows :func:`grown` adds are left unwritten, and the system gives them
 pages only when they are filled.
 
+numpy asks Linux for huge pages (2 MiB, ``madvise``) for every array of 4 MiB or more it
+allocates. For an array read at random all through a run — the template guard's count
+table, 64 MiB — they spare most lookups a TLB miss; for the many arrays of a few MiB a batch
+run makes and frees each chunk they cost: each fault clears 2 MiB, and where the kernel is
+told to find huge pages for ``madvise`` regions (``defrag`` ``madvise``, the default) it
+compacts memory first. On a virtual machine that gives freed memory back to its host that
+was half the system time of a batch run (20 Newsgroups with one process: 1.3 s of system
+time, 0.3 without). :func:`huge_pages` turns numpy's request on or off (a batch run and its
+sketch workers turn it off); :func:`table_zeros` and :func:`table_copy` make the arrays that
+want huge pages with it on, whatever the setting.
+
 >>> trim() in (True, False)
 True
+>>> with huge_pages(False):
+...     t = table_zeros(8)
+>>> t.tolist(), table_copy(t).dtype.name
+([0, 0, 0, 0, 0, 0, 0, 0], 'uint8')
 >>> grown(np.arange(3), 6)[:3].tolist(), grown(np.ones((2, 4)), 5).shape
 ([0, 1, 2], (5, 4))
 """
@@ -23,13 +38,16 @@ True
 from __future__ import annotations
 
 import ctypes
+import importlib
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import numpy as np
+import numpy.typing as npt
 
-__all__ = ["grown", "trim"]
+__all__ = ["grown", "huge_pages", "set_huge_pages", "table_copy", "table_zeros", "trim"]
 
 _A = TypeVar("_A", bound=np.ndarray[Any, Any])
 
@@ -64,3 +82,52 @@ def grown(a: _A, rows: int) -> _A:
     out = np.empty((max(rows, len(a)), *a.shape[1:]), dtype=a.dtype)
     out[: len(a)] = a
     return out  # type: ignore[return-value]
+
+
+def _hugepage_switch() -> Callable[[bool], bool] | None:
+    """numpy's switch for asking huge pages of its large arrays (it returns the setting it
+    replaces), or None where this numpy has none."""
+    for name in ("numpy._core.multiarray", "numpy.core.multiarray"):  # numpy 2, then 1.26
+        try:
+            module = importlib.import_module(name)
+        except ImportError:  # pragma: no cover - the other numpy
+            continue
+        found = getattr(module, "_set_madvise_hugepage", None)
+        if callable(found):
+            return found  # type: ignore[no-any-return]
+    return None  # pragma: no cover - a numpy without it
+
+
+_HUGEPAGE_SWITCH = _hugepage_switch()
+
+
+def set_huge_pages(on: bool) -> bool:
+    """Whether numpy asks huge pages of the large arrays it allocates from now on; what it
+    did before (False where numpy cannot say)."""
+    if _HUGEPAGE_SWITCH is None:  # pragma: no cover - a numpy without the switch
+        return False
+    return bool(_HUGEPAGE_SWITCH(on))
+
+
+@contextmanager
+def huge_pages(on: bool = True) -> Iterator[None]:
+    """numpy asks huge pages of the large arrays allocated inside (``on``) or not; the
+    setting before is put back after."""
+    before = set_huge_pages(on)
+    try:
+        yield
+    finally:
+        set_huge_pages(before)
+
+
+def table_zeros(size: int) -> npt.NDArray[np.uint8]:
+    """A table of ``size`` one-byte zeros, in huge pages where the system has them: an
+    array read at random through a whole run."""
+    with huge_pages(True):
+        return np.zeros(size, dtype=np.uint8)
+
+
+def table_copy(a: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint8]:
+    """A copy of ``a`` of this process's own, in huge pages as :func:`table_zeros`."""
+    with huge_pages(True):
+        return a.copy()

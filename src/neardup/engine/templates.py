@@ -40,6 +40,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .. import kernels
+from ..memory import table_copy, table_zeros
 from ..shingling import distinct
 
 if TYPE_CHECKING:
@@ -226,7 +227,7 @@ def _cleared(table: npt.NDArray[np.uint8] | None, size: int) -> npt.NDArray[np.u
         or not table.flags.writeable
         or not table.flags.owndata
     ):
-        return np.zeros(size, dtype=np.uint8)
+        return table_zeros(size)
     table.fill(0)
     return table
 
@@ -288,7 +289,7 @@ class CommonShingles:
         self.passage = passage
         #: what the guard answers from: every story counted (``window`` 0), or the stories
         #: of this turn and the one before (saturating at :data:`MAX_COUNT`)
-        self.counts = np.zeros(1 << SLOT_BITS, dtype=np.uint8)
+        self.counts = table_zeros(1 << SLOT_BITS)
         #: the load at which a turn ends (0: the guard never forgets; see :meth:`add`)
         self.window = float(window)
         #: this turn's counts once the first turn has ended (until then they are
@@ -358,7 +359,7 @@ class CommonShingles:
         self.filled += added
         if self.filled >= self.turn_size:  # the turn that ended is all the guard remembers
             if self.fresh is None:  # the first: what the guard answers from is that turn's
-                self.fresh = np.zeros_like(self.counts)
+                self.fresh = table_zeros(len(self.counts))
             else:
                 self.counts[:] = self.fresh
                 self.fresh.fill(0)
@@ -374,14 +375,14 @@ class CommonShingles:
         """Copy the count table into memory of this process's own, with the same counts.
         A process calls it once it has forked children that never write to the table (the
         batch run's sketch workers): until one side writes, a fork leaves the table's pages
-        shared, and the parent's first write to a shared huge page (2 MiB, which numpy asks
-        for under Linux) makes the kernel split it into 4 KiB pages, copied one at a time.
+        shared, and the parent's first write to a shared huge page (2 MiB: :func:`~neardup.memory.table_zeros`)
+        makes the kernel split it into 4 KiB pages, copied one at a time.
         The table then spans 16,384 small pages, and almost every one of its random
         lookups misses the TLB: on hkcnews 10k, a story counted took 44-100 ns a shingle
         where the table of its own takes 23, and the verify stage 1.01 s instead of 0.72."""
-        self.counts = self.counts.copy()
+        self.counts = table_copy(self.counts)
         if self.fresh is not None:
-            self.fresh = self.fresh.copy()
+            self.fresh = table_copy(self.fresh)
 
     def remove(self, vocab: U32) -> None:
         """Undo one :meth:`add` of ``vocab`` (a saturated count stays at or above the limit).
@@ -468,7 +469,7 @@ class CommonShingles:
         or more)."""
         if len(counts) != len(self.counts):
             raise ValueError(f"saved table has {len(counts)} slots, expected {len(self.counts)}")
-        self._first_turn(counts.copy())
+        self._first_turn(table_copy(counts))
 
     def _first_turn(self, counts: npt.NDArray[np.uint8]) -> None:
         """Answer from ``counts`` (a table of the guard's own), a table saved without a
