@@ -436,7 +436,7 @@ def test_a_batch_run_asks_huge_pages_for_its_count_table_only() -> None:
             assert not _numpy_asks_huge_pages()
             assert run._pool is not None
             assert not any(run._pool.submit(_numpy_asks_huge_pages).result() for _ in range(4))
-            table = run._common.counts
+            table = run._guard().counts  # once the run owns it (a thread copies it)
             decisions = run.finish().decisions
         assert _numpy_asks_huge_pages()
     finally:

@@ -15,6 +15,7 @@ line feeds it as it reads. The rules are the engine's (:mod:`neardup.engine`).
 from __future__ import annotations
 
 import os
+import threading
 import time
 from array import array
 from collections import deque
@@ -205,6 +206,9 @@ class BatchRun:
         self._huge_before: bool | None = None  # numpy's huge pages before the run (__enter__)
         self._blocks: set[str] = set()  # the shared-memory blocks of chunks not yet read
         self._common = CommonShingles.of(cfg)
+        # the thread making the count table this process's own once the workers fork
+        # (_send), until the run first reads or counts a story (_guard)
+        self._owning: threading.Thread | None = None
         self._join = LSHJoin(bucket_cap=cfg.bucket_cap)
         # the join's thread (beside worker processes), and the joined chunks not yet
         # decided, oldest first: (their frontier, their pairs or the join on its way)
@@ -244,6 +248,7 @@ class BatchRun:
         """Shut the workers down: once their work is done, or, when an error or an interrupt
         (SIGINT, SIGTERM) ends the run, at once — none outlives the run. The join's thread
         ends with the join it is in, if any (a few seconds at most)."""
+        self._guard()
         before, self._huge_before = self._huge_before, None
         if before is not None:
             set_huge_pages(before)
@@ -318,7 +323,7 @@ class BatchRun:
         self._decide_joined(wait=True)
         self._decide(len(self.ids))
         self.__exit__()
-        load = self._common.load_factor()
+        load = self._guard().load_factor()
         self._let_go()
         verified = sum(1 for p in self.parent if p >= 0)
         if self._hand_out:
@@ -371,6 +376,13 @@ class BatchRun:
         self._units = np.zeros(0, dtype=np.int64)
         self._first_copy = _FirstTexts()
         self._common = CommonShingles.of(self.cfg)
+
+    def _guard(self) -> CommonShingles:
+        """The template guard, once its count table is this process's own (see _send)."""
+        owning, self._owning = self._owning, None
+        if owning is not None:
+            owning.join()
+        return self._common
 
     def _settle(self, i: int) -> None:
         """Document ``i`` is decided: note its story's first document (its match's, or
@@ -452,7 +464,12 @@ class BatchRun:
             self._blocks.add(name)
             future = self._pool.submit(_sketch_packed, texts, self.cfg, name)
             if forking:  # forked just now: a pool that forks starts every worker at once
-                self._common.own_pages()
+                # in a thread: its 64 MiB are fresh memory to fault in (0.02-0.4 s on a
+                # virtual machine), while this one reads on and sends the next chunks
+                self._owning = threading.Thread(
+                    target=self._common.own_pages, name="neardup-own-table", daemon=True
+                )
+                self._owning.start()
             self._sent.append((block, future))
             return
         t0 = time.perf_counter()
@@ -634,7 +651,7 @@ class BatchRun:
         """Decide documents ``_next`` .. ``frontier - 1``, whose candidate pairs (sorted by
         (later, earlier)) are ``pairs``: they came with the chunk that holds them."""
         t0 = time.perf_counter()
-        nxt, cfg, common, sketches = self._next, self.cfg, self._common, self.sketches
+        nxt, cfg, common, sketches = self._next, self.cfg, self._guard(), self.sketches
         self._grow(frontier, sketches[0] if sketches else None)
         if pairs is None:
             pairs = np.zeros((0, 2), dtype=np.int64)
