@@ -560,6 +560,31 @@ def test_truncated_gzip_keeps_what_was_read(tmp_path: Path) -> None:
     assert last.line is not None and last.line >= len(docs)
 
 
+def test_truncated_gzip_loses_no_line_it_could_read(tmp_path: Path) -> None:
+    """Read through a buffer of many pieces (several MB, random text that compresses
+    little), a gzip file cut short gives every line ``gzip`` itself reads before the break,
+    however far into a piece it breaks."""
+    import random
+
+    rng = random.Random(5)
+    rows = [
+        jsonl({"id": i, "text": "".join(chr(rng.randrange(0x4E00, 0x9FA5)) for _ in range(300))})
+        for i in range(8000)
+    ]
+    packed = gzip.compress("".join(rows).encode())
+    for cut in (len(packed) // 3, len(packed) - 5000, len(packed) - 9):
+        whole: list[bytes] = []
+        with gzip.GzipFile(fileobj=io.BytesIO(packed[:cut])) as f, pytest.raises(EOFError):
+            for line in f:
+                whole.append(line)
+        complete = sum(1 for line in whole if line.endswith(b"\n"))
+        *docs, last = read(write(tmp_path / f"in{cut}.jsonl.gz", packed[:cut]))
+        assert isinstance(last, BadRecord) and "breaks off after line" in last.reason
+        good = [d for d in docs if isinstance(d, Document)]
+        assert len(good) >= complete
+        assert [d.id for d in good[:complete]] == [str(i) for i in range(complete)]
+
+
 # -- CSV -----------------------------------------------------------------------------------
 
 

@@ -19,7 +19,7 @@ import zlib
 from collections.abc import Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
-from typing import IO, cast
+from typing import IO, Any, cast
 
 from ..errors import InputError, MissingDependencyError
 
@@ -210,6 +210,27 @@ def _detach(wrapper: io.TextIOWrapper) -> None:
 READ_BUFFER = 1 << 20
 
 
+class _Pieces(io.RawIOBase):
+    """A buffered stream read a piece at a time (``read1``: at most one read of what is under
+    it), for a larger buffer over it: ``GzipFile`` reads through a buffer of 8 KiB, and
+    lines read from it cost a call of Python code every 8 KiB (a third of the time of
+    reading a gzipped file). A read that fails gives nothing, so every byte before it is
+    read first, as from the stream itself."""
+
+    def __init__(self, stream: io.BufferedIOBase) -> None:
+        super().__init__()
+        self._read1 = stream.read1
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        piece = self._read1(len(buffer))
+        n = len(piece)
+        buffer[:n] = piece
+        return n
+
+
 def open_bytes(path: str, stack: ExitStack, *, text: bool = True) -> Opened:
     """Open ``path`` (``-``: standard input, left open) for reading records from it.
 
@@ -235,7 +256,8 @@ def open_bytes(path: str, stack: ExitStack, *, text: bool = True) -> Opened:
     compression = None
     if head.startswith(_GZIP):
         compression = "gzip"
-        stream = cast(IO[bytes], stack.enter_context(gzip.GzipFile(fileobj=stream)))
+        unzipped = stack.enter_context(gzip.GzipFile(fileobj=stream))
+        stream = cast(IO[bytes], io.BufferedReader(_Pieces(unzipped), buffer_size=READ_BUFFER))
     elif head.startswith(_ZSTD):
         compression = "zstd"
         try:
