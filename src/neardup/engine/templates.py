@@ -375,8 +375,9 @@ class CommonShingles:
         """Copy the count table into memory of this process's own, with the same counts.
         A process calls it once it has forked children that never write to the table (the
         batch run's sketch workers): until one side writes, a fork leaves the table's pages
-        shared, and the parent's first write to a shared huge page (2 MiB: :func:`~neardup.memory.table_zeros`)
-        makes the kernel split it into 4 KiB pages, copied one at a time.
+        shared, and the parent's first write to a shared huge page (2 MiB: the table asks
+        for them, :func:`~neardup.memory.table_zeros`) makes the kernel split it into 4 KiB
+        pages, copied one at a time.
         The table then spans 16,384 small pages, and almost every one of its random
         lookups misses the TLB: on hkcnews 10k, a story counted took 44-100 ns a shingle
         where the table of its own takes 23, and the verify stage 1.01 s instead of 0.72."""

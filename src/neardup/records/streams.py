@@ -213,9 +213,9 @@ READ_BUFFER = 1 << 20
 class _Pieces(io.RawIOBase):
     """A buffered stream read a piece at a time (``read1``: at most one read of what is under
     it), for a larger buffer over it: ``GzipFile`` reads through a buffer of 8 KiB, and
-    lines read from it cost a call of Python code every 8 KiB (a third of the time of
-    reading a gzipped file). A read that fails gives nothing, so every byte before it is
-    read first, as from the stream itself."""
+    lines read from it cost calls of Python code every 8 KiB (reading the records of a
+    gzipped file takes 7 % less through 1 MiB). A read that fails gives nothing, so every
+    byte before it is read first, as from the stream itself."""
 
     def __init__(self, stream: io.BufferedIOBase) -> None:
         super().__init__()
