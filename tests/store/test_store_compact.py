@@ -191,6 +191,53 @@ def test_a_redis_namespace_of_the_other_layout_is_refused(redis_url: str) -> Non
         open_store(redis_url + "&format=compact")
 
 
+def test_processes_opening_a_new_redis_namespace_at_once_all_take_it_as_compact(
+    redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process that opens a new namespace while another opens it, claims it and writes
+    its settings, between any two of its reads, still takes it as compact (read apart, it
+    found no mark, then the other's settings, and opened a full store on a compact
+    namespace: the fleet's first batch then failed to read the log of stories)."""
+    import redis
+
+    other: list[object] = []
+
+    def meanwhile() -> None:
+        if not other:  # the other process, once, at this moment
+            other.append(None)
+            dd = Deduper(store=redis_url)
+            other[0] = type(dd.store).__name__
+            dd.close()
+
+    get, eval_ = redis.Redis.get, redis.Redis.eval
+
+    def get_then(self: redis.Redis, name: str) -> object:
+        found = get(self, name)
+        if str(name).endswith(":format"):
+            meanwhile()
+        return found
+
+    def eval_then(self: redis.Redis, script: str, numkeys: int, *args: object) -> object:
+        found = eval_(self, script, numkeys, *args)
+        if numkeys and str(args[0]).endswith(":format"):
+            meanwhile()
+        return found
+
+    monkeypatch.setattr(redis.Redis, "get", get_then)
+    monkeypatch.setattr(redis.Redis, "eval", eval_then)
+    store = open_store(redis_url)
+    monkeypatch.undo()
+    try:
+        assert other == ["CompactRedisStore"]
+        assert type(store).__name__ == "CompactRedisStore"
+    finally:
+        store.close()
+    with Deduper(store=redis_url) as dd:  # and it reads as one
+        rng = random.Random(3)
+        dd.check_and_add_many([("a", zh(rng, 8)), ("b", zh(rng, 8))])
+        assert len(dd) == 2 and type(dd.store).__name__ == "CompactRedisStore"
+
+
 def test_the_lookup_table_grows_one_shard_at_a_time(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -1354,6 +1354,21 @@ return found
 """
 
 
+#: The layout of a namespace (KEYS[1] its ``format`` mark, KEYS[2] its settings), read and,
+#: for a new namespace to be compact (ARGV[1] '1'), claimed in one step: a namespace with
+#: settings and no mark is full (written before compact stores, or with ``format=full``;
+#: nil), a new one is claimed with SET. Read apart, a process opening a new namespace could
+#: find no mark, then the settings of another that claimed it meanwhile, and take it for a
+#: full one.
+_LAYOUT = """
+local marked = redis.call('GET', KEYS[1])
+if marked then return marked end
+if ARGV[1] ~= '1' or redis.call('EXISTS', KEYS[2]) == 1 then return false end
+redis.call('SET', KEYS[1], 'compact')
+return 'compact'
+"""
+
+
 def open_redis(url: str, namespace: str, query: Mapping[str, list[str]]) -> RedisStore:
     """The store in a Redis namespace: compact unless the namespace was written before
     compact stores, or a new one is asked for with ``format=full``."""
@@ -1367,14 +1382,12 @@ def open_redis(url: str, namespace: str, query: Mapping[str, list[str]]) -> Redi
         # (raised at once, never lowered: a newer process may mark it at the same moment)
         found = probe._call(probe._r.eval, _MARK, 1, probe._k("version"), FORMAT)
         format_found(found, probe.url)
-        marked = probe._call(probe._r.get, probe._k("format"))
-        new = not marked and not probe._call(probe._r.exists, probe._k("config"))
-        if new and fmt != "full":
-            # a new compact namespace: claim it at once (SET NX), so that processes opening
-            # it at the same moment agree, whichever of them writes its settings first (a
-            # full one writes no mark: a namespace with settings and no mark is full)
-            probe._call(probe._r.set, probe._k("format"), "compact", None, None, True)
-            marked = probe._call(probe._r.get, probe._k("format"))
+        # a new compact namespace is claimed at once, so that processes opening it at the
+        # same moment agree, whichever of them writes its settings first
+        claim = "0" if fmt == "full" else "1"
+        marked = probe._call(
+            probe._r.eval, _LAYOUT, 2, probe._k("format"), probe._k("config"), claim
+        )
     finally:
         probe.close()
     layout = marked.decode() if marked else "full"  # used before compact stores: full
