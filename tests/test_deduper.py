@@ -410,6 +410,31 @@ def test_after_forking_its_workers_a_run_counts_chrome_in_a_table_of_its_own(
     assert [fields(d) for d in decisions] == [fields(d) for d in alone]
 
 
+def test_a_count_table_that_cannot_be_copied_stays_shared_without_a_traceback(
+    monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Where making the count table the run's own fails in its thread (out of memory), the
+    run goes on with the table it shares with its workers: the same decisions, and no
+    traceback from the thread."""
+    from neardup.engine import CommonShingles
+
+    def fails(self: CommonShingles) -> None:
+        raise MemoryError("no room for a copy")
+
+    monkeypatch.setattr(CommonShingles, "own_pages", fails)
+    uncaught: list[object] = []  # what a thread's uncaught error would be shown as
+    monkeypatch.setattr(threading, "excepthook", uncaught.append)
+    ids, texts = corpus(4, "all")
+    with BatchRun(DedupConfig(), chunk=3, workers=2, chars=None) as run:
+        run.MIN_CHUNK = 3
+        for doc_id, text in zip(ids, texts, strict=True):
+            run.add(doc_id, text)
+        decisions = run.finish().decisions
+    alone = dedup_batch(ids, texts, workers=1, chunk=3).decisions
+    assert [fields(d) for d in decisions] == [fields(d) for d in alone]
+    assert not uncaught and "Traceback" not in capfd.readouterr().err
+
+
 def _numpy_asks_huge_pages() -> bool:
     from neardup.memory import set_huge_pages
 

@@ -14,6 +14,7 @@ line feeds it as it reads. The rules are the engine's (:mod:`neardup.engine`).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -467,7 +468,7 @@ class BatchRun:
                 # in a thread: its 64 MiB are fresh memory to fault in (0.02-0.4 s on a
                 # virtual machine), while this one reads on and sends the next chunks
                 self._owning = threading.Thread(
-                    target=self._common.own_pages, name="neardup-own-table", daemon=True
+                    target=_own_pages, args=(self._common,), name="neardup-own-table", daemon=True
                 )
                 self._owning.start()
             self._sent.append((block, future))
@@ -769,6 +770,14 @@ def _stop_now(pool: Any) -> None:
             lock.release()
     if manager is not None:
         manager.join(10)
+
+
+def _own_pages(common: CommonShingles) -> None:
+    """``common.own_pages()`` in the thread a run starts at its workers' fork. Where it
+    fails (out of memory), the table stays the one shared with the workers: the same
+    counts, only slower to read — and the run itself meets the shortage next, and says so."""
+    with contextlib.suppress(Exception):  # nothing lost, and no traceback from a thread
+        common.own_pages()
 
 
 def _worker_start(parent: int) -> None:
