@@ -21,9 +21,9 @@ run makes and frees each chunk they cost: each fault clears 2 MiB, and where the
 told to find huge pages for ``madvise`` regions (``defrag`` ``madvise``, the default) it
 compacts memory first. On a virtual machine that gives freed memory back to its host that
 was half the system time of a batch run (20 Newsgroups with one process: 1.3 s of system
-time, 0.3 without). :func:`huge_pages` turns numpy's request on or off (a batch run and its
-sketch workers turn it off); :func:`table_zeros` and :func:`table_copy` ask huge pages for
-the arrays that want them, whatever the setting.
+time, 0.3 without). :func:`set_huge_pages` turns numpy's request on or off (a batch run and
+its sketch workers turn it off; :func:`huge_pages` for a block of code); :func:`table_zeros`
+and :func:`table_copy` ask huge pages for the arrays that want them, whatever the setting.
 
 >>> trim() in (True, False)
 True

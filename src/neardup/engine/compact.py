@@ -749,14 +749,6 @@ class Forms:
         self._blob: bytes | None = None
         self._text: bytes | None = None
 
-    def __getstate__(self) -> tuple[Sketch, U32 | None, bytes | None, bytes | None, bytes | None]:
-        return self.sketch, self._codes, self._slots, self._blob, self._text
-
-    def __setstate__(
-        self, state: tuple[Sketch, U32 | None, bytes | None, bytes | None, bytes | None]
-    ) -> None:
-        self.sketch, self._codes, self._slots, self._blob, self._text = state
-
     @property
     def codes(self) -> U32:
         if self._codes is None:
