@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import queue
 import threading
 import time
 from array import array
 from collections import deque
-from collections.abc import Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable, Sequence
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -53,7 +54,7 @@ from .engine import (
 )
 from .engine.codec import Packed, Shared, free, pack, share, take, unpack
 from .engine.warm import load_kernels
-from .errors import ConfigError, InputError
+from .errors import ConfigError, InputError, shielded
 from .index.lsh import LSHJoin, Pos, _merge
 from .memory import grown, set_huge_pages, trim
 from .passages import Passage
@@ -215,6 +216,8 @@ class BatchRun:
         # decided, oldest first: (their frontier, their pairs or the join on its way)
         self._joiner: ThreadPoolExecutor | None = None
         self._joined: deque[tuple[int, Any]] = deque()
+        # one item each time a future of the workers or the join is done (_submit, _result)
+        self._arrived: queue.SimpleQueue[None] = queue.SimpleQueue()
         self._waiting: list[tuple[npt.NDArray[np.uint64], list[int]]] = []  # not yet joined
         self._waiting_keys = 0
         self._joined_keys = 0
@@ -255,7 +258,10 @@ class BatchRun:
             set_huge_pages(before)
         joiner, self._joiner = self._joiner, None
         if joiner is not None:
-            joiner.shutdown(wait=kind is None, cancel_futures=True)
+            with shielded():  # it cancels futures: their locks (see _result)
+                joiner.shutdown(wait=False, cancel_futures=True)
+            if kind is None:
+                joiner.shutdown()  # its thread joined: Thread.join is safe to interrupt
         self._joined.clear()
         pool, self._pool = self._pool, None
         if pool is None:
@@ -263,7 +269,8 @@ class BatchRun:
         if kind is None:
             pool.shutdown(cancel_futures=True)
         else:
-            _stop_now(pool)
+            with shielded():  # bounded; a signal now waits for the workers to be stopped
+                _stop_now(pool)
         # the shared-memory blocks of chunks not read (sent back, on their way, or half
         # made when the workers were stopped): freed, so none is left and none reported
         self._sent.clear()
@@ -452,18 +459,19 @@ class BatchRun:
             # forked worker would start its own, which never hears that the block was freed)
             resource_tracker.ensure_running()
             context = multiprocessing.get_context("fork" if forking else "spawn")
-            self._pool = ProcessPoolExecutor(
-                max_workers=n,
-                mp_context=context,
-                initializer=_worker_start,
-                initargs=(os.getpid(),),
-            )
+            with shielded():
+                self._pool = ProcessPoolExecutor(
+                    max_workers=n,
+                    mp_context=context,
+                    initializer=_worker_start,
+                    initargs=(os.getpid(),),
+                )
         if self._pool is not None:
             # the block the chunk comes back in is named here, so that this run can free it
             # whatever happens to the worker
             name = f"nd{os.getpid()}_{id(self) & 0xFFFFFF:x}_{self._sent_docs}"
             self._blocks.add(name)
-            future = self._pool.submit(_sketch_packed, texts, self.cfg, name)
+            future = self._submit(self._pool, partial(_sketch_packed, texts, self.cfg, name))
             if forking:  # forked just now: a pool that forks starts every worker at once
                 # in a thread: its 64 MiB are fresh memory to fault in (0.02-0.4 s on a
                 # virtual machine), while this one reads on and sends the next chunks
@@ -482,9 +490,35 @@ class BatchRun:
             return self._workers > 1
         return 0 <= self._auto_at <= self._chars_seen and (os.cpu_count() or 1) > 1
 
+    def _ready(self, item: Any) -> bool:
+        return isinstance(item, list) or self._done(item)
+
+    # The main thread touches the futures of the workers and of the join only through the
+    # three methods below. A SIGINT or SIGTERM raises Interrupted wherever the main thread
+    # is (run/local.py); a future's lock is a Condition, whose __enter__ is Python code, so
+    # a signal can cut it after the lock is taken and before the ``with`` holds it: the
+    # lock stays taken for ever, the pool's thread waits for it as it sets the next result,
+    # and the interpreter, as it exits, for that thread. So each touch is in a section no
+    # signal cuts (errors.shielded; submitting, too, takes such locks), and a wait, which
+    # may be long, is on a queue the futures' callbacks fill, which a signal cuts cleanly.
+
+    def _submit(self, executor: Executor, job: Callable[[], Any]) -> Future[Any]:
+        with shielded():
+            future = executor.submit(job)
+            arrived = self._arrived
+            future.add_done_callback(lambda _: arrived.put(None))
+        return future
+
     @staticmethod
-    def _ready(item: Any) -> bool:
-        return isinstance(item, list) or bool(item.done())
+    def _done(future: Future[Any]) -> bool:
+        with shielded():
+            return future.done()
+
+    def _result(self, future: Future[Any]) -> Any:
+        while not self._done(future):
+            self._arrived.get()
+        with shielded():
+            return future.result()
 
     def _receive(self) -> None:
         """Take the oldest sketched chunk, join it, and decide what it lets us decide."""
@@ -492,7 +526,7 @@ class BatchRun:
         t0 = time.perf_counter()
         packed = None
         if not isinstance(item, list):
-            shipped = item.result()
+            shipped = self._result(item)
             packed = take(shipped)
             if isinstance(shipped, Shared):  # freed now (a stop inside take frees it again)
                 self._blocks.discard(shipped.name)
@@ -555,7 +589,7 @@ class BatchRun:
             # decides the chunks before (its kernels and numpy's sorts let go of the GIL)
             if self._joiner is None:
                 self._joiner = ThreadPoolExecutor(1, thread_name_prefix="neardup-join")
-            self._joined.append((frontier, self._joiner.submit(job)))
+            self._joined.append((frontier, self._submit(self._joiner, job)))
         self._decide_joined(wait=False)
 
     def _candidates(
@@ -602,9 +636,9 @@ class BatchRun:
         while self._joined:
             frontier, item = self._joined[0]
             if isinstance(item, Future):
-                if not (wait or item.done() or len(self._joined) > self.MAX_JOINED):
+                if not (wait or self._done(item) or len(self._joined) > self.MAX_JOINED):
                     return
-                pairs, candidates, join_s, prefilter_s = item.result()
+                pairs, candidates, join_s, prefilter_s = self._result(item)
             else:
                 pairs, candidates, join_s, prefilter_s = item
             self._joined.popleft()

@@ -145,6 +145,68 @@ def test_a_signal_stops_the_batch_run_and_its_workers(
     )
 
 
+#: a run whose futures' locks (Conditions) raise SIGTERM in the main thread the ``at``-th
+#: time one is taken there: after the lock is taken, before the ``with`` holds it — where a
+#: real signal can land (CPython runs handlers after a call returns, there too)
+_TRAPPED_RUN = """
+import signal, sys, threading
+from concurrent.futures import _base
+
+at, taken = int(sys.argv[1]), [0]
+
+class Trap(threading.Condition):
+    def __enter__(self):
+        got = self._lock.__enter__()
+        if threading.current_thread() is threading.main_thread():
+            taken[0] += 1
+            if taken[0] == at:
+                signal.raise_signal(signal.SIGTERM)
+        return got
+
+made = _base.Future.__init__
+def init(self):
+    made(self)
+    self._condition = Trap()
+_base.Future.__init__ = init
+
+from neardup.cli import main
+sys.exit(main(["dedup", *sys.argv[2:], "-q"]))
+"""
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="workers start only with 2 CPUs or more")
+@pytest.mark.parametrize("at", [1, 4, 30, 120])
+def test_a_signal_inside_a_futures_lock_still_ends_the_run(
+    big_input: Path, tmp_path: Path, at: int
+) -> None:
+    """The run's main thread takes the locks of its workers' and its join's futures; a
+    signal landing just after one is taken (found in CI: the run hung at exit, the pool's
+    thread waiting for the lock the main thread had left taken) ends the run as anywhere."""
+    script = tmp_path / "trapped.py"
+    script.write_text(_TRAPPED_RUN)
+    out = ["-o", str(tmp_path / "u.jsonl"), "--clusters", str(tmp_path / "c.jsonl")]
+    proc = subprocess.Popen(
+        [sys.executable, str(script), str(at), str(big_input), *out],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        env={**os.environ, "PYTHONFAULTHANDLER": "1"},
+    )
+    try:
+        _, stderr = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.kill(proc.pid, signal.SIGABRT)  # its threads' stacks, please
+        time.sleep(2)
+        _stop_group(proc)
+        pytest.fail(f"the run did not end: {proc.communicate()[1][-8000:]}")
+    finally:
+        _stop_group(proc)
+    assert proc.returncode == 128 + signal.SIGTERM, stderr
+    (line,) = stderr.splitlines()
+    assert line.startswith("neardup: interrupted by SIGTERM after reading "), line
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
 @pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="workers start only with 2 CPUs or more")
 def test_the_workers_end_when_the_run_is_killed(big_input: Path, tmp_path: Path) -> None:
