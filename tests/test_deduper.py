@@ -660,6 +660,17 @@ def test_a_run_handing_decisions_out_gives_the_same_as_its_finish(workers: int) 
     assert run.take() == []
 
 
+def _with_copies(seed: int) -> tuple[list[str], list[str]]:
+    """A synthetic crawl (``corpus``) with ten exact copies of earlier texts put in."""
+    ids, texts = corpus(seed, "all")
+    rng = random.Random(seed)
+    for k in range(10):
+        at = rng.randrange(1, len(texts) + 1)
+        texts.insert(at, texts[rng.randrange(at)])
+        ids.insert(at, f"copy-{k}")
+    return ids, texts
+
+
 def _join_threads() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name.startswith("neardup-join")]
 
@@ -669,12 +680,7 @@ def test_the_join_runs_in_a_thread_beside_the_workers_and_decides_the_same() -> 
     decides the chunks before: however late a join comes in, the decisions handed out are
     made in input order and equal those of a run joining in its own thread, and the thread
     ends with the run."""
-    ids, texts = corpus(4, "all")
-    rng = random.Random(4)
-    for k in range(10):
-        at = rng.randrange(1, len(texts) + 1)
-        texts.insert(at, texts[rng.randrange(at)])
-        ids.insert(at, f"copy-{k}")
+    ids, texts = _with_copies(4)
     alone = dedup_batch(ids, texts, workers=1, chunk=3).decisions
     seen_threads: set[str] = set()
     handed: list[Decision] = []
@@ -1081,3 +1087,62 @@ def test_documents_prepared_elsewhere_are_decided_as_added_at_once(
         assert set(dd.store.entries([i for i, _ in docs])) == {i for i, _ in docs}
         with pytest.raises(InputError, match="document 'x': text must be a str"):
             preparing.prepare([("y", "正文。"), {"id": "x", "text": None}])
+
+
+def _break_in(run: BatchRun, *, half_message: bool) -> None:
+    """Kill one of a run's sketch workers with SIGKILL, as the kernel's out-of-memory killer
+    does; with ``half_message``, as it sends a chunk back: the results' pipe is left holding
+    the start of a message (its length, then some of it) and its lock taken, so the pool's
+    thread waits for the rest and never sees the worker gone."""
+    import signal
+    import struct
+
+    pool = run._pool
+    assert pool is not None
+    if half_message:
+        results = pool._result_queue
+        assert results._wlock.acquire(timeout=30)  # no worker is halfway through its own
+        os.write(results._writer.fileno(), struct.pack("!i", 1000) + b"\x80\x04 half")
+        time.sleep(0.2)  # the pool's thread is reading it
+    worker = next(iter(pool._processes.values()))
+    os.kill(worker.pid, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("half_message", [False, True], ids=["killed", "killed sending"])
+def test_a_run_whose_worker_is_killed_sketches_the_rest_itself(half_message: bool) -> None:
+    """A sketch worker killed under the run (the out-of-memory killer): the chunks on their
+    way and the rest are sketched by the run's own process, the joins stay in their thread
+    and in order, and the decisions are those of a run without workers; a WorkersLost
+    warning says so. Killed as it sends a chunk back, the pool's thread would wait for the
+    rest of the message for ever (and the run with it)."""
+    from neardup.errors import WorkersLost
+
+    ids, texts = _with_copies(6)
+    alone = dedup_batch(ids, texts, workers=1, chunk=3).decisions
+    handed: list[Decision] = []
+    with (
+        pytest.warns(WorkersLost, match="a sketch worker process"),
+        BatchRun(DedupConfig(), chunk=3, workers=2, chars=None, hand_out=True) as run,
+    ):
+        run.MIN_CHUNK, run.POLL_EVERY, run.WORKER_CHECK = 3, 1, 0.2
+        join = run._candidates
+
+        lost = threading.Event()
+
+        def slow(*args: object) -> object:
+            if threading.current_thread().name.startswith("neardup-join"):
+                # joins wait in their thread as the workers go, the longer once they went
+                time.sleep(0.3 if lost.is_set() else 0.01)
+            return join(*args)  # type: ignore[arg-type]
+
+        run._candidates = slow  # type: ignore[method-assign]
+        for k, (doc_id, text) in enumerate(zip(ids, texts, strict=True)):
+            if k == len(ids) // 3:
+                lost.set()
+                _break_in(run, half_message=half_message)
+            run.add(doc_id, text)
+            handed += run.take()
+        rest = run.finish().decisions
+        assert run._pool is None and run._joiner is None
+    assert [fields(d) for d in handed + rest] == [fields(d) for d in alone]
+    assert not _join_threads()

@@ -17,15 +17,18 @@ from __future__ import annotations
 import contextlib
 import os
 import queue
+import signal
 import threading
 import time
+import warnings
 from array import array
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -54,7 +57,7 @@ from .engine import (
 )
 from .engine.codec import Packed, Shared, free, pack, share, take, unpack
 from .engine.warm import load_kernels
-from .errors import ConfigError, InputError, shielded
+from .errors import ConfigError, InputError, WorkersLost, shielded
 from .index.lsh import LSHJoin, Pos, _merge
 from .memory import grown, set_huge_pages, trim
 from .passages import Passage
@@ -157,6 +160,8 @@ class BatchRun:
     #: (when the join or the decisions are slower than reading, the documents read ahead
     #: would otherwise wait in memory, with their band keys and the arrays their joins hold)
     MAX_JOINED = 4
+    #: seconds a wait for a chunk lasts before it checks that no worker has ended
+    WORKER_CHECK = 1.0
 
     def __init__(
         self,
@@ -188,7 +193,8 @@ class BatchRun:
         # documents not yet sent to be sketched (exact copies among them are found, and
         # not sent, when they are: _send)
         self._pending: list[int] = []
-        self._sent: deque[tuple[list[int], Any]] = deque()  # (originals, future or sketches)
+        # (originals, their sketches or the chunk on its way to a worker: _Flying)
+        self._sent: deque[tuple[list[int], Any]] = deque()
         self._sent_docs = 0
         # the size of the chunk being gathered: _chunk_size, asked once a chunk is sent
         self._chunk_now = 0
@@ -205,6 +211,8 @@ class BatchRun:
         else:
             self._auto_at = self.STREAM_POOL_AT
         self._pool: Any = None
+        self._pool_lost = False  # a worker ended under the run: it sketches alone (_lose_pool)
+        self._workers_seen: dict[int, Any] = {}  # the pool's worker processes, by pid
         self._huge_before: bool | None = None  # numpy's huge pages before the run (__enter__)
         self._blocks: set[str] = set()  # the shared-memory blocks of chunks not yet read
         self._common = CommonShingles.of(cfg)
@@ -264,11 +272,9 @@ class BatchRun:
                 joiner.shutdown()  # its thread joined: Thread.join is safe to interrupt
         self._joined.clear()
         pool, self._pool = self._pool, None
-        if pool is None:
-            return
-        if kind is None:
+        if pool is not None and kind is None:
             pool.shutdown(cancel_futures=True)
-        else:
+        elif pool is not None:
             with shielded():  # bounded; a signal now waits for the workers to be stopped
                 _stop_now(pool)
         # the shared-memory blocks of chunks not read (sent back, on their way, or half
@@ -471,27 +477,66 @@ class BatchRun:
             # whatever happens to the worker
             name = f"nd{os.getpid()}_{id(self) & 0xFFFFFF:x}_{self._sent_docs}"
             self._blocks.add(name)
-            future = self._submit(self._pool, partial(_sketch_packed, texts, self.cfg, name))
-            if forking:  # forked just now: a pool that forks starts every worker at once
-                # in a thread: its 64 MiB are fresh memory to fault in (0.02-0.4 s on a
-                # virtual machine), while this one reads on and sends the next chunks
-                self._owning = threading.Thread(
-                    target=_own_pages, args=(self._common,), name="neardup-own-table", daemon=True
-                )
-                self._owning.start()
-            self._sent.append((block, future))
-            return
+            try:
+                future = self._submit(self._pool, partial(_sketch_packed, texts, self.cfg, name))
+            except BrokenProcessPool:  # a worker ended since the last chunk came back
+                self._blocks.discard(name)
+                self._lose_pool()
+            else:
+                # its workers, to say how one ended (the pool forgets them as it breaks)
+                self._workers_seen.update(getattr(self._pool, "_processes", None) or {})
+                if forking:  # forked just now: a pool that forks starts every worker at once
+                    # in a thread: its 64 MiB are fresh memory to fault in (0.02-0.4 s on a
+                    # virtual machine), while this one reads on and sends the next chunks
+                    self._owning = threading.Thread(
+                        target=_own_pages,
+                        args=(self._common,),
+                        name="neardup-own-table",
+                        daemon=True,
+                    )
+                    self._owning.start()
+                # the texts stay until the chunk is back: sketched here if its worker ends
+                self._sent.append((block, _Flying(future, texts, name)))
+                return
         t0 = time.perf_counter()
         self._sent.append((block, make_sketches(texts, self.cfg)))
         self.timings.add("sketch", time.perf_counter() - t0)
 
     def _wants_pool(self) -> bool:
+        if self._pool_lost:
+            return False
         if self._workers is not None:
             return self._workers > 1
         return 0 <= self._auto_at <= self._chars_seen and (os.cpu_count() or 1) > 1
 
     def _ready(self, item: Any) -> bool:
-        return isinstance(item, list) or self._done(item)
+        return isinstance(item, list) or self._done(item.future)
+
+    def _lose_pool(self) -> None:
+        """A worker ended under the run (the pool is broken: every chunk on its way fails):
+        the run goes on without workers, sketching each chunk here — the same sketches, so
+        the same decisions — and says so once (a :class:`~neardup.errors.WorkersLost`
+        warning, which the command line prints as one line)."""
+        pool, self._pool = self._pool, None
+        self._pool_lost = True
+        ended = [p.exitcode for p in self._workers_seen.values()]
+        killed = [-c for c in ended if c is not None and c < 0 and -c != signal.SIGTERM]
+        how = (
+            f"was killed by {signal.Signals(killed[0]).name}"
+            + (" (out of memory, most likely)" if killed[0] == signal.SIGKILL else "")
+            if killed
+            else "ended"
+        )
+        if pool is not None:
+            with shielded():  # the pool stopped its other workers as it broke
+                pool.shutdown(wait=False, cancel_futures=True)
+        warnings.warn(
+            WorkersLost(
+                f"a sketch worker process {how}; the run goes on sketching in its main "
+                "process alone, with the same decisions, more slowly"
+            ),
+            stacklevel=2,
+        )
 
     # The main thread touches the futures of the workers and of the join only through the
     # three methods below. A SIGINT or SIGTERM raises Interrupted wherever the main thread
@@ -516,9 +561,34 @@ class BatchRun:
 
     def _result(self, future: Future[Any]) -> Any:
         while not self._done(future):
-            self._arrived.get()
+            try:
+                self._arrived.get(timeout=self.WORKER_CHECK)
+            except queue.Empty:
+                self._check_workers()
         with shielded():
             return future.result()
+
+    def _check_workers(self) -> None:
+        """Break the pool if a worker has ended and nothing came back since.
+
+        A worker the kernel kills (its out-of-memory killer) as it sends a chunk back leaves
+        half a message in the results' pipe, and the pool's thread waits for the rest for
+        ever, never seeing the worker gone (and the other workers wait for the pipe). So
+        the others are stopped and this process's end of the pipe closed: the pool's thread
+        reads the pipe's end and breaks the pool, as it does when it sees a worker end, and
+        each chunk on its way fails with BrokenProcessPool (see _receive)."""
+        pool = self._pool
+        workers = list((getattr(pool, "_processes", None) or {}).values())
+        if not any(w.exitcode is not None for w in workers):
+            return
+        with shielded():
+            for w in workers:
+                w.kill()
+            for w in workers:
+                w.join(5)
+            writer = getattr(getattr(pool, "_result_queue", None), "_writer", None)
+            if writer is not None:
+                writer.close()
 
     def _receive(self) -> None:
         """Take the oldest sketched chunk, join it, and decide what it lets us decide."""
@@ -526,10 +596,18 @@ class BatchRun:
         t0 = time.perf_counter()
         packed = None
         if not isinstance(item, list):
-            shipped = self._result(item)
-            packed = take(shipped)
-            if isinstance(shipped, Shared):  # freed now (a stop inside take frees it again)
-                self._blocks.discard(shipped.name)
+            try:
+                shipped = self._result(item.future)
+            except BrokenProcessPool:  # its worker, or another, ended: sketched here
+                if not self._pool_lost:
+                    self._lose_pool()
+                free(item.name)  # if the worker had begun to fill it
+                self._blocks.discard(item.name)
+                item = make_sketches(item.texts, self.cfg)
+            else:
+                packed = take(shipped)
+                if isinstance(shipped, Shared):  # freed now (a stop inside take frees it again)
+                    self._blocks.discard(shipped.name)
         # the band keys are joined once, here: the sketches kept need not hold them; nor
         # their shingle codes, which their vocabulary and its index give back when read;
         # nor the signatures of texts too short to be verified other than as titles
@@ -582,9 +660,9 @@ class BatchRun:
         job = partial(
             self._candidates, keys, live_at, self._light, self._row, self._vocab_sizes, self._units
         )
-        if self._pool is None:
+        if self._pool is None and self._joiner is None:
             self._joined.append((frontier, job()))
-        else:
+        else:  # (a run whose workers were lost keeps its join's thread: joins stay in order)
             # beside worker processes, the join runs in a thread of its own while this one
             # decides the chunks before (its kernels and numpy's sorts let go of the GIL)
             if self._joiner is None:
@@ -721,6 +799,15 @@ class BatchRun:
                 sketches[i] = _as_title(sketches[i])
         self._next = max(nxt, frontier)
         self.timings.add("verify", time.perf_counter() - t0)
+
+
+class _Flying(NamedTuple):
+    """A chunk on its way to be sketched by a worker: its future, its texts and the name of
+    the shared-memory block it is to come back in."""
+
+    future: Future[Any]
+    texts: list[str]
+    name: str
 
 
 class _FirstTexts:

@@ -10,9 +10,10 @@ import json
 import os
 import sys
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from importlib.resources import as_file, files
-from typing import TypeAlias, cast
+from typing import TextIO, TypeAlias, cast
 
 from . import __version__
 from .compare import Comparison, DedupView, compare
@@ -20,7 +21,7 @@ from .deduper import Deduper, chrome_of
 from .engine import DedupConfig
 from .engine.compact import DamagedGuard
 from .engine.verify import quoted_chars
-from .errors import Interrupted, NeardupError, StoreError
+from .errors import Interrupted, NeardupError, StoreError, WorkersLost
 from .measures import DEFAULT_PROCESSOR
 from .options import store_options, store_url
 from .passages import Passage
@@ -921,6 +922,25 @@ def _progress_flags(argv: list[str]) -> list[str]:
     return out
 
 
+_SHOW_WARNING = warnings.showwarning
+
+
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
+) -> None:
+    """A warning of neardup's own to a user (a run's workers lost) as one line; any other
+    as Python shows it."""
+    if issubclass(category, WorkersLost):
+        print(f"neardup: warning: {message}", file=sys.stderr)
+        return
+    _SHOW_WARNING(message, category, filename, lineno, file, line)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     parser = build_parser()
@@ -929,7 +949,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         given = _progress_flags(given)
     args = parser.parse_args(given)
     try:
-        status: int = args.func(args)
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            status: int = args.func(args)
     except NeardupError as e:
         print(f"neardup: error: {e}", file=sys.stderr)
         return 2

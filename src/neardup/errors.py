@@ -39,6 +39,12 @@ class EngineError(NeardupError, RuntimeError):
     """The engine a run was given could not finish it (Spark's JVM out of memory, or gone)."""
 
 
+class WorkersLost(RuntimeWarning):
+    """A batch run's sketch worker process ended under it (killed: by the kernel's
+    out-of-memory killer, most likely): the run went on sketching in its own process, with
+    the same decisions, more slowly. The command line says so on standard error."""
+
+
 class Interrupted(KeyboardInterrupt):
     """A run stopped by a signal: SIGINT (Ctrl-C) or SIGTERM. A KeyboardInterrupt, so that
     nothing that catches Exception takes it for an error of a record; ``status`` is the exit

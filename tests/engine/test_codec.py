@@ -127,8 +127,8 @@ try:
         run.MIN_CHUNK = 8
         for doc_id, text, _ in rows:
             run.add(doc_id, text)
-        for _, future in run._sent:
-            future.result()  # every chunk sent back, none read
+        for _, flying in run._sent:
+            flying.future.result()  # every chunk sent back, none read
         raise KeyboardInterrupt
 except KeyboardInterrupt:
     print("interrupted")

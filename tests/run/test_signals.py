@@ -223,6 +223,46 @@ def test_the_workers_end_when_the_run_is_killed(big_input: Path, tmp_path: Path)
     assert not left, "sketch workers outlived a run killed with SIGKILL"
 
 
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="workers start only with 2 CPUs or more")
+def test_a_sketch_worker_killed_leaves_the_run_to_finish_alone(
+    big_input: Path, tmp_path: Path
+) -> None:
+    """A worker the kernel kills (its out-of-memory killer's SIGKILL) breaks the pool: the
+    run sketches the chunks it had sent, and the rest, in its own process, and writes what
+    an uninterrupted run writes, with one line saying so (it ended with a traceback)."""
+    ref, run = tmp_path / "ref", tmp_path / "run"
+    ref.mkdir()
+    run.mkdir()
+
+    def args(folder: Path) -> list[str]:
+        return [str(big_input), "-o", str(folder / "u.jsonl"), "--clusters",
+                str(folder / "c.jsonl")]  # fmt: skip
+
+    done = _start(args(ref))
+    assert done.communicate(timeout=300)[1] == ""
+    assert done.returncode == 0
+    proc = _start(args(run), start_new_session=True)
+    try:
+        workers = _workers_of(proc)
+        os.kill(workers[-1], signal.SIGKILL)
+        _, stderr = proc.communicate(timeout=300)
+    finally:
+        _stop_group(proc)
+    assert proc.returncode == 0, stderr
+    (line,) = stderr.splitlines()
+    # (how it ended, where the run could still read it)
+    assert re.fullmatch(
+        r"neardup: warning: a sketch worker process (was killed by SIGKILL \(out of memory, "
+        r"most likely\)|ended); the run goes on sketching in its main process alone, with "
+        r"the same decisions, more slowly",
+        line,
+    ), stderr
+    for name in ("u.jsonl", "c.jsonl"):
+        assert (run / name).read_bytes() == (ref / name).read_bytes()
+    if os.path.isdir("/dev/shm"):  # every chunk's block freed, the lost ones' too
+        assert not [b for b in os.listdir("/dev/shm") if b.startswith(f"nd{proc.pid}_")]
+
+
 def _write_corpus(path: Path, docs: list[tuple[str, str, int]]) -> None:
     with path.open("w", encoding="utf-8") as f:
         for i, t, _ in docs:
