@@ -538,8 +538,8 @@ class BatchRun:
             stacklevel=2,
         )
 
-    # The main thread touches the futures of the workers and of the join only through the
-    # three methods below. A SIGINT or SIGTERM raises Interrupted wherever the main thread
+    # The main thread touches the futures of the workers and of the join only through
+    # _submit, _done and _result. A SIGINT or SIGTERM raises Interrupted wherever the main thread
     # is (run/local.py); a future's lock is a Condition, whose __enter__ is Python code, so
     # a signal can cut it after the lock is taken and before the ``with`` holds it: the
     # lock stays taken for ever, the pool's thread waits for it as it sets the next result,
