@@ -17,6 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from neardup import batch as batch_module
 from neardup import normalize
 from neardup.batch import BatchRun
 from neardup.deduper import Decision, Deduper, dedup_batch
@@ -1146,3 +1147,37 @@ def test_a_run_whose_worker_is_killed_sketches_the_rest_itself(half_message: boo
         assert run._pool is None and run._joiner is None
     assert [fields(d) for d in handed + rest] == [fields(d) for d in alone]
     assert not _join_threads()
+
+
+_SKETCH_PACKED = batch_module._sketch_packed
+
+
+def _sketch_short_of_memory(texts: list[str], cfg: DedupConfig, name: str) -> object:
+    """A sketch worker's job that runs out of memory from the 7th document sent on (the
+    block's name ends with the number of documents sent before the chunk)."""
+    if int(name.rsplit("_", 1)[1]) >= 6:
+        raise MemoryError
+    return _SKETCH_PACKED(texts, cfg, name)
+
+
+def test_a_run_whose_worker_runs_out_of_memory_sketches_the_rest_itself(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A MemoryError in a sketch worker (not killed: Python could not allocate) is not the
+    run's end either: the chunks it and the others could not sketch, and the rest, are
+    sketched by the run's own process, with the decisions of a run without workers."""
+    from neardup.errors import WorkersLost
+
+    ids, texts = _with_copies(7)
+    alone = dedup_batch(ids, texts, workers=1, chunk=3).decisions
+    monkeypatch.setattr(batch_module, "_sketch_packed", _sketch_short_of_memory)
+    with (
+        pytest.warns(WorkersLost, match="a sketch worker process ran out of memory"),
+        BatchRun(DedupConfig(), chunk=3, workers=2, chars=None) as run,
+    ):
+        run.MIN_CHUNK = 3
+        for doc_id, text in zip(ids, texts, strict=True):
+            run.add(doc_id, text)
+        decisions = run.finish().decisions
+        assert run._pool is None and run._pool_lost
+    assert [fields(d) for d in decisions] == [fields(d) for d in alone]

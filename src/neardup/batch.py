@@ -24,7 +24,7 @@ import warnings
 from array import array
 from collections import deque
 from collections.abc import Callable, Sequence
-from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from concurrent.futures import CancelledError, Executor, Future, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from functools import partial
@@ -512,23 +512,25 @@ class BatchRun:
     def _ready(self, item: Any) -> bool:
         return isinstance(item, list) or self._done(item.future)
 
-    def _lose_pool(self) -> None:
-        """A worker ended under the run (the pool is broken: every chunk on its way fails):
-        the run goes on without workers, sketching each chunk here — the same sketches, so
-        the same decisions — and says so once (a :class:`~neardup.errors.WorkersLost`
-        warning, which the command line prints as one line)."""
+    def _lose_pool(self, how: str | None = None) -> None:
+        """A worker ended under the run (the pool is broken: every chunk on its way fails),
+        or ran out of memory (``how`` says so): the run goes on without workers, sketching
+        each chunk here — the same sketches, so the same decisions — and says so once (a
+        :class:`~neardup.errors.WorkersLost` warning, which the command line prints as one
+        line). The chunks still on their way come back, or fail and are sketched here."""
         pool, self._pool = self._pool, None
         self._pool_lost = True
-        ended = [p.exitcode for p in self._workers_seen.values()]
-        killed = [-c for c in ended if c is not None and c < 0 and -c != signal.SIGTERM]
-        how = (
-            f"was killed by {signal.Signals(killed[0]).name}"
-            + (" (out of memory, most likely)" if killed[0] == signal.SIGKILL else "")
-            if killed
-            else "ended"
-        )
+        if how is None:
+            ended = [p.exitcode for p in self._workers_seen.values()]
+            killed = [-c for c in ended if c is not None and c < 0 and -c != signal.SIGTERM]
+            how = (
+                f"was killed by {signal.Signals(killed[0]).name}"
+                + (" (out of memory, most likely)" if killed[0] == signal.SIGKILL else "")
+                if killed
+                else "ended"
+            )
         if pool is not None:
-            with shielded():  # the pool stopped its other workers as it broke
+            with shielded():  # a broken pool stopped its other workers as it broke
                 pool.shutdown(wait=False, cancel_futures=True)
         warnings.warn(
             WorkersLost(
@@ -598,9 +600,11 @@ class BatchRun:
         if not isinstance(item, list):
             try:
                 shipped = self._result(item.future)
-            except BrokenProcessPool:  # its worker, or another, ended: sketched here
+            except (BrokenProcessPool, MemoryError, CancelledError) as lost:
+                # its worker, or another, ended or ran out of memory (or the chunk was not
+                # begun when the workers were let go): sketched here
                 if not self._pool_lost:
-                    self._lose_pool()
+                    self._lose_pool("ran out of memory" if isinstance(lost, MemoryError) else None)
                 free(item.name)  # if the worker had begun to fill it
                 self._blocks.discard(item.name)
                 item = make_sketches(item.texts, self.cfg)
