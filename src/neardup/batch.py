@@ -530,7 +530,9 @@ class BatchRun:
                 else "ended"
             )
         if pool is not None:
-            with shielded():  # a broken pool stopped its other workers as it broke
+            # a broken pool stopped its other workers as it broke; one that ran out of
+            # memory lets its workers end their chunks, and begins no other
+            with shielded():
                 pool.shutdown(wait=False, cancel_futures=True)
         warnings.warn(
             WorkersLost(

@@ -41,8 +41,9 @@ class EngineError(NeardupError, RuntimeError):
 
 class WorkersLost(RuntimeWarning):
     """A batch run's sketch worker process ended under it (killed: by the kernel's
-    out-of-memory killer, most likely): the run went on sketching in its own process, with
-    the same decisions, more slowly. The command line says so on standard error."""
+    out-of-memory killer, most likely) or ran out of memory (a ``MemoryError``): the run went
+    on sketching in its own process, with the same decisions, more slowly. The command line
+    says so on standard error."""
 
 
 class Interrupted(KeyboardInterrupt):
