@@ -1107,6 +1107,12 @@ def _break_in(run: BatchRun, *, half_message: bool) -> None:
         time.sleep(0.2)  # the pool's thread is reading it
     worker = next(iter(pool._processes.values()))
     os.kill(worker.pid, signal.SIGKILL)
+    if not half_message:
+        # the pool sees a worker gone only when no result is waiting to be read: until it
+        # does, so that a killed worker that held no chunk is not missed as the run ends
+        deadline = time.monotonic() + 30
+        while not pool._broken and time.monotonic() < deadline:
+            time.sleep(0.01)
 
 
 @pytest.mark.parametrize("half_message", [False, True], ids=["killed", "killed sending"])

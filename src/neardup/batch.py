@@ -530,10 +530,14 @@ class BatchRun:
                 else "ended"
             )
         if pool is not None:
-            # a broken pool stopped its other workers as it broke; one that ran out of
-            # memory lets its workers end their chunks, and begins no other
+            # a broken pool stops its other workers as it breaks; one that ran out of
+            # memory lets its workers end their chunks, and begins no other. They are gone
+            # before the run frees the blocks of the chunks that failed: one still at work
+            # could make its chunk's block after that, and leave it in /dev/shm
             with shielded():
                 pool.shutdown(wait=False, cancel_futures=True)
+                for worker in self._workers_seen.values():
+                    worker.join(10)
         warnings.warn(
             WorkersLost(
                 f"a sketch worker process {how}; the run goes on sketching in its main "
