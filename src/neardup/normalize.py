@@ -17,6 +17,9 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+import numpy as np
+
+from . import kernels
 from .errors import InputError
 
 __all__ = ["Normalizer", "fold_whitespace", "html_to_text", "looks_like_html", "nfkc", "normalize"]
@@ -177,6 +180,13 @@ def fold_whitespace(text: str) -> str:
         if "\n\n" not in text and text[:1] != "\n" and text[-1:] != "\n":
             return text
         return "\n".join([line for line in text.split("\n") if line])
+    if kernels.wanted(0):  # loaded (a long run): one compiled pass over the code points
+        from .kernels import tables
+
+        cp = tables.code_points(text)
+        out = np.empty(len(cp), dtype=np.uint32)
+        n = kernels.load("_text").fold_whitespace(cp, tables.props_table(), out)
+        return out[:n].tobytes().decode("utf-32-le", "surrogatepass")
     # otherwise line by line: str.split() splits at the same whitespace as the regex \s
     if not printable:
         text = _CONTROLS.sub(" ", text)

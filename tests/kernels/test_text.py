@@ -5,6 +5,8 @@ through the sketches' numbers."""
 
 from __future__ import annotations
 
+import importlib
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -121,3 +123,25 @@ def test_shared_passages_are_the_same_with_the_kernels(a: str, b: str) -> None:
         with mock.patch.object(kernels, "wanted", return_value=fast):
             runs.append(shared_passages(a + a[:50], b + a, min_len=6, limit=None))
     assert runs[0] == runs[1]
+
+
+#: whitespace of every kind, controls, line breaks and a few characters between them
+_SPACED = st.lists(
+    st.sampled_from(
+        [" ", "  ", "\t", "\n", "\n\n", " \n ", "\r\n", "\x00", "\x0b", "\x1f", "\x7f", "\x85",
+         "\x9f", "\xa0", "\u2028", "\u3000", "\ud800", "a", "字", "😀", "ab c"]
+    ),
+    max_size=40,
+).map("".join)  # fmt: skip
+
+
+@settings(max_examples=400)
+@given(st.one_of(_SPACED, TEXTS))
+def test_whitespace_folds_as_the_reference(text: str) -> None:
+    """The compiled fold (a loaded process's) gives what the line-by-line reference gives."""
+    fold = importlib.import_module("neardup.normalize").fold_whitespace
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("NEARDUP_KERNELS", "on")
+        compiled = fold(text)
+        mp.setenv("NEARDUP_KERNELS", "off")
+        assert compiled == fold(text)

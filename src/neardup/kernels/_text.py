@@ -18,6 +18,7 @@ from ._jit import jit
 __all__ = [
     "figure_spans",
     "figure_spans_all",
+    "fold_whitespace",
     "is_folded",
     "line_hints",
     "maximal_matches",
@@ -212,6 +213,39 @@ def scan_texts(
                 what[size] = f
                 size += 1
     return size
+
+
+@jit
+def fold_whitespace(cp, table, out):
+    """``normalize.fold_whitespace`` of a text's code points ``cp`` (not keyed: a character
+    beyond the BMP is never whitespace), written to ``out`` (as long as ``cp``); returns how
+    many were written. A control character (``normalize._CONTROLS``) is a space; a run of
+    whitespace inside a line is one space, none at either end of a line; empty lines go."""
+    n = 0
+    line_start = True  # nothing of the current line written yet
+    space = False  # whitespace since the line's last character written
+    for c in cp:
+        if c > _SP and c < 0x7F:  # printable ASCII: the most common case
+            pass
+        elif c == _NL:
+            line_start = True
+            space = False
+            continue
+        elif c <= 0x9F or (c < 0x10000 and (table[c] & SPACE) != 0):
+            space = True  # whitespace, or a control character (every one is below 0xA0)
+            continue
+        if line_start:
+            if n > 0:
+                out[n] = _NL
+                n += 1
+            line_start = False
+        elif space:
+            out[n] = _SP
+            n += 1
+        space = False
+        out[n] = c
+        n += 1
+    return n
 
 
 @jit

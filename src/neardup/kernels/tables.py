@@ -57,10 +57,11 @@ def keyed(cp: U32) -> tuple[U32, U8]:
     ones, and the table extended with their properties — so a lookup never branches."""
     if len(cp) == 0 or int(cp.max()) < 0x10000:
         return cp, props_table()
-    far = cp >= 0x10000
-    astral = distinct(cp[far])
+    far = np.flatnonzero(cp >= 0x10000)  # few: no mask over the whole text indexes twice
+    beyond = cp[far]
+    astral = distinct(beyond)
     props = np.array([_props(chr(c)) for c in astral.tolist()], dtype=np.uint8)
     key = cp.copy()
-    key[far] = 0x10000 + np.searchsorted(astral, cp[far]).astype(np.uint32)
+    key[far] = 0x10000 + np.searchsorted(astral, beyond).astype(np.uint32)
     key.flags.writeable = False  # as code_points gives them: one compiled version, not two
     return key, np.concatenate((props_table(), props))
