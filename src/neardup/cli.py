@@ -13,7 +13,7 @@ import time
 import warnings
 from collections.abc import Callable, Sequence
 from importlib.resources import as_file, files
-from typing import TextIO, TypeAlias, cast
+from typing import Any, NoReturn, TextIO, TypeAlias, cast
 
 from . import __version__
 from .compare import Comparison, DedupView, compare
@@ -173,6 +173,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     else:
         color = sys.stdout.isatty() and "NO_COLOR" not in os.environ
         print(format_comparison(c, color=color))
+    _DONE["all closed"] = url is None
     return 0
 
 
@@ -436,6 +437,9 @@ def _cmd_dedup(args: argparse.Namespace) -> int:
         summary_out.close()
     if status:
         print(f"neardup: {why} (exit status {status})", file=sys.stderr)
+    # every output is closed (run_dedup closes what it opened); a store or Spark is left
+    # to close as it always does
+    _DONE["all closed"] = args.engine != "spark" and store_url(args) is None
     return status
 
 
@@ -941,8 +945,43 @@ def _show_warning(
     _SHOW_WARNING(message, category, filename, lineno, file, line)
 
 
+#: set by a command whose every output is written and closed, and which leaves nothing for
+#: the interpreter's exit to do (no store, no Spark, no service): :func:`run` then ends the
+#: process at once
+_DONE = {"all closed": False}
+
+
+def run() -> NoReturn:
+    """The ``neardup`` command (and ``python -m neardup``): :func:`main`, then the exit.
+
+    A command that finished with everything written and closed ends the process at once,
+    without the interpreter's teardown — freeing every object, array and compiled kernel
+    one by one, which gives nothing to anyone: about 0.2 s of a 2.5 s ``neardup dedup`` of
+    10,000 articles, more after a larger input. Not under a tracer or profiler (coverage,
+    cProfile), which write what they found at that exit."""
+    status = main()
+    if _DONE["all closed"] and not _watched():
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass  # (a pipe closed under it): the usual exit says so, or not, as it always did
+        else:
+            os._exit(status)
+    sys.exit(status)
+
+
+def _watched() -> bool:
+    """Whether a tracer, a profiler or a monitoring tool (Python 3.12+) watches the process."""
+    if sys.gettrace() is not None or sys.getprofile() is not None:
+        return True
+    monitoring: Any = getattr(sys, "monitoring", None)
+    return monitoring is not None and any(monitoring.get_tool(i) for i in range(6))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
+    _DONE["all closed"] = False
     parser = build_parser()
     given = list(sys.argv[1:] if argv is None else argv)
     if given[:1] == ["dedup"]:

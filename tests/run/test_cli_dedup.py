@@ -869,3 +869,79 @@ def test_the_batch_run_is_told_the_size_of_the_input(
     out = ["-o", str(tmp_path / "u.jsonl"), "--clusters", str(tmp_path / "c.jsonl"), "-q"]
     assert main(["dedup", str(a), str(b), *out]) == 0
     assert told == [a.stat().st_size + b.stat().st_size]
+
+
+# -- the exit --------------------------------------------------------------------------------
+
+#: ``neardup ARGS`` through the command's own entry point, saying whether the interpreter's
+#: usual exit ran (its atexit hooks); ``traced`` first: under a tracer, as coverage runs it
+_WATCHED_EXIT = """
+import atexit, sys
+atexit.register(lambda: print("the interpreter's exit ran", file=sys.stderr))
+args = sys.argv[1:]
+if args[:1] == ["traced"]:
+    sys.settrace(lambda *a: None)
+    args = args[1:]
+from neardup.cli import run
+sys.argv = ["neardup", *args]
+run()
+"""
+
+
+def _command(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", _WATCHED_EXIT, *args],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        env={**os.environ, "PYTHONIOENCODING": "utf-8"},
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize("traced", [False, True])
+def test_a_finished_run_ends_at_once_with_every_output_written(
+    tmp_path: Path, traced: bool
+) -> None:
+    """A local run that finished ends the process without the interpreter's teardown (its
+    atexit hooks do not run) — every output written, its exit status kept (4 here: more
+    bad records than --max-errors), UNIQUE on standard output included; under a tracer
+    (coverage) the exit is the usual one, with the same outputs."""
+    src = write_lines(
+        tmp_path / "in.jsonl", [*(json_line(r) for r in CORPUS), b"{not json", b"[1, 2]"]
+    )
+    out = [str(tmp_path / name) for name in ("clusters.jsonl", "errors.jsonl", "summary.json")]
+    done = _command(
+        *(["traced"] if traced else []),
+        "dedup", str(src), "-o", "-", "--clusters", out[0], "--errors", out[1],
+        "--json-summary", out[2], "--max-errors", "1", "-q",
+    )  # fmt: skip
+    assert done.returncode == 4, done.stderr
+    assert ("the interpreter's exit ran" in done.stderr) is traced
+    kept = [json.loads(line) for line in done.stdout.splitlines()]
+    clusters = read_jsonl(Path(out[0]))
+    assert len(clusters) == len(CORPUS)
+    assert len(kept) == sum(1 for c in clusters if c["duplicate_of"] is None) < len(CORPUS)
+    assert len(read_jsonl(Path(out[1]))) == 2
+    assert json.loads(Path(out[2]).read_text("utf-8"))["status"] == 4
+
+
+def test_a_run_on_a_store_and_a_failed_run_exit_as_usual(tmp_path: Path, corpus: Path) -> None:
+    """A store closes as it always does, through the interpreter's exit; so does a run that
+    failed (exit status 2), and a comparison that read a store's chrome."""
+    db = str(tmp_path / "crawl.db")
+    clusters = str(tmp_path / "clusters.jsonl")
+    stored = _command("dedup", str(corpus), "--db", db, "-o", "-", "--clusters", clusters, "-q")
+    assert stored.returncode == 0, stored.stderr
+    assert "the interpreter's exit ran" in stored.stderr
+    assert len(read_jsonl(Path(clusters))) == len(CORPUS)
+    failed = _command("dedup", str(tmp_path / "missing.jsonl"), "-o", "-", "--clusters", clusters)
+    assert failed.returncode == 2
+    assert "the interpreter's exit ran" in failed.stderr
+    compared = _command("compare", "--db", db, ZH_STORY, ZH_REPRINT)
+    assert compared.returncode == 0, compared.stderr
+    assert "the interpreter's exit ran" in compared.stderr
+    alone = _command("compare", "--json", ZH_STORY, ZH_REPRINT)
+    assert alone.returncode == 0 and json.loads(alone.stdout)
+    assert "the interpreter's exit ran" not in alone.stderr
