@@ -17,8 +17,9 @@ from .verify import verify
 
 __all__ = ["load_kernels"]
 
-#: Two short related texts (Chinese and English, figures, a boilerplate line) that take every
-#: kernel a run uses through its code, with the argument types of a real run.
+#: Two short related texts (Chinese and English, figures, a boilerplate line, and in the first
+#: a double space for the whitespace fold) that take every kernel a run uses through its
+#: code, with the argument types of a real run.
 _WARM_UP = (
     "来源：示例网\n临江地铁5号线一期今日开通运营，全长25.6公里。 The line  opens today.",
     "临江地铁5号线一期今日开通运营，全长25.6公里，设站18座。 The line opens today.",
