@@ -393,6 +393,7 @@ def _cmd_dedup(args: argparse.Namespace) -> int:
     progress = Progress(sys.stderr, enabled=mode != "off", json=mode == "json")
     # every output is opened before the run, so a bad path fails before the work, not after
     summary_out = LineWriter(args.json_summary) if args.json_summary is not None else None
+    url = store_url(args)
     run: Callable[..., RunResult] = functools.partial(
         run_dedup,
         unique=args.output,
@@ -404,7 +405,7 @@ def _cmd_dedup(args: argparse.Namespace) -> int:
         keep=args.keep,
         mode="stream" if args.stream else "batch",
         progress=progress,
-        store=store_url(args),
+        store=url,
         window=args.window,
         batch_size=args.batch_size,
         output_format=args.output_format,
@@ -439,7 +440,7 @@ def _cmd_dedup(args: argparse.Namespace) -> int:
         print(f"neardup: {why} (exit status {status})", file=sys.stderr)
     # every output is closed (run_dedup closes what it opened); a store or Spark is left
     # to close as it always does
-    _DONE["all closed"] = args.engine != "spark" and store_url(args) is None
+    _DONE["all closed"] = args.engine != "spark" and url is None
     return status
 
 
