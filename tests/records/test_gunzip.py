@@ -1,0 +1,165 @@
+"""Gzip input inflated by the records' own reader (zlib-ng when installed) against
+``gzip.GzipFile``, the reference: the same bytes, every byte before a break, the same
+kind of error after them."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import random
+import struct
+import zlib
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neardup.records import streams
+from neardup.records.streams import BrokenOff, open_bytes
+
+
+def _reference(data: bytes) -> tuple[bytes, type[BaseException] | None]:
+    """What ``gzip.GzipFile`` gives of ``data``, a line at a time, and the error it stops on."""
+    out = bytearray()
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(data)) as f:
+            for line in f:
+                out += line
+    except BrokenOff as e:
+        return bytes(out), type(e)
+    return bytes(out), None
+
+
+def _ours(data: bytes, path: str) -> tuple[bytes, type[BaseException] | None]:
+    with open(path, "wb") as f:
+        f.write(data)
+    out = bytearray()
+    with ExitStack() as stack:
+        opened = open_bytes(path, stack, text=False)
+        assert opened.compression == "gzip"
+        try:
+            for line in opened.stream:
+                out += line
+        except BrokenOff as e:
+            return bytes(out), type(e)
+    return bytes(out), None
+
+
+def _kind(error: type[BaseException] | None) -> str | None:
+    """The kind of a break: cut short, a bad header or check, corrupt data."""
+    if error is None:
+        return None
+    if issubclass(error, EOFError):
+        return "cut short"
+    if issubclass(error, gzip.BadGzipFile):
+        return "bad gzip"
+    return "corrupt"
+
+
+def _member(rng: random.Random, size: int, flags: int) -> bytes:
+    """One gzip member of ``size`` bytes of lines, with the optional header fields of
+    ``flags`` (FEXTRA 4, FNAME 8, FCOMMENT 16, FHCRC 2)."""
+    words = [b"alpha", b"\xe5\x8c\x97\xe4\xba\xac", b"beta", b"\xe4\xb8\x8a\xe6\xb5\xb7"]
+    body = bytearray()
+    while len(body) < size:
+        body += b" ".join(rng.choice(words) for _ in range(rng.randrange(1, 40))) + b"\n"
+        if rng.random() < 0.2:
+            body += rng.randbytes(rng.randrange(1, 300)) + b"\n"  # compresses badly
+    body = body[:size]
+    header = b"\x1f\x8b\x08" + bytes([flags]) + struct.pack("<I", 1234) + b"\x00\xff"
+    if flags & 4:
+        extra = rng.randbytes(rng.randrange(0, 40))
+        header += struct.pack("<H", len(extra)) + extra
+    if flags & 8:
+        header += b"name.jsonl\x00"
+    if flags & 16:
+        header += b"a comment\x00"
+    if flags & 2:
+        header += struct.pack("<H", zlib.crc32(header) & 0xFFFF)
+    packer = zlib.compressobj(rng.choice([1, 6, 9]), zlib.DEFLATED, -zlib.MAX_WBITS)
+    deflated = packer.compress(bytes(body)) + packer.flush()
+    trailer = struct.pack("<II", zlib.crc32(body), len(body) & 0xFFFFFFFF)
+    return header + deflated + trailer
+
+
+@st.composite
+def _files(draw: st.DrawFn) -> bytes:
+    rng = random.Random(draw(st.integers(0, 2**32 - 1)))
+    members = []
+    for _ in range(draw(st.integers(1, 3))):
+        size = draw(st.sampled_from([0, 1, 500, 40_000, 300_000]))
+        members.append(_member(rng, size, draw(st.sampled_from([0, 4, 8, 16, 2, 30]))))
+        members[-1] += b"\x00" * draw(st.sampled_from([0, 0, 1, 5000]))  # padding between
+    data = bytearray(b"".join(members))
+    change = draw(st.sampled_from(["none", "cut", "flip", "garbage"]))
+    at = draw(st.integers(0, max(0, len(data) - 1)))
+    if change == "cut":
+        del data[max(at, 2) :]  # the magic bytes kept: the input is still found to be gzip
+    elif change == "flip" and len(data) > 2:
+        data[max(at, 2)] ^= draw(st.integers(1, 255))
+    elif change == "garbage":
+        data += rng.randbytes(draw(st.integers(1, 20)))
+    return bytes(data)
+
+
+@contextmanager
+def _inflating(name: str) -> Iterator[None]:
+    """The reader inflating with zlib-ng or with zlib (without the `fast` extra)."""
+    module = zlib if name == "zlib" else pytest.importorskip("zlib_ng.zlib_ng")
+    was = streams._zlib
+    streams._zlib = module
+    try:
+        yield
+    finally:
+        streams._zlib = was
+
+
+@pytest.mark.parametrize("inflater", ["zlib_ng", "zlib"])
+@settings(max_examples=120)
+@given(data=_files())
+def test_gzip_input_reads_as_gzip_reads_it(
+    inflater: str, data: bytes, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Every byte ``GzipFile`` gives is given, in order, and the read stops with the same
+    kind of error; a corrupt member may give more before its error (``GzipFile`` loses up
+    to 8 KiB of input before it), never anything else."""
+    path = str(tmp_path_factory.mktemp("gz") / "in.gz")
+    want, want_error = _reference(data)
+    with _inflating(inflater):
+        got, got_error = _ours(data, path)
+    assert _kind(got_error) == _kind(want_error)
+    if _kind(want_error) == "corrupt":
+        assert got.startswith(want)
+        assert len(got) - len(want) <= 8192 * 1100  # what 8 KiB of deflate could hold
+    else:
+        assert got == want
+
+
+def test_gzip_input_is_inflated_by_zlib_ng_when_installed() -> None:
+    """The `fast` extra installs zlib-ng, and the reader takes it."""
+    pytest.importorskip("zlib_ng")
+    assert streams._zlib.__name__.endswith("zlib_ng")
+
+
+@pytest.mark.parametrize("inflater", ["zlib_ng", "zlib"])
+def test_a_corrupt_piece_gives_what_gzip_gives_before_its_corrupt_bytes(
+    inflater: str, tmp_path: str
+) -> None:
+    """A corrupt byte far into a large piece of input: what ``GzipFile`` gives before it is
+    given too (the piece is inflated again a little at a time, not lost), then the corrupt
+    data's error."""
+    rng = random.Random(7)
+    lines = [b"%d %s\n" % (i, rng.randbytes(60).hex().encode()) for i in range(20_000)]
+    whole = gzip.compress(b"".join(lines))
+    for at in range(len(whole) // 2, len(whole), 997):  # a byte that makes the data corrupt
+        packed = bytearray(whole)
+        packed[at] ^= 0x55
+        want, want_error = _reference(bytes(packed))
+        if _kind(want_error) == "corrupt":
+            break
+    with _inflating(inflater):
+        got, error = _ours(bytes(packed), f"{tmp_path}/in.gz")
+    assert _kind(error) == _kind(want_error) == "corrupt"
+    assert len(want) > 1_000_000 and got.startswith(want)
