@@ -460,7 +460,7 @@ class BatchRun:
             n = self._workers or min(4, os.cpu_count() or 1)
             forking = "fork" in multiprocessing.get_all_start_methods()
             if forking:
-                load_kernels(self.cfg)  # once here: the forked workers inherit them
+                load_kernels(self.cfg, store=False)  # once here: the forked workers inherit them
             # the workers' shared-memory blocks are tracked by this process's tracker (a
             # forked worker would start its own, which never hears that the block was freed)
             resource_tracker.ensure_running()

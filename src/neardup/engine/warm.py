@@ -26,11 +26,14 @@ _WARM_UP = (
 )
 
 
-def load_kernels(cfg: DedupConfig) -> bool:
+def load_kernels(cfg: DedupConfig, *, store: bool = True) -> bool:
     """Load the compiled kernels in this process, if ``NEARDUP_KERNELS`` and numba allow
     them for a long run (:func:`neardup.kernels.wanted` of a run's worth of work), by
     sketching and verifying a small pair: importing numba and the machine code it cached,
-    about 0.5–1 s of CPU. Whether they are loaded now.
+    about 0.5–1 s of CPU. Whether they are loaded now. ``store=False``: not the kernels
+    only a store and the evidence call (a batch run's workers never call them, and its
+    main process loads the evidence's at its first call, if it makes one: 0.03 s less
+    before the workers start).
 
     The pair is verified without a template guard: the kernels take a guard's table as an
     argument of the same type either way, and a guard of its own would be a table of 64
@@ -44,6 +47,8 @@ def load_kernels(cfg: DedupConfig) -> bool:
     a, b = make_sketches(list(_WARM_UP), cfg)
     verify(b, a, cfg, None)
     verify(a, b, cfg, None)
+    if not store:
+        return True
     # what only a compact store and the evidence call: the ranking and the stand-in of a
     # longer text (one of a short text keeps every code), the passages two texts share and
     # a story's slots as a compact store logs them
