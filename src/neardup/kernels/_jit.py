@@ -59,11 +59,49 @@ def _numpy_support() -> bool:
 _numpy_support()
 
 
+def _quick_loads() -> type | None:
+    """numba's cache of a function's machine code, loading it without first loading every
+    typing and lowering registry numba has (``refresh()`` of the target context: about
+    0.09 s of a process's first load, on the critical path of a batch run, whose sketch
+    workers fork after it): running cached machine code needs numba's runtime (NRT),
+    initialized here, and the registries only compiling reads, which numba's compiler
+    loads itself (``CompilerBase.__init__`` refreshes both contexts), so a function not in
+    the cache compiles as before. None (numba's own cache kept) where numba's cache does
+    not have the parts this uses."""
+    try:
+        from numba.core.caching import FunctionCache
+        from numba.core.runtime import nrt
+    except ImportError:  # pragma: no cover - another numba's layout
+        return None
+    runtime: Any = getattr(nrt, "rtsys", None)
+    if not callable(getattr(runtime, "initialize", None)) or not all(
+        callable(getattr(FunctionCache, name, None))
+        for name in ("load_overload", "_load_overload", "_guard_against_spurious_io_errors")
+    ):  # pragma: no cover - another numba's layout
+        return None
+
+    class QuickLoads(FunctionCache):
+        def load_overload(self, sig: Any, target_context: Any) -> Any:
+            runtime.initialize(target_context)
+            with self._guard_against_spurious_io_errors():
+                return self._load_overload(sig, target_context)  # type: ignore[no-untyped-call]
+
+    return QuickLoads
+
+
+_QUICK_LOADS = _quick_loads()
+
+
 def jit(func: F) -> F:
     """``numba.njit`` with the machine code cached on disk (in memory only when no folder
-    for it is writable) and the GIL released, so threads can run kernels side by side."""
+    for it is writable) and loaded from there quickly (:func:`_quick_loads`), and the GIL
+    released, so threads can run kernels side by side."""
     try:
         compiled = numba.njit(cache=True, nogil=True)(func)
     except RuntimeError:  # "cannot cache function ...: no locator available"
         compiled = numba.njit(cache=False, nogil=True)(func)
+    else:
+        cache = getattr(compiled, "_cache", None)
+        if _QUICK_LOADS is not None and type(cache) is _QUICK_LOADS.__base__:
+            setattr(compiled, "_cache", _QUICK_LOADS(compiled.py_func))  # noqa: B010
     return cast(F, compiled)
