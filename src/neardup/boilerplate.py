@@ -396,9 +396,10 @@ def _strip(
 
 class _Literals(NamedTuple):
     """The literals a set of alternatives starts with, as the compiled scan takes them (see
-    :func:`neardup.kernels._text.line_hints`)."""
+    :func:`neardup.kernels._text._hit`)."""
 
     starts: npt.NDArray[np.uint8]
+    pairs: npt.NDArray[np.uint8]
     grams: npt.NDArray[np.uint8]
     first: npt.NDArray[np.int64]
     lit_cp: npt.NDArray[np.uint32]
@@ -473,6 +474,7 @@ def _literals(alternatives: tuple[str, ...], leave_out: str = "") -> _Literals:
         rows.append((prefix, prog, chars))
     rows.sort(key=lambda r: r[0])
     starts = np.zeros(0x10000, dtype=np.uint8)
+    pairs = np.zeros(1 << 14, dtype=np.uint8)
     grams = np.zeros(1 << _GRAM_BITS, dtype=np.uint8)
     counts = np.zeros(0x10000 + 1, dtype=np.int64)
     for lit, _, _ in rows:
@@ -481,6 +483,10 @@ def _literals(alternatives: tuple[str, ...], leave_out: str = "") -> _Literals:
         starts[c] |= 1 if len(lit) == 1 else 2 if len(lit) == 2 else 4
         if len(lit) >= 2:
             grams[_gram(lit[:3])] = 1
+        if c < 128 and (len(lit) == 1 or ord(lit[1]) >= 128):
+            pairs[c << 7 : (c + 1) << 7] = 1  # whatever ASCII follows
+        elif c < 128:
+            pairs[(c << 7) | ord(lit[1])] = 1
 
     def flat(strings: list[str]) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.int64]]:
         start = np.zeros(len(strings) + 1, dtype=np.int64)
@@ -491,6 +497,7 @@ def _literals(alternatives: tuple[str, ...], leave_out: str = "") -> _Literals:
     set_cp, set_start = flat([r[2] for r in rows])
     return _Literals(
         starts,
+        pairs,
         grams,
         np.cumsum(counts),
         lit_cp,
@@ -498,6 +505,23 @@ def _literals(alternatives: tuple[str, ...], leave_out: str = "") -> _Literals:
         np.array([r[1] for r in rows], dtype=np.int64),
         set_start,
         set_cp,
+    )
+
+
+@functools.cache
+def _scan_tables() -> tuple[tuple[Any, ...], tuple[Any, ...], Any, Any, Any]:
+    """The hints' and the dateline prefixes' literals as :func:`_scan_all` passes them to
+    the compiled scan: each table's literals (its ``first`` to ``set_cp``), and the
+    lookups of both in one (``starts``: the hints' lengths, the prefixes' shifted by 3;
+    ``pairs`` and ``grams``: bit 1 the hints', bit 2 the prefixes')."""
+    hint = _literals(tuple(_HINT_ALTERNATIVES), ">")
+    prefix = _literals(tuple(_PREFIX_ALTERNATIVES))
+    return (
+        tuple(hint)[3:],
+        tuple(prefix)[3:],
+        hint.starts | (prefix.starts << 3),
+        hint.pairs | (prefix.pairs << 1),
+        hint.grams | (prefix.grams << 1),
     )
 
 
@@ -514,7 +538,7 @@ def _scan_all(texts: Sequence[str]) -> list[_Scan]:
     datelines.
 
     A line whose only hints are ">" is left out of the first unless it may hold a
-    breadcrumb (see :func:`~neardup.kernels._text.line_hints`: two ">" near each other,
+    breadcrumb (see :func:`~neardup.kernels._text.scan_texts`: two ">" near each other,
     and an end near the second): a ">" is a hint only because a breadcrumb needs two, so
     cutting such a line into sentences and keeping them all gives the line as
     :func:`_rejoin` gives it (a quoted reply's "> > ..." lines are not judged)."""
@@ -528,9 +552,10 @@ def _scan_all(texts: Sequence[str]) -> list[_Scan]:
     folded = np.zeros(n, dtype=np.bool_)
     where = np.zeros((room, 2), dtype=np.int64)
     what = np.zeros(room, dtype=np.uint8)
-    hint = _literals(tuple(_HINT_ALTERNATIVES), ">")
-    prefix = _literals(tuple(_PREFIX_ALTERNATIVES))
-    size = k.scan_texts(key, offsets, table, tuple(hint), tuple(prefix), folded, where, what)
+    hint, prefix, starts, pairs, grams = _scan_tables()
+    size = k.scan_texts(
+        key, offsets, table, starts, pairs, grams, hint, prefix, folded, where, what
+    )
     docs, line_nos = where[:size, 0].tolist(), where[:size, 1].tolist()
     flags = what[:size].tolist()
     out: list[_Scan] = []

@@ -43,8 +43,43 @@ def test_boilerplate_scan_matches_reference_on_normalized_text(texts: list[str])
     assert stripped(normalized, "on") == stripped(normalized, "off")
 
 
+def _hint_literals() -> list[str]:
+    """The fixed text each hint and dateline prefix starts with."""
+    from neardup import boilerplate as bp
+
+    alternatives = [*bp._HINT_ALTERNATIVES, *bp._PREFIX_ALTERNATIVES]
+    return sorted({bp._literal_prefix(a)[0] for a in alternatives})
+
+
+#: lines of bracketed labels, hints and dateline prefixes (and whole ones) right before
+#: ASCII, CJK or the line's end (the scan rules out two ASCII characters no literal starts
+#: with at once, and looks both tables up in one)
+_LABEL_PIECES = [
+    *_hint_literals(), "[", "]", "【", "】", "(", ")", "a", "ap", "x", "Z", "1", "2023", " ",
+    ":", "：", "-", "—", "编辑", "新", ">", ".", "。", "[ap]", "[Z1]", "【编辑】", "[新]",
+    "(reuters) - ", "london (ap) — ", "(本文转载自《晨报》)", "【新华网讯】", "新华社北京3月2日电",
+    "人民网2021-09-22消息,", "\n",
+]  # fmt: skip
+LABELLED = st.lists(
+    st.lists(st.sampled_from(_LABEL_PIECES), max_size=12).map("".join), min_size=1, max_size=6
+).map("\n".join)
+
+
+@settings(max_examples=400)
+@given(st.lists(LABELLED, min_size=1, max_size=4))
+def test_hints_before_any_character_are_stripped_as_the_reference(texts: list[str]) -> None:
+    """Every hint's and dateline prefix's literal, before ASCII, CJK or a line end, and
+    lines of bracketed labels: raw and normalized, the compiled scan strips what the
+    regular expressions strip."""
+    assert stripped(texts, "on") == stripped(texts, "off")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("NEARDUP_KERNELS", "off")
+        normalized = [normalize(t) for t in texts]
+    assert stripped(normalized, "on") == stripped(normalized, "off")
+
+
 #: quoted replies and breadcrumbs: runs of ">" with words and sentence ends at every distance
-#: from them (a line may hold a breadcrumb only when both are near, see line_hints)
+#: from them (a line may hold a breadcrumb only when both are near, see scan_texts)
 _QUOTE_PIECES = [
     ">", "> ", ">>", " > ", "a", "ab ", "word ", "x" * 9, "y" * 19, "z" * 21, ".", ". ", "!",
     "。", "?", " ", "  ", "\t", "\n", "\n>", "\n> > ", "home > news > ",

@@ -19,19 +19,17 @@ __all__ = [
     "figure_spans",
     "figure_spans_all",
     "fold_whitespace",
-    "is_folded",
-    "line_hints",
     "maximal_matches",
     "scan_texts",
 ]
 
 # character properties (kernels.tables.PROPS): bits of a uint8
 SPACE, PRINTABLE, DECIMAL = 1, 2, 4
-# line flags of line_hints (and, for the second table of scan_texts, PREFIX_HIT, PREFIX_CONFIRM)
-HIT, CONFIRM, ONE_GT, TWO_GT, DATE_END, PREFIX_HIT, PREFIX_CONFIRM = 1, 2, 4, 8, 16, 32, 64
+# line flags of scan_texts (boilerplate._HIT and the others)
+HIT, CONFIRM, TWO_GT, DATE_END, PREFIX_HIT, PREFIX_CONFIRM = 1, 2, 8, 16, 32, 64
 # literal programs (what must follow a literal): bits
 WS_STAR, IN_SET, WS_ONE, REGEX = 1, 2, 4, 8
-#: the table of literal beginnings line_hints tries has 2^GRAM_BITS entries
+#: the table of literal beginnings _hit tries has 2^GRAM_BITS entries
 GRAM_BITS = 16
 _NL, _SP, _GT, _DOT, _DAY = 10, 32, 62, 46, 0x65E5  # "\n", " ", ">", ".", "日"
 #: the most characters a breadcrumb has between two ">", and after the last (boilerplate._BREADCRUMB)
@@ -87,131 +85,156 @@ def _gram(a, b, c, bits):
 
 
 @jit
-def line_hints(
-    cp,  # the text's keys (tables.keyed)
-    starts,  # uint8[65536]: which lengths of literal (1, 2, 3 or more: bits 1, 2, 4) a char starts
-    grams,  # uint8[2^GRAM_BITS]: the hashes (_gram) of each literal's first two or three chars
-    first,  # int64[65537]: the literals starting with char c are lit_order[first[c]:first[c+1]]
-    lit_cp,  # the literals' code points, one after another
-    lit_start,  # int64: literal k is lit_cp[lit_start[k]:lit_start[k + 1]]
-    lit_prog,  # int64: what must follow literal k (WS_STAR | IN_SET | WS_ONE, or REGEX)
-    set_start,  # int64: the characters of literal k's set are set_cp[set_start[k]:set_start[k+1]]
-    set_cp,
-    table,  # uint8 properties of every key
-    flags,  # uint8 per line (out): HIT, CONFIRM, ONE_GT, TWO_GT, DATE_END
-):
-    """Mark each line of the text (split at "\\n") by the literals found in it. A position
-    is tried only when the hash of its next two or three characters is a literal's.
+def _hit(cp, p, c, first, lit_cp, lit_start, lit_prog, set_start, set_cp, table):
+    """HIT when a literal of a table starts at ``p`` of the text (``c``: its key there)
+    and what must follow it holds; CONFIRM when one starts there and only a regular
+    expression can say; 0 when none does. The literals starting with c are ``first[c]``
+    to ``first[c + 1]``; literal k is ``lit_cp[lit_start[k]:lit_start[k + 1]]``, what
+    must follow it ``lit_prog[k]`` (WS_STAR | IN_SET | WS_ONE, or REGEX) and its set
+    ``set_cp[set_start[k]:set_start[k + 1]]`` (``boilerplate._Literals``). Called only
+    where :func:`scan_texts` finds that one may start: a call passing arrays costs more
+    than the rest of a character's work (numba counts references to each)."""
+    out = 0
+    for k in range(first[c], first[c + 1]):
+        got = _matches(
+            cp, p, lit_cp, lit_start[k], lit_start[k + 1], lit_prog[k],
+            set_cp, set_start[k], set_start[k + 1], table,
+        )  # fmt: skip
+        if got == 1:
+            return HIT
+        if got == 2:
+            out = CONFIRM
+    return out
 
-    TWO_GT marks a line that may hold a breadcrumb (``boilerplate._BREADCRUMB``: two or more
-    ">" at most ``_CRUMB`` characters apart, and at most that many after the last) as the
-    whole line or as one of its sentences: two ">" that near each other, and a sentence
-    end ("。!?！？" or ".", which end every sentence but a line's last) or the line's last
-    character other than whitespace at most ``_CRUMB`` characters after the second or a
-    later one. Nested quotes ("> > ...") with a long sentence after them are not marked."""
-    n = len(cp)
-    bits = GRAM_BITS
-    line = 0
-    start = 0
-    gts = 0
-    gt_at = -1  # the line's last ">"
-    near = -1  # its last ">" at most _CRUMB characters after the one before it
-    seen = -1  # its last character other than whitespace
-    crumb = False
-    for p in range(n + 1):
-        c = cp[p] if p < n else _NL
-        if c == _NL:
-            if gts >= 1:
-                flags[line] |= ONE_GT
-            if crumb or (near >= 0 and seen - near <= _CRUMB):
-                flags[line] |= TWO_GT
-            if p > start:
-                last = cp[p - 1]
-                if last == _DAY or (table[last] & DECIMAL) != 0:
-                    flags[line] |= DATE_END
-            line += 1
-            start = p + 1
-            gts = 0
-            gt_at = near = seen = -1
-            crumb = False
-            continue
-        if (table[c] & SPACE) == 0:
-            seen = p
-        if c == _GT:
-            gts += 1
-            if gt_at >= 0 and p - gt_at - 1 <= _CRUMB:
-                near = p
-            gt_at = p
-        elif near >= 0 and p - near <= _CRUMB and (c == _DOT or _is_end(c)):
-            crumb = True
-        if c >= 0x10000 or (flags[line] & HIT) != 0:  # no literal starts beyond the BMP
-            continue
-        lengths = starts[c]
-        if lengths == 0:
-            continue
-        maybe = (lengths & 1) != 0
-        if not maybe and p + 1 < n:
-            c2 = cp[p + 1]
-            if (lengths & 2) != 0 and grams[_gram(c, c2, 0, bits)]:
-                maybe = True
-            elif (lengths & 4) != 0 and p + 2 < n and grams[_gram(c, c2, cp[p + 2], bits)]:
-                maybe = True
-        if not maybe:
-            continue
-        for k in range(first[c], first[c + 1]):
-            got = _matches(
-                cp, p, lit_cp, lit_start[k], lit_start[k + 1], lit_prog[k],
-                set_cp, set_start[k], set_start[k + 1], table,
-            )  # fmt: skip
-            if got == 1:
-                flags[line] |= HIT
-                break
-            if got == 2:
-                flags[line] |= CONFIRM
+
+@jit
+def _may_start(lengths, more, two, three):
+    """Whether a literal of a table may start at a character that starts literals of
+    ``lengths`` (bits 1, 2, 4: one character, two, three or more): one of one character
+    does; else, with a character after it (``more``), the hash of the two (``two``) or
+    three (``three``) characters from it is a literal's."""
+    return (lengths & 1) != 0 or (
+        more and (((lengths & 2) != 0 and two != 0) or ((lengths & 4) != 0 and three != 0))
+    )
 
 
 @jit
 def scan_texts(
     cp,  # the keys of every text, one after another (tables.keyed)
     offsets,  # int64[n + 1]: text k is cp[offsets[k]:offsets[k + 1]]
-    table,
-    hint,  # the literal table of the hints (line_hints' arguments from ``starts`` to ``set_cp``)
-    prefix,  # the literal table of the dateline prefixes
-    folded,  # bool[n] (out): is_folded of each text
+    table,  # uint8 properties of every key
+    starts,  # uint8[65536]: the lengths of the hints (bits 1, 2, 4: one character, two, three
+    # or more) each character starts, and of the dateline prefixes (the same, shifted by 3)
+    pairs,  # uint8[2^14]: at (a << 7) | b, bit 1 (hints) or 2 (prefixes) where a literal
+    # may start with ASCII a then b (one of a alone, or a then something else not ASCII)
+    grams,  # uint8[2^GRAM_BITS]: bit 1 or 2 at the hash (_gram) of a literal's first two or
+    # three characters
+    hint,  # the literals of the hints (see _hit)
+    prefix,  # the literals of the dateline prefixes
+    folded,  # bool[n] (out): whether each text is as whitespace folding leaves it
     where,  # int64[m, 2] (out): (text, line) of each line with flags
     what,  # uint8[m] (out): its flags; m at least the lines of all texts
 ):
-    """line_hints of every text with both literal tables (the second's HIT and CONFIRM
-    become PREFIX_HIT and PREFIX_CONFIRM), and is_folded. The lines whose only flag is
-    ONE_GT are left out. Returns how many lines were written to ``where`` and ``what``."""
+    """Flag each line (split at "\\n") of every text, in one pass over its characters:
+    HIT or CONFIRM for a literal of ``hint`` found in it (see :func:`_hit`), PREFIX_HIT or
+    PREFIX_CONFIRM for one of ``prefix`` — a position tried only where the hash of its next
+    two or three characters is a literal's, two ASCII characters ruled out by one lookup
+    (most of an English text's letters start some literal); TWO_GT for a line that may hold a breadcrumb
+    (``boilerplate._BREADCRUMB``: two or more ">" at most ``_CRUMB`` characters apart, and
+    at most that many after the last) as the whole line or as one of its sentences: two
+    ">" that near each other, and a sentence end ("。!?！？" or ".", which end every
+    sentence but a line's last) or the line's last character other than whitespace at
+    most ``_CRUMB`` characters after the second or a later one (nested quotes, "> > ...",
+    with a long sentence after them are not flagged); DATE_END for a line that ends in 日
+    or a decimal digit. And ``folded``: no double space, no empty line, no space at either
+    end of a line, and nothing but printable characters and line breaks (see
+    ``boilerplate._is_folded``). Returns how many lines were written to ``where`` and
+    ``what`` (those with a flag)."""
+    h_first, h_lit, h_lit_start, h_prog, h_set_start, h_set = hint
+    p_first, p_lit, p_lit_start, p_prog, p_set_start, p_set = prefix
     size = 0
-    lines = np.zeros(64, dtype=np.uint8)
-    marks = np.zeros(64, dtype=np.uint8)
     for k in range(len(offsets) - 1):
         text = cp[offsets[k] : offsets[k + 1]]
-        count = 1
-        for c in text:
+        n = len(text)
+        ok = n == 0 or not (
+            text[0] == _SP or text[0] == _NL or text[n - 1] == _SP or text[n - 1] == _NL
+        )
+        line = 0
+        start = 0
+        gt_at = -1  # the line's last ">"
+        near = -1  # its last ">" at most _CRUMB characters after the one before it
+        seen = -1  # its last character other than whitespace
+        crumb = False
+        hf = 0  # the line's flags from ``hint``
+        pf = 0  # and from ``prefix``
+        for p in range(n + 1):
+            c = text[p] if p < n else _NL
             if c == _NL:
-                count += 1
-        if count > len(lines):
-            lines = np.zeros(2 * count, dtype=np.uint8)
-            marks = np.zeros(2 * count, dtype=np.uint8)
-        lines[:count] = 0
-        marks[:count] = 0
-        line_hints(text, *hint, table, lines)
-        line_hints(text, *prefix, table, marks)
-        folded[k] = is_folded(text, table)
-        for i in range(count):
-            f = np.int64(lines[i]) & (255 - ONE_GT)
-            if marks[i] & HIT:
-                f |= PREFIX_HIT
-            if marks[i] & CONFIRM:
-                f |= PREFIX_CONFIRM
-            if f:
-                where[size, 0] = k
-                where[size, 1] = i
-                what[size] = f
-                size += 1
+                if p < n and ok:
+                    nxt = text[p + 1] if p + 1 < n else 0
+                    if nxt == _NL or nxt == _SP or (p > 0 and text[p - 1] == _SP):
+                        ok = False
+                f = hf
+                if crumb or (near >= 0 and seen - near <= _CRUMB):
+                    f |= TWO_GT
+                if p > start:
+                    last = text[p - 1]
+                    if last == _DAY or (table[last] & DECIMAL) != 0:
+                        f |= DATE_END
+                if pf & HIT:
+                    f |= PREFIX_HIT
+                if pf & CONFIRM:
+                    f |= PREFIX_CONFIRM
+                if f:
+                    where[size, 0] = k
+                    where[size, 1] = line
+                    what[size] = f
+                    size += 1
+                line += 1
+                start = p + 1
+                gt_at = near = seen = -1
+                crumb = False
+                hf = pf = 0
+                continue
+            props = table[c]
+            if ok:
+                if c == _SP:
+                    if p > 0 and text[p - 1] == _SP:
+                        ok = False
+                elif (props & PRINTABLE) == 0:
+                    ok = False
+            if (props & SPACE) == 0:
+                seen = p
+            if c == _GT:
+                if gt_at >= 0 and p - gt_at - 1 <= _CRUMB:
+                    near = p
+                gt_at = p
+            elif near >= 0 and p - near <= _CRUMB and (c == _DOT or _is_end(c)):
+                crumb = True
+            if c >= 0x10000:  # no literal starts beyond the BMP
+                continue
+            lengths = starts[c]
+            if lengths == 0:
+                continue
+            c2 = text[p + 1] if p + 1 < n else _NL
+            may = pairs[(c << 7) | c2] if c < 128 and p + 1 < n and c2 < 128 else 3
+            if may == 0:
+                continue
+            two = three = 0
+            if p + 1 < n and (lengths & 0b010010) != 0:
+                two = grams[_gram(c, c2, 0, GRAM_BITS)]
+            if p + 2 < n and (lengths & 0b100100) != 0:
+                three = grams[_gram(c, c2, text[p + 2], GRAM_BITS)]
+            more = p + 1 < n
+            if (hf & HIT) == 0 and (may & 1) and _may_start(lengths & 7, more, two & 1, three & 1):
+                hf |= _hit(
+                    text, p, c, h_first, h_lit, h_lit_start, h_prog, h_set_start, h_set, table
+                )
+            if (pf & HIT) == 0 and (may & 2) and _may_start(lengths >> 3, more, two & 2, three & 2):
+                pf |= _hit(
+                    text, p, c, p_first, p_lit, p_lit_start, p_prog, p_set_start, p_set, table
+                )
+        folded[k] = ok
     return size
 
 
@@ -246,32 +269,6 @@ def fold_whitespace(cp, table, out):
         out[n] = c
         n += 1
     return n
-
-
-@jit
-def is_folded(cp, table):
-    """Whether the text is as whitespace folding leaves it (see ``boilerplate._is_folded``):
-    no double space, no empty line, no space at either end of a line, and nothing but
-    printable characters and line breaks."""
-    n = len(cp)
-    if n == 0:
-        return True
-    if cp[0] == _SP or cp[0] == _NL or cp[n - 1] == _SP or cp[n - 1] == _NL:
-        return False
-    for p in range(n):
-        c = cp[p]
-        if c == _NL:
-            nxt = cp[p + 1] if p + 1 < n else 0
-            if nxt == _NL or nxt == _SP or (p > 0 and cp[p - 1] == _SP):
-                return False
-            continue
-        if c == _SP:
-            if p > 0 and cp[p - 1] == _SP:
-                return False
-            continue
-        if (table[c] & PRINTABLE) == 0:
-            return False
-    return True
 
 
 @jit
