@@ -379,3 +379,25 @@ def test_a_credit_in_brackets_before_the_story_goes_alone(line: str, kept: str) 
     """A bracketed "reprinted from" credit glued to the first sentence goes; the sentence
     stays (it used to go with it)."""
     assert strip_boilerplate(line) == kept
+
+
+#: sentences of quoted replies, breadcrumbs and every kind of hint, for the sentence rule
+_SENTENCE_PIECES = [
+    ">", "> ", ">>", " > ", "home > news > ", "首页 > 新闻 > ", "a", "word ", "x" * 19,
+    "y" * 25, "z" * 130, " ", "by ", "by jane doe", "posted by", "source:", "来源：", "[",
+    "]", "【", "】", "(完)", "(记者", "copyright 2024", "©", "subscribe to", "newsletter",
+    "点击关注", "本文转载自", "文/", "记者 李明", "photo:", "read more", ".", "。",
+    "a > b > " * 16,  # a breadcrumb's shape, longer than a boilerplate sentence may be
+]  # fmt: skip
+
+
+@settings(max_examples=500)
+@given(st.lists(st.sampled_from(_SENTENCE_PIECES), min_size=1, max_size=12).map("".join))
+def test_a_sentence_is_kept_as_its_hints_and_patterns_say(sentence: str) -> None:
+    """A judged line's sentence is kept when it holds no hint or is not boilerplate: the
+    shortcut for one whose only hint is ">" (a breadcrumb or nothing) agrees with running
+    every pattern."""
+    from neardup import boilerplate as bp
+
+    for s in _sentences(sentence):
+        assert bp._kept(s) == (bp._HINT.search(s) is None or not is_boilerplate(s))

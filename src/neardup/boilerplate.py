@@ -180,6 +180,7 @@ _HINT_ALTERNATIVES = [
     ">",
 ]
 _HINT = re.compile(_any_of(_HINT_ALTERNATIVES))
+_HINT_NOT_GT = re.compile(_any_of([a for a in _HINT_ALTERNATIVES if a != ">"]))
 # what a dateline prefix (see _PREFIXES) holds somewhere
 _PREFIX_ALTERNATIVES = [
     "讯", "日电", "消息[,，]", "转载自", "转自", "来源", "来自", "原载", "原文载于",
@@ -261,8 +262,20 @@ def _strip_line(line: str) -> str | None:
     whole line is boilerplate."""
     if _BREADCRUMB.match(line) or _LABELS.match(line) or _is_dateline(line):
         return None
-    kept = [s for s in _sentences(line) if _HINT.search(s) is None or not is_boilerplate(s)]
-    return " ".join(kept)
+    return " ".join([s for s in _sentences(line) if _kept(s)])
+
+
+def _kept(sentence: str) -> bool:
+    """Whether a sentence (of a line that holds a hint, stripped) is kept: it holds no
+    _HINT, or it is not boilerplate (:func:`is_boilerplate`). One that holds no hint but
+    ">" is boilerplate only as a breadcrumb: every other pattern needs a hint of its own
+    (the quoted lines of a reply, "> > ...", are not run through all of them)."""
+    if _HINT_NOT_GT.search(sentence) is not None:
+        return not is_boilerplate(sentence)
+    if ">" not in sentence:
+        return True
+    s = sentence.strip()
+    return bool(s) and (len(s) > _MAX_LEN or _BREADCRUMB.match(s) is None)
 
 
 def _sentences(line: str) -> list[str]:
