@@ -137,16 +137,16 @@ def scan_texts(
 ):
     """Flag each line (split at "\\n") of every text, in one pass over its characters:
     HIT or CONFIRM for a literal of ``hint`` found in it (see :func:`_hit`), PREFIX_HIT or
-    PREFIX_CONFIRM for one of ``prefix`` — a position tried only where the hash of its next
-    two or three characters is a literal's, two ASCII characters ruled out by one lookup
-    (most of an English text's letters start some literal); TWO_GT for a line that may hold a breadcrumb
-    (``boilerplate._BREADCRUMB``: two or more ">" at most ``_CRUMB`` characters apart, and
-    at most that many after the last) as the whole line or as one of its sentences: two
-    ">" that near each other, and a sentence end ("。!?！？" or ".", which end every
-    sentence but a line's last) or the line's last character other than whitespace at
-    most ``_CRUMB`` characters after the second or a later one (nested quotes, "> > ...",
-    with a long sentence after them are not flagged); DATE_END for a line that ends in 日
-    or a decimal digit. And ``folded``: no double space, no empty line, no space at either
+    PREFIX_CONFIRM for one of ``prefix`` — a position tried only where the hash of its
+    next two or three characters is a literal's, two ASCII characters ruled out by one
+    lookup (most of an English text's letters start some literal); TWO_GT for a line that
+    may hold a breadcrumb (``boilerplate._BREADCRUMB``: two or more ">" at most ``_CRUMB``
+    characters apart, and at most that many after the last) as the whole line or as one
+    of its sentences: two ">" that near each other, and a sentence end ("。!?！？" or
+    ".", which end every sentence but a line's last) or the line's last character other
+    than whitespace at most ``_CRUMB`` characters after the second or a later one (nested
+    quotes, "> > ...", with a long sentence after them are not flagged); DATE_END for a
+    line that ends in 日 or a decimal digit. And ``folded``: no double space, no empty line, no space at either
     end of a line, and nothing but printable characters and line breaks (see
     ``boilerplate._is_folded``). Returns how many lines were written to ``where`` and
     ``what`` (those with a flag)."""
