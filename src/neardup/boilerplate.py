@@ -529,9 +529,13 @@ def _scan_tables() -> tuple[tuple[Any, ...], tuple[Any, ...], Any, Any, Any]:
     ``pairs`` and ``grams``: bit 1 the hints', bit 2 the prefixes')."""
     hint = _literals(tuple(_HINT_ALTERNATIVES), ">")
     prefix = _literals(tuple(_PREFIX_ALTERNATIVES))
+
+    def matched(t: _Literals) -> tuple[Any, ...]:
+        return (t.first, t.lit_cp, t.lit_start, t.lit_prog, t.set_start, t.set_cp)
+
     return (
-        tuple(hint)[3:],
-        tuple(prefix)[3:],
+        matched(hint),
+        matched(prefix),
         hint.starts | (prefix.starts << 3),
         hint.pairs | (prefix.pairs << 1),
         hint.grams | (prefix.grams << 1),

@@ -146,9 +146,9 @@ def scan_texts(
     ".", which end every sentence but a line's last) or the line's last character other
     than whitespace at most ``_CRUMB`` characters after the second or a later one (nested
     quotes, "> > ...", with a long sentence after them are not flagged); DATE_END for a
-    line that ends in 日 or a decimal digit. And ``folded``: no double space, no empty line, no space at either
-    end of a line, and nothing but printable characters and line breaks (see
-    ``boilerplate._is_folded``). Returns how many lines were written to ``where`` and
+    line that ends in 日 or a decimal digit. And ``folded``: no double space, no empty
+    line, no space at either end of a line, and nothing but printable characters and line
+    breaks (see ``boilerplate._is_folded``). Returns how many lines were written to ``where`` and
     ``what`` (those with a flag)."""
     h_first, h_lit, h_lit_start, h_prog, h_set_start, h_set = hint
     p_first, p_lit, p_lit_start, p_prog, p_set_start, p_set = prefix
