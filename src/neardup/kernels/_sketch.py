@@ -3,8 +3,8 @@ vocabulary of many prepared texts in one pass over their code points.
 
 Bit for bit what :mod:`neardup.shingling`, :mod:`neardup.sketch.minhash` and
 :func:`neardup.engine.sketches.distinct_with_index` compute with numpy (the reference the
-tests compare with): the same polynomial hash modulo 2^64 (Horner's rule instead of prefix
-sums), the same SplitMix64 finalizer, the same bins and densification.
+tests compare with): the same polynomial hash modulo 2^64 (rolled along the units instead
+of prefix sums), the same SplitMix64 finalizer, the same bins and densification.
 """
 
 from __future__ import annotations
@@ -49,6 +49,15 @@ def _mix(z: np.uint64) -> np.uint64:
 
 
 @jit
+def _power(k):
+    """_B2^k modulo 2^64."""
+    p = np.uint64(1)
+    for _ in range(k):
+        p = p * _B2
+    return p
+
+
+@jit
 def _radix_argsort(keys, order, spare, keys_a, keys_b, count):
     """Put into ``order`` the positions 0..n-1 of the uint32 ``keys`` in ascending order of
     key (stable): least significant byte first, skipping a byte every key shares."""
@@ -80,6 +89,58 @@ def _radix_argsort(keys, order, spare, keys_a, keys_b, count):
         order[:] = spare[:]
 
 
+#: The bucket sort's bound on its insertion sort: at most this many pairs of keys sharing a
+#: bucket, a key (more: many equal codes, or codes made to share their top bits).
+_CROWD = 4
+
+
+@jit
+def _bucket_argsort(keys, order, ordered, count):
+    """Put into ``order`` the positions of the uint32 ``keys`` in ascending order of key, and
+    into ``ordered`` the keys in that order (ties in any order): each key into a bucket by
+    its top bits, about one key a bucket (the codes are hashes), then an insertion sort of
+    what shares a bucket. Returns False, ``order`` unfinished, where the buckets are crowded
+    (see :data:`_CROWD`), for :func:`_radix_argsort` to sort them instead. ``count`` has room
+    for twice the keys and three more."""
+    n = len(keys)
+    bits = 1
+    while (1 << bits) < n:
+        bits += 1
+    shift = np.uint32(32 - bits)
+    size = 1 << bits
+    for b in range(size + 1):
+        count[b] = 0
+    for i in range(n):
+        count[np.int64(keys[i] >> shift) + 1] += 1
+    pairs = 0
+    for b in range(size):
+        c = count[b + 1]
+        pairs += c * (c - 1)
+        count[b + 1] += count[b]
+    if pairs > 2 * _CROWD * n:
+        return False
+    for i in range(n):
+        k = keys[i]
+        b = np.int64(k >> shift)
+        to = count[b]
+        count[b] = to + 1
+        order[to] = i
+        ordered[to] = k
+    for i in range(1, n):  # each key moves only past keys of its own bucket
+        k = ordered[i]
+        if ordered[i - 1] <= k:
+            continue
+        o = order[i]
+        j = i - 1
+        while j >= 0 and ordered[j] > k:
+            ordered[j + 1] = ordered[j]
+            order[j + 1] = order[j]
+            j -= 1
+        ordered[j + 1] = k
+        order[j + 1] = o
+    return True
+
+
 @jit
 def sketch_chunk(
     cp,  # uint32 code points of every text, one after another
@@ -108,8 +169,11 @@ def sketch_chunk(
     keys_a = np.empty(longest + 1, dtype=np.uint32)
     keys_b = np.empty(longest + 1, dtype=np.uint32)
     bytes_count = np.zeros(257, dtype=np.int64)
+    buckets = np.empty(2 * longest + 3, dtype=np.int64)
     mask = np.uint64(num_perm - 1)
     cw, ww = np.uint64(cjk_width), np.uint64(word_width)
+    top_c = _power(cjk_width - 1)
+    top_w = _power(word_width - 1)
     at = 0  # next free slot of codes_out
     vat = 0  # next free slot of vocab_out
     counts_out[0] = 0
@@ -137,14 +201,24 @@ def sketch_chunk(
         start = at
         if m > 0:
             # a unit starts a shingle of its width when that many units are left
+            # the hashes of the units of both widths from unit i on, rolled along: a unit
+            # leaves (times _B2^(width-1)) and the next comes in (Horner's rule, one step)
+            hc = np.uint64(0)
+            hw = np.uint64(0)
+            for t in range(min(m, cjk_width)):
+                hc = hc * _B2 + units[t]
+            for t in range(min(m, word_width)):
+                hw = hw * _B2 + units[t]
             for i in range(m):
+                if i > 0:
+                    if i + cjk_width <= m:
+                        hc = (hc - units[i - 1] * top_c) * _B2 + units[i - 1 + cjk_width]
+                    if i + word_width <= m:
+                        hw = (hw - units[i - 1] * top_w) * _B2 + units[i - 1 + word_width]
                 w = cw if cjk[i] else ww
                 if np.uint64(i) + w > np.uint64(m):
                     continue
-                h = np.uint64(0)
-                for t in range(i, i + np.int64(w)):
-                    h = h * _B2 + units[t]
-                h = _mix(h + w)
+                h = _mix((hc if cjk[i] else hw) + w)
                 b = h & mask
                 if h < sig[b]:
                     sig[b] = h
@@ -180,13 +254,16 @@ def sketch_chunk(
         count = at - start
         if count > 0:
             codes = codes_out[start:at]
-            _radix_argsort(
-                codes, order[:count], spare[:count], keys_a[:count], keys_b[:count], bytes_count
-            )
+            if not _bucket_argsort(codes, order[:count], keys_a[:count], buckets):
+                _radix_argsort(
+                    codes, order[:count], spare[:count], keys_a[:count], keys_b[:count], bytes_count
+                )
+                for i in range(count):
+                    keys_a[i] = codes[order[i]]
             rank = -1
             prev = np.uint32(0)
             for i in range(count):
-                c = codes[order[i]]
+                c = keys_a[i]
                 if rank < 0 or c != prev:
                     rank += 1
                     vocab_out[vat] = c
