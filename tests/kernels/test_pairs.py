@@ -564,3 +564,37 @@ def test_the_overlap_of_two_samples_is_the_references(a: list[int], b: list[int]
 
     x, y = np.array(a, dtype=np.uint32), np.array(b, dtype=np.uint32)
     assert k.sorted_overlap(x, y) == int((C._lookup(y, x) >= 0).sum()) == len(set(a) & set(b))
+
+
+@st.composite
+def seen_runs(draw: st.DrawFn) -> tuple[list[bool], int]:
+    """Which shingles of a text were seen in two stories, in runs as long as the passage,
+    one shorter or one longer (each boundary of the passage rule), and the passage."""
+    passage = draw(st.integers(1, 6))
+    seen: list[bool] = []
+    for _ in range(draw(st.integers(1, 6))):
+        seen += [True] * draw(st.sampled_from([passage - 1, passage, passage + 1]))
+        seen += [False] * draw(st.integers(0, 3 * passage))
+    return seen, passage
+
+
+@settings(max_examples=300)
+@given(seen_runs(), st.integers(0, 2))
+def test_passages_match_numpy(runs: tuple[list[bool], int], other: int) -> None:
+    """The kernels' passages of seen shingles are the reference's at every boundary: runs as
+    long as the passage or one shorter, and passages holding just over or under the share
+    of the text that leaves them chrome."""
+    seen, passage = runs
+    if not seen:
+        return
+    codes = np.arange(1, len(seen) + 1, dtype=np.uint32) << np.uint32(32 - templates.SLOT_BITS)
+    guard = CommonShingles(limit=3, passage=passage)
+    guard.counts[slots(codes)] = np.where(seen, 2, other % 2).astype(np.uint8)
+    guard.counts[slots(codes[other::3])] = 3  # some are common by their counts alone
+    expected = guard.is_common(codes)
+    event(f"passages marked: {bool((expected & ~(guard.counts[slots(codes)] >= 3)).any())}")
+    no_slots, no_mask = v._NO_SLOTS, v._NO_MASK
+    got = importlib.import_module("neardup.kernels._pairs")._chrome(
+        codes, 1, guard.counts, guard.limit, no_slots, no_slots, no_slots, 0, passage, no_mask
+    )
+    assert np.array_equal(got, expected)

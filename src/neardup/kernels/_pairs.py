@@ -74,24 +74,38 @@ def _chrome(codes, kind, counts, limit, slot_ids, firsts, seconds, at, passage, 
                 if passage > 0:
                     seen[i] = seconds[j] < at
     if passage > 0 and size >= passage:
-        inside = 0  # shingles in passages
-        start = 0
-        for i in range(size + 1):
-            if i < size and seen[i]:
-                continue
-            if i - start >= passage:
-                inside += i - start
-            start = i + 1
-        if size - inside >= _PASSAGE_REST * size:
-            start = 0
-            for i in range(size + 1):
-                if i < size and seen[i]:
-                    continue
-                if i - start >= passage:
-                    for k in range(start, i):
-                        out[k] = True
-                start = i + 1
+        _passages(seen, passage, out)
     return out
+
+
+@jit
+def _passages(seen, passage, out):
+    """Mark as chrome in ``out`` the passages — runs of at least ``passage`` ``seen``
+    shingles — unless they hold more than ``1 - _PASSAGE_REST`` of the text. One pass finds
+    them (the run's length kept without a branch on each shingle: only the end of a long
+    enough run, rare, is a branch taken)."""
+    size = len(seen)
+    runs = np.empty(2 * (size // passage + 1), dtype=np.int64)  # [start, end) of each
+    found = 0
+    inside = 0  # shingles in passages
+    run = 0
+    for i in range(size):
+        s = np.int64(seen[i])
+        if s == 0 and run >= passage:
+            runs[2 * found] = i - run
+            runs[2 * found + 1] = i
+            found += 1
+            inside += run
+        run = (run + 1) * s
+    if run >= passage:
+        runs[2 * found] = size - run
+        runs[2 * found + 1] = size
+        found += 1
+        inside += run
+    if found > 0 and size - inside >= _PASSAGE_REST * size:
+        for r in range(found):
+            for k in range(runs[2 * r], runs[2 * r + 1]):
+                out[k] = True
 
 
 @jit
