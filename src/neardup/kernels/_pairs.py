@@ -471,27 +471,27 @@ def quoted_units(cp, classes, astral_words, n):
     :func:`neardup.engine.verify.quoted_units` says; units past the text's end are not
     quoted. ``classes`` is the class table of the BMP, ``astral_words`` the sorted code
     points beyond it that are letters or digits (not CJK)."""
-    out = np.zeros(n, dtype=np.bool_)
-    u = 0
+    out = np.zeros(n + 1, dtype=np.bool_)
+    u = 0  # the units so far
     quoted = False
     opening = True  # still in the spaces and tabs that open the line
     for i in range(len(cp)):
         if u >= n:
             break
         c = cp[i]
-        if c == _NEWLINE:
-            quoted = False
-            opening = True
-            continue
-        if opening and c != _SPACE and c != _TAB:
-            opening = False
-            quoted = c == _QUOTE
         # the BMP's table read here: a call per character is not inlined (5x slower)
         k = classes[c] if c < 0x10000 else unit_class(c, classes, astral_words)
-        if k == _WORD or k == _CJK:  # a letter, digit or CJK character
-            out[u] = quoted
-            u += 1
-    return out
+        # without a branch on the character (a fifth to a quarter quicker): a line's first
+        # character but spaces and tabs says whether it is quoted, and a line break starts
+        # a line (a line's units all come at or after its first character)
+        nl = c == _NEWLINE
+        first = opening & (c != _SPACE) & (c != _TAB) & (not nl)
+        quoted = (quoted & (not first)) | (first & (c == _QUOTE))
+        opening = nl | (opening & (not first))
+        out[u] = quoted  # a unit's, unless a unit comes later: then it is written again
+        u += np.int64((k == _WORD) | (k == _CJK))  # a letter, digit or CJK character
+    out[u] = False  # past the last unit
+    return out[:n]
 
 
 @jit
