@@ -401,3 +401,44 @@ def test_a_sentence_is_kept_as_its_hints_and_patterns_say(sentence: str) -> None
 
     for s in _sentences(sentence):
         assert bp._kept(s) == (bp._HINT.search(s) is None or not is_boilerplate(s))
+
+
+def test_a_line_seen_before_gives_the_answer_for_its_hints() -> None:
+    """The remembered answer for a line is the one for the same line with the same hints:
+    a line judged on one page and only prefixed, or neither, on another gets the answer
+    worked out for that case."""
+    from neardup import boilerplate as b
+
+    b._SEEN_LINES.clear()
+    line = "  中新网12月5日电 （记者 张三）今天天气晴朗。编辑：李四  "
+    cases = [(True, False), (False, False), (True, True), (False, True)]
+    want = {case: b._line_of(line, *case) for case in cases}
+    assert len(set(want.values())) == 4  # each case has an answer of its own
+    for _ in range(2):
+        for case in cases:
+            assert b._line(line, *case) == want[case]
+    long_line = "编辑：张三。" + "新" * b._REMEMBERED_LEN
+    assert b._line(long_line, True, False) == b._line_of(long_line, True, False)
+    assert not any(key[0] == long_line for key in b._SEEN_LINES)  # long lines not kept
+
+
+def test_the_remembered_lines_stay_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """However many distinct lines a process strips, it remembers at most _REMEMBERED, and
+    pages come out as they do with nothing remembered, the first time and the next."""
+    from neardup import boilerplate as b
+
+    pages = [
+        "\n".join(f"来源：第{i % 7}号 {k % 90}\n正文第{k}句。" for k in range(50))
+        for i in range(400)
+    ]
+    b._SEEN_LINES.clear()
+    with monkeypatch.context() as m:
+        m.setattr(b, "_REMEMBERED_LEN", -1)  # nothing remembered
+        want = b.strip_boilerplate_all(pages)
+        assert not b._SEEN_LINES
+    assert b.strip_boilerplate_all(pages) == want
+    assert b.strip_boilerplate_all(pages) == want
+    assert 0 < len(b._SEEN_LINES) <= b._REMEMBERED
+    many = ["\n".join(f"来源：第{i}号 {k}" for k in range(50)) for i in range(400)]
+    b.strip_boilerplate_all(many)  # 20,000 distinct lines
+    assert 0 < len(b._SEEN_LINES) <= b._REMEMBERED
