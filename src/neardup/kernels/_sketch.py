@@ -200,7 +200,6 @@ def sketch_chunk(
         sig[:] = _EMPTY
         start = at
         if m > 0:
-            # a unit starts a shingle of its width when that many units are left
             # the hashes of the units of both widths from unit i on, rolled along: a unit
             # leaves (times _B2^(width-1)) and the next comes in (Horner's rule, one step)
             hc = np.uint64(0)
@@ -209,6 +208,7 @@ def sketch_chunk(
                 hc = hc * _B2 + units[t]
             for t in range(min(m, word_width)):
                 hw = hw * _B2 + units[t]
+            # a unit starts a shingle of its width when that many units are left
             for i in range(m):
                 if i > 0:
                     if i + cjk_width <= m:
