@@ -55,7 +55,17 @@ from .engine import (
     to_verify,
     verify,
 )
-from .engine.codec import Packed, Shared, free, pack, share, take, unpack
+from .engine.codec import (
+    Packed,
+    Shared,
+    block_name,
+    free,
+    pack,
+    share,
+    sweep_stale,
+    take,
+    unpack,
+)
 from .engine.warm import load_kernels
 from .errors import ConfigError, InputError, WorkersLost, shielded
 from .index.lsh import LSHJoin, Pos, _merge
@@ -464,6 +474,7 @@ class BatchRun:
             # the workers' shared-memory blocks are tracked by this process's tracker (a
             # forked worker would start its own, which never hears that the block was freed)
             resource_tracker.ensure_running()
+            sweep_stale()  # what runs killed outright left in /dev/shm
             context = multiprocessing.get_context("fork" if forking else "spawn")
             with shielded():
                 self._pool = ProcessPoolExecutor(
@@ -475,7 +486,7 @@ class BatchRun:
         if self._pool is not None:
             # the block the chunk comes back in is named here, so that this run can free it
             # whatever happens to the worker
-            name = f"nd{os.getpid()}_{id(self) & 0xFFFFFF:x}_{self._sent_docs}"
+            name = block_name(os.getpid(), id(self) & 0xFFFFFF, self._sent_docs)
             self._blocks.add(name)
             try:
                 future = self._submit(self._pool, partial(_sketch_packed, texts, self.cfg, name))

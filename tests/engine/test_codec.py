@@ -147,3 +147,49 @@ def test_a_run_and_an_interrupted_run_leave_no_block_and_no_warning() -> None:
     assert out.split()[-1] == "interrupted" and int(out.split()[0]) > 0
     assert err == ""  # no "leaked shared_memory objects" from the resource tracker
     assert not blocks(f"nd{proc.pid}_*")
+
+
+def _dead_pid() -> int:
+    """The process id of a process that has ended."""
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def test_the_sweep_frees_only_what_killed_runs_left(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A block named as a run names them, by a process that is gone, written an hour ago or
+    more, is freed; one of a live process, a recent one, and any other file stay."""
+    monkeypatch.setattr(codec, "SHM_DIR", str(tmp_path))
+    dead, now = _dead_pid(), 1_000_000.0
+    old = now - codec.STALE_AFTER
+    files = {
+        codec.block_name(dead, 0xABC, 12): old,  # left by a killed run: freed
+        codec.block_name(dead, 0xABD, 0): old - 86400,  # freed
+        codec.block_name(dead, 0xABE, 7): now - 60,  # a minute old: stays
+        codec.block_name(os.getpid(), 0xABF, 3): old,  # a live process's: stays
+        f"psm_{dead}": old,  # not a run's block: stays
+        f"nd{dead}_zz_1": old,  # not a run's name: stays
+    }
+    for name, mtime in files.items():
+        (tmp_path / name).write_bytes(b"x")
+        os.utime(tmp_path / name, (mtime, mtime))
+    assert codec.sweep_stale(now) == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(list(files)[2:])
+    assert codec.sweep_stale(now) == 0
+
+
+def test_a_run_with_workers_sweeps_first(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch run that starts its sketch workers frees what killed runs left first."""
+    from neardup.batch import dedup_batch
+
+    monkeypatch.setattr(codec, "SHM_DIR", str(tmp_path))
+    stale = tmp_path / codec.block_name(_dead_pid(), 1, 0)
+    stale.write_bytes(b"x")
+    os.utime(stale, (0, 0))
+    ids, texts = zip(*[(i, t) for i, t, _ in corpus(3, 4, 1)], strict=True)
+    dedup_batch(list(ids), list(texts), workers=1)
+    assert stale.exists()  # no workers, no sweep
+    dedup_batch(list(ids), list(texts), workers=2)
+    assert not stale.exists()

@@ -23,6 +23,7 @@ True
 
 from __future__ import annotations
 
+import re
 import struct
 import zlib
 from collections.abc import Mapping, Sequence
@@ -170,6 +171,59 @@ class Shared(NamedTuple):
 #: writer with SIGBUS instead of failing)
 SHM_DIR = "/dev/shm"
 SHM_ROOM = 8
+
+#: How a batch run names the block a chunk comes back in (:func:`block_name`)
+_BLOCK_NAME = re.compile(r"nd([0-9]+)_[0-9a-f]+_[0-9]+")
+#: A block written this many seconds ago or more, by a process that is gone, was left by a
+#: run killed outright (a run reads its blocks seconds after they are written)
+STALE_AFTER = 3600.0
+
+
+def block_name(pid: int, run: int, chunk: int) -> str:
+    """The name of the block chunk ``chunk`` of run ``run`` of process ``pid`` comes back
+    in: the run can free it whatever happens to its worker, and a later run can tell it
+    from the blocks of live runs if a kill left it (:func:`sweep_stale`)."""
+    return f"nd{pid}_{run:x}_{chunk}"
+
+
+def sweep_stale(now: float | None = None) -> int:
+    """Free the blocks that runs killed outright left in :data:`SHM_DIR` — named by
+    :func:`block_name`, owned by this user, written :data:`STALE_AFTER` seconds ago or more,
+    by a process that is no more — and say how many. A run stopped by a signal it can catch
+    frees its own blocks, and when only its process is killed its resource tracker does;
+    not when its whole process group is (a service manager's last SIGKILL), and /dev/shm is
+    memory until the machine restarts."""
+    import os
+    import time
+
+    try:
+        names = os.listdir(SHM_DIR)
+    except OSError:  # no /dev/shm: not Linux
+        return 0
+    now = time.time() if now is None else now
+    freed = 0
+    for name in names:
+        found = _BLOCK_NAME.fullmatch(name)
+        if found is None:
+            continue
+        try:
+            os.kill(int(found.group(1)), 0)
+        except ProcessLookupError:
+            pass  # gone
+        except (OSError, OverflowError):
+            continue  # another user's process, or no process id at all
+        else:
+            continue  # alive
+        path = os.path.join(SHM_DIR, name)
+        try:
+            info = os.stat(path)
+            if info.st_uid != os.getuid() or now - info.st_mtime < STALE_AFTER:
+                continue
+            os.unlink(path)
+        except OSError:  # freed meanwhile, or not ours to free
+            continue
+        freed += 1
+    return freed
 
 
 def share(packed: Packed, name: str | None = None) -> Shared | Packed:
