@@ -409,7 +409,7 @@ def test_a_line_seen_before_gives_the_answer_for_its_hints() -> None:
     worked out for that case."""
     from neardup import boilerplate as b
 
-    b._SEEN_LINES.clear()
+    b._remembered_line.cache_clear()
     line = "  中新网12月5日电 （记者 张三）今天天气晴朗。编辑：李四  "
     cases = [(True, False), (False, False), (True, True), (False, True)]
     want = {case: b._line_of(line, *case) for case in cases}
@@ -418,8 +418,9 @@ def test_a_line_seen_before_gives_the_answer_for_its_hints() -> None:
         for case in cases:
             assert b._line(line, *case) == want[case]
     long_line = "编辑：张三。" + "新" * b._REMEMBERED_LEN
+    kept = b._remembered_line.cache_info().currsize
     assert b._line(long_line, True, False) == b._line_of(long_line, True, False)
-    assert not any(key[0] == long_line for key in b._SEEN_LINES)  # long lines not kept
+    assert b._remembered_line.cache_info().currsize == kept  # long lines not kept
 
 
 def test_the_remembered_lines_stay_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -431,14 +432,14 @@ def test_the_remembered_lines_stay_bounded(monkeypatch: pytest.MonkeyPatch) -> N
         "\n".join(f"来源：第{i % 7}号 {k % 90}\n正文第{k}句。" for k in range(50))
         for i in range(400)
     ]
-    b._SEEN_LINES.clear()
+    b._remembered_line.cache_clear()
     with monkeypatch.context() as m:
         m.setattr(b, "_REMEMBERED_LEN", -1)  # nothing remembered
         want = b.strip_boilerplate_all(pages)
-        assert not b._SEEN_LINES
+        assert b._remembered_line.cache_info().currsize == 0
     assert b.strip_boilerplate_all(pages) == want
     assert b.strip_boilerplate_all(pages) == want
-    assert 0 < len(b._SEEN_LINES) <= b._REMEMBERED
+    assert 0 < b._remembered_line.cache_info().currsize <= b._REMEMBERED
     many = ["\n".join(f"来源：第{i}号 {k}" for k in range(50)) for i in range(400)]
     b.strip_boilerplate_all(many)  # 20,000 distinct lines
-    assert 0 < len(b._SEEN_LINES) <= b._REMEMBERED
+    assert 0 < b._remembered_line.cache_info().currsize <= b._REMEMBERED

@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Sequence
-from typing import Any, NamedTuple, cast
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -296,34 +296,23 @@ def _sentences(line: str) -> list[str]:
     return [s for s in map(str.strip, pieces) if s]
 
 
-#: :func:`_line`'s answers for the lines that hold a _HINT (the others are quick to work
-#: out) of up to _REMEMBERED_LEN characters, the latest _REMEMBERED of them (forgotten all
-#: at once when full): a site's bylines, credits and footers recur on its pages, as the
-#: lines replies quote do (of the first 10,000 articles of hkcnews, 9 in 10 such lines had
-#: been seen before; of 20 Newsgroups' posts, 1 in 4).
-_SEEN_LINES: dict[tuple[str, bool, bool], str | None] = {}
+#: A judged line of up to _REMEMBERED_LEN characters is worked out once, the latest
+#: _REMEMBERED of them remembered (:func:`_remembered_line`): a site's bylines, credits and
+#: footers recur on its pages, as the lines replies quote do (of the first 10,000 articles
+#: of hkcnews, 9 in 10 such lines had been seen before; of 20 Newsgroups' posts, 1 in 4).
 _REMEMBERED = 8192
 _REMEMBERED_LEN = 256
-_UNSEEN = object()
 
 
 def _line(line: str, judged: bool, prefixed: bool) -> str | None:
     """One line of the output (see strip_boilerplate), or None when it has nothing to keep.
 
     ``judged``: the line holds a _HINT; ``prefixed``: it holds a _PREFIX_HINT. A judged
-    line of up to _REMEMBERED_LEN characters is worked out once (see _SEEN_LINES).
+    line of up to _REMEMBERED_LEN characters is worked out once (see _REMEMBERED).
     """
     if not judged or len(line) > _REMEMBERED_LEN:  # (the others are quick to work out)
         return _line_of(line, judged, prefixed)
-    key = (line, judged, prefixed)
-    seen = _SEEN_LINES.get(key, _UNSEEN)  # one lookup: another thread may clear it
-    if seen is not _UNSEEN:
-        return cast("str | None", seen)
-    out = _line_of(line, judged, prefixed)
-    if len(_SEEN_LINES) >= _REMEMBERED:
-        _SEEN_LINES.clear()
-    _SEEN_LINES[key] = out
-    return out
+    return _remembered_line(line, judged, prefixed)
 
 
 def _line_of(line: str, judged: bool, prefixed: bool) -> str | None:
@@ -338,6 +327,9 @@ def _line_of(line: str, judged: bool, prefixed: bool) -> str | None:
     if not joined:
         return None
     return _PREFIXES.sub("", joined) if prefixed else joined
+
+
+_remembered_line = functools.lru_cache(maxsize=_REMEMBERED)(_line_of)
 
 
 def _is_folded(text: str, lines: list[str]) -> bool:
