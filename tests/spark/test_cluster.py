@@ -36,10 +36,18 @@ def java_missing() -> bool:
 pytestmark = pytest.mark.skipif(java_missing(), reason="Spark needs Java (none on PATH)")
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+def free_ports(n: int) -> list[int]:
+    """``n`` distinct TCP ports nothing listens on now: bound together, so that none is
+    handed out twice (a worker's web UI once took the master's before the master bound it,
+    and the test read the worker's page for the master's JSON)."""
+    socks = [socket.socket() for _ in range(n)]
+    try:
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [int(s.getsockname()[1]) for s in socks]
+    finally:
+        for s in socks:
+            s.close()
 
 
 def spark_class() -> Path:
@@ -113,7 +121,7 @@ def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A Spark standalone master and two workers (one core, 1 GiB each) on 127.0.0.1,
     started from PySpark's own spark-class and stopped afterwards: the master's URL."""
     work = tmp_path_factory.mktemp("standalone")
-    port, ui = free_port(), free_port()
+    port, ui, *worker_ports = free_ports(6)
     env = child_env(SPARK_WORKER_DIR=str(work / "work"), SPARK_LOG_DIR=str(work / "logs"))
     procs: list[subprocess.Popen[bytes]] = []
 
@@ -142,7 +150,8 @@ def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                 f"worker{k}",
                 "org.apache.spark.deploy.worker.Worker",
                 *("--host", "127.0.0.1", "--cores", "1", "--memory", "1g"),
-                *("--webui-port", str(free_port()), "--work-dir", str(work / f"w{k}"), url),
+                *("--port", str(worker_ports[2 * k]), "--webui-port", str(worker_ports[2 * k + 1])),
+                *("--work-dir", str(work / f"w{k}"), url),
             )
         deadline = time.monotonic() + 120
         alive = 0
@@ -151,7 +160,7 @@ def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                 with urllib.request.urlopen(f"http://127.0.0.1:{ui}/json/", timeout=5) as r:
                     state = json.load(r)
                 alive = sum(w.get("state") == "ALIVE" for w in state.get("workers", []))
-            except OSError:
+            except (OSError, ValueError):  # not up yet, or not yet the master's answer
                 alive = 0
             if alive == 2:
                 break
