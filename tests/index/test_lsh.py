@@ -146,35 +146,47 @@ def kernels_set(mode: str) -> Iterator[None]:
             os.environ["NEARDUP_KERNELS"] = old
 
 
-@pytest.mark.skipif("on" not in KERNEL_MODES, reason="numba is not installed")
-@given(
-    st.lists(st.integers(0, 40), max_size=60),
-    st.lists(st.integers(0, 40), max_size=60),
+#: join keys (48 bits) in a few directory slots, the first and last among them, with low
+#: bits at both ends of their range
+JOIN_KEYS = st.lists(
+    st.builds(
+        lambda t, v: (t << 32) | v,
+        st.sampled_from([0, 1, 2, 0xFFFE, 0xFFFF]),
+        st.sampled_from([0, 1, 2, 3, 0xFFFFFFFE, 0xFFFFFFFF]),
+    ),
+    max_size=60,
 )
+
+
+@pytest.mark.skipif("on" not in KERNEL_MODES, reason="numba is not installed")
+@given(JOIN_KEYS, JOIN_KEYS)
 @FAST
 def test_compiled_lookups_and_merges_equal_numpy(run: list[int], keys: list[int]) -> None:
-    """The kernels' sorted lookups are np.searchsorted's, left and right; their merge of two
-    runs is the numpy merge's, old members first under a key, positions widened as needed."""
-    from neardup.index.lsh import _merge
+    """The kernels' sorted lookups in a run (its directory and low bits) are np.searchsorted's
+    in its keys made whole, left and right; their merge of two runs is the numpy merge's,
+    old members first under a key, positions widened as needed; a run's keys made whole
+    are the keys it was made of."""
+    from neardup.index.lsh import _merge_runs, _run, _run_keys
     from neardup.kernels import _join
 
     r = np.array(sorted(run), dtype=np.uint64)
     k = np.array(sorted(keys), dtype=np.uint64)
-    lo, hi = _join.sorted_ranges(r, k)
+    old = _run(r, np.arange(len(r), dtype=np.int32))
+    assert _run_keys(old).tolist() == r.tolist()
+    lo, hi = _join.sorted_ranges(old[0], old[1], k)
     assert lo.tolist() == np.searchsorted(r, k, "left").tolist()
     assert hi.tolist() == np.searchsorted(r, k, "right").tolist()
-    old = (r, np.arange(len(r), dtype=np.int32))
-    new = (k, np.arange(len(r), len(r) + len(k), dtype=np.int64))
-    a, b = _merge(old, new), _merge(old, new, fast=True)
-    assert a[0].tolist() == b[0].tolist() and a[1].tolist() == b[1].tolist()
-    assert a[1].dtype == b[1].dtype == np.int64
+    new = _run(k, np.arange(len(r), len(r) + len(k), dtype=np.int64))
+    a, b = _merge_runs(old, new), _merge_runs(old, new, fast=True)
+    assert all(x.tolist() == y.tolist() for x, y in zip(a, b, strict=True))
+    assert a[2].dtype == b[2].dtype == np.int64
+    assert _run_keys(a).tolist() == sorted(run + keys)
     # positions of one width: merged in place, into the old run grown, from the back
-    old32 = (r.copy(), np.arange(len(r), dtype=np.int32))
-    new32 = (k.copy(), np.arange(len(r), len(r) + len(k), dtype=np.int32))
-    want = _merge(old32, new32)
-    got = _merge((old32[0].copy(), old32[1].copy()), new32, fast=True)
-    assert got[0].tolist() == want[0].tolist() and got[1].tolist() == want[1].tolist()
-    assert got[1].dtype == np.int32
+    new32 = _run(k, np.arange(len(r), len(r) + len(k), dtype=np.int32))
+    want = _merge_runs(old, new32)
+    got = _merge_runs((old[0], old[1].copy(), old[2].copy()), new32, fast=True)
+    assert all(x.tolist() == y.tolist() for x, y in zip(got, want, strict=True))
+    assert got[2].dtype == np.int32
 
 
 def test_join_in_blocks_checks_positions() -> None:

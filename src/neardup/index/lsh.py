@@ -6,7 +6,8 @@ them: the pair that minimizes the weighted areas of false positives below the th
 false negatives above it, for the S-curve 1 - (1 - s^r)^b. Each bucket keeps its first
 ``bucket_cap`` documents, so a flood of copies of one page costs a bounded amount per
 lookup; the batch join applies the same rule, so it finds exactly the pairs that streaming
-lookups in the same order would.
+lookups in the same order would (and, with odds of about 2^-48 a pair, a candidate more:
+see :class:`LSHJoin`).
 
 >>> from neardup.sketch.minhash import minhash
 >>> import numpy as np
@@ -46,6 +47,14 @@ I64 = npt.NDArray[np.int64]
 #: positions in a run: 32-bit while they fit, else 64-bit
 Pos = npt.NDArray[np.int32] | npt.NDArray[np.int64]
 _STEP = np.uint64(0x9E3779B97F4A7C15)
+#: A sorted run of :class:`LSHJoin`: its keys' top 16 bits as a directory (where the keys
+#: of each value of them begin: 2^16 + 1 offsets), the next 32 bits of each key, and its
+#: members' ordinals: 8 bytes a key where the whole key beside an ordinal took 12
+Run = tuple[I64, npt.NDArray[np.uint32], Pos]
+_TOP = 16  # bits of a join key in a run's directory
+_SLOTS = 1 << _TOP
+_LOW = np.uint64(0xFFFFFFFF)
+_JOIN_SHIFT = np.uint64(16)  # a bucket id's bits the join drops: it keeps 48
 
 
 @functools.lru_cache(maxsize=64)
@@ -269,26 +278,11 @@ def _sorted_pairs(e: I64, j: I64) -> I64:
     return np.stack((e[new_pair], j[new_pair]), axis=1)
 
 
-def _merge(old: tuple[U64, Pos], new: tuple[U64, Pos], fast: bool = False) -> tuple[U64, Pos]:
-    """Two runs sorted by key, ``new``'s positions all after ``old``'s, as one sorted run
-    (with the compiled kernel when ``fast``: the same run)."""
+def _merge(old: tuple[U64, Pos], new: tuple[U64, Pos]) -> tuple[U64, Pos]:
+    """Two runs sorted by key, ``new``'s positions all after ``old``'s, as one sorted run:
+    under a key, old members first."""
     (old_keys, old_pos), (new_keys, new_pos) = old, new
     total = len(old_keys) + len(new_keys)
-    if fast and old_pos.dtype == new_pos.dtype and old_keys.flags.owndata and old_pos.flags.owndata:
-        # in place: the old run grown (realloc, most often without a copy) and merged from
-        # the back, so that the two runs and their merge are never all held at once
-        n = len(old_keys)
-        old_keys.resize(total, refcheck=False)
-        old_pos.resize(total, refcheck=False)
-        kernels.load("_join").merge_back(old_keys, old_pos, n, new_keys, new_pos)
-        return old_keys, old_pos
-    if fast:
-        merged_keys = np.empty(total, dtype=old_keys.dtype)
-        merged_pos = np.empty(total, dtype=np.result_type(old_pos, new_pos))
-        kernels.load("_join").merge_runs(
-            old_keys, old_pos, new_keys, new_pos, merged_keys, merged_pos
-        )
-        return merged_keys, merged_pos
     # where each new key goes: after the old keys equal to it, so that ties keep old first
     at = np.searchsorted(old_keys, new_keys, "right") + np.arange(len(new_keys))
     rest = np.ones(total, dtype=bool)
@@ -300,6 +294,45 @@ def _merge(old: tuple[U64, Pos], new: tuple[U64, Pos], fast: bool = False) -> tu
     return keys, pos
 
 
+def _run(keys: U64, pos: Pos) -> Run:
+    """The run of join keys (48 bits, sorted) and their ordinals."""
+    counts = np.bincount((keys >> np.uint64(32)).astype(np.intp), minlength=_SLOTS)
+    top = np.zeros(_SLOTS + 1, dtype=np.int64)
+    np.cumsum(counts, out=top[1:])
+    return top, (keys & _LOW).astype(np.uint32), pos
+
+
+def _run_keys(run: Run) -> U64:
+    """A run's join keys, whole again (the numpy path's lookups and merges read them)."""
+    top, low, _ = run
+    tops = np.repeat(np.arange(_SLOTS, dtype=np.uint64), np.diff(top))
+    keys: U64 = (tops << np.uint64(32)) | low.astype(np.uint64)
+    return keys
+
+
+def _merge_runs(old: Run, new: Run, fast: bool = False) -> Run:
+    """Two runs, ``new``'s ordinals all after ``old``'s, as one (with the compiled kernel
+    when ``fast``: the same run): under a key, old members first."""
+    (old_top, old_low, old_pos), (new_top, new_low, new_pos) = old, new
+    top = old_top + new_top  # each directory counts the keys before a value: they add up
+    if not fast:
+        _, low, pos = _run(*_merge((_run_keys(old), old_pos), (_run_keys(new), new_pos)))
+        return top, low, pos
+    n, total = len(old_low), len(old_low) + len(new_low)
+    if old_pos.dtype == new_pos.dtype and old_low.flags.owndata and old_pos.flags.owndata:
+        # in place: the old run grown (realloc, most often without a copy) and merged from
+        # the back, so that the two runs and their merge are never all held at once
+        old_low.resize(total, refcheck=False)
+        old_pos.resize(total, refcheck=False)
+        low, pos = old_low, old_pos
+    else:
+        low = grown(old_low, total)
+        pos = np.empty(total, dtype=np.result_type(old_pos, new_pos))
+        pos[:n] = old_pos
+    kernels.load("_join").merge_back(old_top, low, pos, n, new_top, new_low, new_pos)
+    return top, low, pos
+
+
 class LSHJoin:
     """:func:`lsh_join` for documents that arrive in blocks, each block after the last.
 
@@ -307,10 +340,13 @@ class LSHJoin:
     later document is in it: over all blocks, the pairs :func:`lsh_join` returns for the
     whole input (bucket_cap included), without joining the earlier blocks again. The blocks
     seen are kept as sorted runs, merged as a binary counter merges (each key is copied
-    O(log n) times). A bucket is a (band, key) pair hashed to one 64-bit key, as the stores
-    do; two buckets sharing such a key (odds about 2^-64 per pair) would add a candidate,
-    which verification then checks. The runs name a document by its ordinal (the how-many-th
-    document joined, 32 bits), and its position is looked up at the end.
+    O(log n) times). A bucket is a (band, key) pair hashed to one 64-bit id, as the stores
+    do; the join keeps its top 48 bits (a run holds the top 16 of them once, in a directory,
+    and 32 a key): two buckets sharing them (odds about 2^-48 per pair: a few in a
+    million tiny records, none to expect in hkcnews 4x) add a candidate, which verification then
+    checks, as it does the stores' 64-bit collisions. The runs name a document by its
+    ordinal (the how-many-th document joined, 32 bits), and its position is looked up at
+    the end: 8 bytes a key.
 
     >>> from neardup.sketch.minhash import minhash_batch
     >>> x = np.arange(1, 300, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
@@ -324,9 +360,9 @@ class LSHJoin:
         if bucket_cap < 1:
             raise ConfigError(f"bucket_cap must be at least 1, got {bucket_cap}")
         self.bucket_cap = bucket_cap
-        # sorted runs of (bucket key, ordinal), oldest first; by ordinal within a key;
-        # ordinals as 32-bit integers while they fit (12 bytes a key instead of 16)
-        self._runs: list[tuple[U64, Pos]] = []
+        # sorted runs of (join key, ordinal), oldest first; by ordinal within a key;
+        # ordinals as 32-bit integers while they fit (8 bytes a key instead of 12)
+        self._runs: list[Run] = []
         self._next = 0  # the smallest position the next block may start at
         self._count = 0  # documents joined so far
         self._positions = np.zeros(0, dtype=np.int64)  # each ordinal's position
@@ -355,10 +391,11 @@ class LSHJoin:
         wide = self._count > np.iinfo(np.int32).max
         rows: Pos = np.arange(first_ord, self._count, dtype=np.int64 if wide else np.int32)  # type: ignore[assignment]
         flat = bucket_ids(keys2d).ravel()  # row by row: equal keys in ordinal order
+        flat >>= _JOIN_SHIFT  # the join keys: 48 bits
         order = np.argsort(flat)  # not stable (6x quicker); equal keys are put back in order
         keys = flat[order]
         del flat
-        work = len(keys) + sum(len(run[0]) for run in self._runs)
+        work = len(keys) + sum(len(run[1]) for run in self._runs)
         fast = kernels.wanted(work)
         if fast:
             kernels.load("_join").order_ties(keys, order)
@@ -379,14 +416,17 @@ class LSHJoin:
         walk = self._walker(order, n_bands, rows) if fast else None
         found: list[tuple[I64, I64, Pos]] = []
         pieces: list[tuple[I64, I64]] = []
-        for run_keys, run_pos in self._runs:
+        for run in self._runs:
+            run_pos = run[2]
             if fast:
-                lo, hi = kernels.load("_join").sorted_ranges(run_keys, keys)
+                lo, hi = kernels.load("_join").sorted_ranges(run[0], run[1], keys)
             else:
+                run_keys = _run_keys(run)
                 lo = np.searchsorted(run_keys, keys, "left")
                 hi = lo.copy()  # most keys are in no earlier bucket
                 seen = np.flatnonzero(run_keys[np.minimum(lo, len(run_keys) - 1)] == keys)
                 hi[seen] = _ends(run_keys, keys, seen, lo)
+                del run_keys
             hi -= lo  # the bucket's members in this run
             take = cap - before
             np.maximum(take, 0, out=take)
@@ -421,11 +461,12 @@ class LSHJoin:
         if not kept.all():
             keys, pos = keys[kept], pos[kept]
         if len(keys):
-            self._runs.append((keys, pos))
+            self._runs.append(_run(keys, pos))
+        del keys
         # a run is merged into the one before it once it holds half as many keys
-        while len(self._runs) > 1 and 2 * len(self._runs[-1][0]) >= len(self._runs[-2][0]):
+        while len(self._runs) > 1 and 2 * len(self._runs[-1][1]) >= len(self._runs[-2][1]):
             new = self._runs.pop()
-            self._runs[-1] = _merge(self._runs[-1], new, fast)
+            self._runs[-1] = _merge_runs(self._runs[-1], new, fast)
         if len(j) == 0:
             return np.zeros((0, 2), dtype=np.int64)
         pairs = _sorted_pairs(e, j)  # ordinals sort as their positions do

@@ -1,5 +1,7 @@
 """Compiled steps of the incremental LSH join (:class:`~neardup.index.lsh.LSHJoin`): finding
-a block's sorted bucket keys in a sorted run, and merging two sorted runs.
+a block's sorted join keys in a sorted run, and merging two sorted runs. A run holds its
+keys' top 16 bits in a directory (where each value of them begins) and the next 32 bits a
+key: a key is looked for between the directory's bounds for its top bits.
 
 Exactly what the numpy code of :mod:`neardup.index.lsh` computes (the reference the tests
 compare with), in one pass over sorted arrays: a key is looked for from where the previous,
@@ -22,7 +24,6 @@ __all__ = [
     "bucket_ids",
     "bucket_pairs",
     "merge_back",
-    "merge_runs",
     "order_ties",
     "sorted_ranges",
 ]
@@ -32,6 +33,8 @@ _M2 = np.uint64(0x94D049BB133111EB)
 _S30 = np.uint64(30)
 _S27 = np.uint64(27)
 _S31 = np.uint64(31)
+_S32 = np.uint64(32)
+_LOW = np.uint64(0xFFFFFFFF)
 
 
 @jit
@@ -78,22 +81,21 @@ def order_ties(keys, order):
 
 
 @jit
-def _first_not_below(run, key, at, strict):
-    """The first index ``i >= at`` with ``run[i] >= key`` (``> key`` when ``strict``), or
-    ``len(run)``, given that every index before ``at`` is below."""
-    n = len(run)
-    if at >= n:
-        return n
-    if (run[at] > key) if strict else (run[at] >= key):
+def _first_not_below(low, key, at, end, strict):
+    """The first index ``i`` in ``at .. end - 1`` with ``low[i] >= key`` (``> key`` when
+    ``strict``), or ``end``, given that every index before ``at`` is below."""
+    if at >= end:
+        return end
+    if (low[at] > key) if strict else (low[at] >= key):
         return at
     bound = 1
-    while at + bound < n and ((run[at + bound] <= key) if strict else (run[at + bound] < key)):
+    while at + bound < end and ((low[at + bound] <= key) if strict else (low[at + bound] < key)):
         bound *= 2
     left = at + bound // 2 + 1
-    right = min(at + bound, n)
+    right = min(at + bound, end)
     while left < right:
         mid = (left + right) // 2
-        if (run[mid] <= key) if strict else (run[mid] < key):
+        if (low[mid] <= key) if strict else (low[mid] < key):
             left = mid + 1
         else:
             right = mid
@@ -101,10 +103,11 @@ def _first_not_below(run, key, at, strict):
 
 
 @jit
-def sorted_ranges(run, keys):
-    """For ``keys`` sorted ascending, where each lies in the sorted ``run``: ``lo`` (its
-    first member, or where it would go) and ``hi`` (one past its last member): what
-    ``np.searchsorted(run, keys, "left")`` and ``"right"`` return."""
+def sorted_ranges(top, low, keys):
+    """For join keys ``keys`` sorted ascending, where each lies in the sorted run of
+    directory ``top`` and low bits ``low``: ``lo`` (its first member, or where it would go)
+    and ``hi`` (one past its last member): what ``np.searchsorted`` of the run's keys made
+    whole, ``"left"`` and ``"right"``, returns."""
     m = len(keys)
     lo = np.empty(m, dtype=np.int64)
     hi = np.empty(m, dtype=np.int64)
@@ -115,8 +118,11 @@ def sorted_ranges(run, keys):
             lo[k] = lo[k - 1]
             hi[k] = hi[k - 1]
             continue
-        first = _first_not_below(run, key, at, False)
-        last = _first_not_below(run, key, first, True)
+        t = np.int64(key >> _S32)
+        part = np.uint32(key & _LOW)
+        end = top[t + 1]
+        first = _first_not_below(low, part, max(at, top[t]), end, False)
+        last = _first_not_below(low, part, first, end, True)
         lo[k] = first
         hi[k] = last
         at = last
@@ -124,39 +130,30 @@ def sorted_ranges(run, keys):
 
 
 @jit
-def merge_runs(old_keys, old_pos, new_keys, new_pos, keys, pos):
-    """Merge two runs sorted by key into ``keys`` and ``pos`` (their lengths' sum): an old
-    member before a new one under the same key, each run's order kept."""
-    i = 0
-    j = 0
-    n = len(old_keys)
-    m = len(new_keys)
-    for k in range(n + m):
-        if j >= m or (i < n and old_keys[i] <= new_keys[j]):
-            keys[k] = old_keys[i]
-            pos[k] = old_pos[i]
-            i += 1
-        else:
-            keys[k] = new_keys[j]
-            pos[k] = new_pos[j]
-            j += 1
-
-
-@jit
-def merge_back(keys, pos, n, new_keys, new_pos):
-    """Merge the run ``new_keys``, ``new_pos`` into the run held by the first ``n`` slots of
-    ``keys`` and ``pos`` (as long as both runs together), from the back: what
-    :func:`merge_runs` writes, an old member before a new one under the same key."""
+def merge_back(old_top, low, pos, n, new_top, new_low, new_pos):
+    """Merge the run ``new_top``, ``new_low``, ``new_pos`` into the run of directory
+    ``old_top`` held by the first ``n`` slots of ``low`` and ``pos`` (as long as both runs
+    together), from the back: an old member before a new one under the same key. The
+    merged run's directory is the sum of the two."""
     i = n - 1
-    j = len(new_keys) - 1
-    k = n + len(new_keys) - 1
+    j = len(new_low) - 1
+    k = n + len(new_low) - 1
+    ti = len(old_top) - 2  # the directory slot of the old member i, then of the new j
+    tj = len(new_top) - 2
     while j >= 0:
-        if i >= 0 and keys[i] > new_keys[j]:
-            keys[k] = keys[i]
+        while new_top[tj] > j:
+            tj -= 1
+        old_first = False
+        if i >= 0:
+            while old_top[ti] > i:
+                ti -= 1
+            old_first = ti > tj or (ti == tj and low[i] > new_low[j])
+        if old_first:
+            low[k] = low[i]
             pos[k] = pos[i]
             i -= 1
         else:
-            keys[k] = new_keys[j]
+            low[k] = new_low[j]
             pos[k] = new_pos[j]
             j -= 1
         k -= 1
