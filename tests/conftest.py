@@ -38,27 +38,34 @@ def start_redis_server(
     if exe is None:
         pytest.fail("redis-server is not installed: run scripts/check.sh, which installs it")
     pytest.importorskip("redis")
-    port = free_port()
-    proc = subprocess.Popen(
-        [exe, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(folder),
-         "--save", "", "--appendonly", "no",
-         *(["--dbfilename", dbfilename] if dbfilename else [])],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.STDOUT,
-    )  # fmt: skip
     import redis
 
-    client = redis.Redis(port=port)
-    try:
-        for _ in range(200):
-            try:
-                client.ping()
-                return proc, f"redis://127.0.0.1:{port}/0"
-            except redis.ConnectionError:
-                time.sleep(0.05)
-    finally:
-        client.close()
-    proc.kill()
+    for _ in range(5):  # a port another process took in between: another one
+        port = free_port()
+        proc = subprocess.Popen(
+            [exe, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(folder),
+             "--save", "", "--appendonly", "no",
+             *(["--dbfilename", dbfilename] if dbfilename else [])],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        client = redis.Redis(port=port)
+        try:
+            for _ in range(200):
+                if proc.poll() is not None:
+                    break  # it could not bind the port
+                try:
+                    # this server, not one another test started on the same port
+                    if client.info("server")["process_id"] != proc.pid:
+                        break
+                    client.ping()  # answers once a dump it loads is in
+                    return proc, f"redis://127.0.0.1:{port}/0"
+                except redis.ConnectionError:  # BusyLoadingError among them
+                    time.sleep(0.05)
+        finally:
+            client.close()
+        proc.kill()
+        proc.wait()
     pytest.fail("redis-server did not start")
 
 
