@@ -341,12 +341,12 @@ class LSHJoin:
     whole input (bucket_cap included), without joining the earlier blocks again. The blocks
     seen are kept as sorted runs, merged as a binary counter merges (each key is copied
     O(log n) times). A bucket is a (band, key) pair hashed to one 64-bit id, as the stores
-    do; the join keeps its top 48 bits (a run holds the top 16 of them once, in a directory,
-    and 32 a key): two buckets sharing them (odds about 2^-48 per pair: a few in a
-    million tiny records, none to expect in hkcnews 4x) add a candidate, which verification then
-    checks, as it does the stores' 64-bit collisions. The runs name a document by its
-    ordinal (the how-many-th document joined, 32 bits), and its position is looked up at
-    the end: 8 bytes a key.
+    do; the join keeps its top 48 bits (a run holds the top 16 of them once, in a
+    directory, and 32 a key): two buckets sharing them (odds about 2^-48 per pair: a few
+    in a million tiny records, none to expect in hkcnews 4x) add a candidate, which
+    verification then checks, as it does the stores' 64-bit collisions. The runs name a
+    document by its ordinal (the how-many-th document joined, 32 bits), and its position
+    is looked up at the end: 8 bytes a key.
 
     >>> from neardup.sketch.minhash import minhash_batch
     >>> x = np.arange(1, 300, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)

@@ -138,8 +138,8 @@ def merge_back(old_top, low, pos, n, new_top, new_low, new_pos):
     i = n - 1
     j = len(new_low) - 1
     k = n + len(new_low) - 1
-    ti = len(old_top) - 2  # the directory slot of the old member i, then of the new j
-    tj = len(new_top) - 2
+    ti = len(old_top) - 2  # the directory slot of the old member i
+    tj = len(new_top) - 2  # and of the new member j
     while j >= 0:
         while new_top[tj] > j:
             tj -= 1
