@@ -259,16 +259,21 @@ def test_bad_setting_stops_the_crawl_with_one_line(
 
 def test_example_demo_site(tmp_path: Path) -> None:
     """The example project, as its README runs it, keeps its demo web's two stories once."""
-    port = free_port()
-    server = subprocess.Popen(
-        [sys.executable, "demo_site.py", "--port", str(port)],
-        cwd=EXAMPLE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
+    for _ in range(5):  # a port another process took before the site bound it: another one
+        port = free_port()
+        server = subprocess.Popen(
+            [sys.executable, "demo_site.py", "--port", str(port)],
+            cwd=EXAMPLE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
         assert server.stdout is not None
-        assert "serving" in server.stdout.readline()
+        if "serving" in server.stdout.readline():
+            break
+        server.wait(timeout=30)
+    try:
+        assert server.poll() is None, "the demo site did not start"
         run = crawl(f"http://127.0.0.1:{port}/", tmp_path / "out.jsonl")
     finally:
         server.terminate()
