@@ -189,6 +189,22 @@ def test_compiled_lookups_and_merges_equal_numpy(run: list[int], keys: list[int]
     assert got[2].dtype == np.int32
 
 
+def test_runs_keep_a_directory_only_where_the_kernels_can_read_it() -> None:
+    """Without the kernels (turned off, or numba missing) a run keeps its keys whole, as
+    numpy searches them (a directory would have numpy make every run's keys whole again for
+    every block); with them, a directory and 32 bits a key."""
+    keys = band_keys(np.stack([signature(s, 16) for s in range(40)]), 4, 4)
+    for mode in KERNEL_MODES:
+        with kernels_set(mode):
+            join = LSHJoin()
+            for at in range(0, 40, 8):
+                join.extend(keys[at : at + 8], np.arange(at, at + 8))
+        layouts = {(run[0] is None, run[1].dtype) for run in join._runs}
+        assert layouts == (
+            {(True, np.dtype(np.uint64))} if mode == "off" else {(False, np.dtype(np.uint32))}
+        )
+
+
 def test_join_in_blocks_checks_positions() -> None:
     """Blocks must come in order, with as many positions as rows of keys."""
     keys = band_keys(np.stack([signature(s, 16) for s in range(3)]), 4, 4)

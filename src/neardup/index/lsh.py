@@ -49,8 +49,10 @@ Pos = npt.NDArray[np.int32] | npt.NDArray[np.int64]
 _STEP = np.uint64(0x9E3779B97F4A7C15)
 #: A sorted run of :class:`LSHJoin`: its keys' top 16 bits as a directory (where the keys
 #: of each value of them begin: 2^16 + 1 offsets), the next 32 bits of each key, and its
-#: members' ordinals: 8 bytes a key where the whole key beside an ordinal took 12
-Run = tuple[I64, npt.NDArray[np.uint32], Pos]
+#: members' ordinals: 8 bytes a key where the whole key beside an ordinal takes 12 — or,
+#: where the compiled kernels cannot run (numba missing, or turned off), no directory
+#: (None) and the whole keys, which numpy searches as they are
+Run = tuple[I64 | None, npt.NDArray[np.uint32] | U64, Pos]
 _TOP = 16  # bits of a join key in a run's directory
 _SLOTS = 1 << _TOP
 _LOW = np.uint64(0xFFFFFFFF)
@@ -294,8 +296,11 @@ def _merge(old: tuple[U64, Pos], new: tuple[U64, Pos]) -> tuple[U64, Pos]:
     return keys, pos
 
 
-def _run(keys: U64, pos: Pos) -> Run:
-    """The run of join keys (48 bits, sorted) and their ordinals."""
+def _run(keys: U64, pos: Pos, split: bool = True) -> Run:
+    """The run of join keys (48 bits, sorted) and their ordinals (``split``: with a
+    directory)."""
+    if not split:
+        return None, keys, pos
     counts = np.bincount((keys >> np.uint64(32)).astype(np.intp), minlength=_SLOTS)
     top = np.zeros(_SLOTS + 1, dtype=np.int64)
     np.cumsum(counts, out=top[1:])
@@ -303,8 +308,11 @@ def _run(keys: U64, pos: Pos) -> Run:
 
 
 def _run_keys(run: Run) -> U64:
-    """A run's join keys, whole again (the numpy path's lookups and merges read them)."""
+    """A run's join keys, whole (again, from a directory: the numpy path's lookups and
+    merges read them, on inputs too small for the kernels)."""
     top, low, _ = run
+    if top is None:
+        return low  # type: ignore[return-value]
     tops = np.repeat(np.arange(_SLOTS, dtype=np.uint64), np.diff(top))
     keys: U64 = (tops << np.uint64(32)) | low.astype(np.uint64)
     return keys
@@ -314,6 +322,9 @@ def _merge_runs(old: Run, new: Run, fast: bool = False) -> Run:
     """Two runs, ``new``'s ordinals all after ``old``'s, as one (with the compiled kernel
     when ``fast``: the same run): under a key, old members first."""
     (old_top, old_low, old_pos), (new_top, new_low, new_pos) = old, new
+    if old_top is None or new_top is None:  # whole keys
+        keys, pos = _merge((_run_keys(old), old_pos), (_run_keys(new), new_pos))
+        return None, keys, pos
     top = old_top + new_top  # each directory counts the keys before a value: they add up
     if not fast:
         _, low, pos = _run(*_merge((_run_keys(old), old_pos), (_run_keys(new), new_pos)))
@@ -363,6 +374,7 @@ class LSHJoin:
         # sorted runs of (join key, ordinal), oldest first; by ordinal within a key;
         # ordinals as 32-bit integers while they fit (8 bytes a key instead of 12)
         self._runs: list[Run] = []
+        self._split = kernels.possible()  # runs with a directory: see Run
         self._next = 0  # the smallest position the next block may start at
         self._count = 0  # documents joined so far
         self._positions = np.zeros(0, dtype=np.int64)  # each ordinal's position
@@ -396,7 +408,7 @@ class LSHJoin:
         keys = flat[order]
         del flat
         work = len(keys) + sum(len(run[1]) for run in self._runs)
-        fast = kernels.wanted(work)
+        fast = self._split and kernels.wanted(work)
         if fast:
             kernels.load("_join").order_ties(keys, order)
         else:
@@ -461,7 +473,7 @@ class LSHJoin:
         if not kept.all():
             keys, pos = keys[kept], pos[kept]
         if len(keys):
-            self._runs.append(_run(keys, pos))
+            self._runs.append(_run(keys, pos, self._split))
         del keys
         # a run is merged into the one before it once it holds half as many keys
         while len(self._runs) > 1 and 2 * len(self._runs[-1][1]) >= len(self._runs[-2][1]):

@@ -88,6 +88,12 @@ def _numba_available() -> bool:
     return _available
 
 
+def possible() -> bool:
+    """Whether this process may use the kernels at all: numba is installed and they are not
+    turned off (a structure that only the kernels read fast may choose its layout by it)."""
+    return mode() != "off" and _numba_available()
+
+
 def loaded() -> bool:
     """Whether this process has loaded the kernels (they are then used for everything)."""
     return bool(_state["loaded"])
