@@ -22,11 +22,23 @@ settings.register_profile("neardup", deadline=None)
 settings.load_profile("neardup")
 
 
+def free_ports(n: int) -> list[int]:
+    """``n`` distinct TCP ports nothing listens on now: bound together, so that none is
+    handed out twice (a Spark worker's web UI once took the master's before the master bound
+    it, and the test read the worker's page for the master's JSON)."""
+    socks = [socket.socket() for _ in range(n)]
+    try:
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [int(s.getsockname()[1]) for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
 def free_port() -> int:
     """A TCP port nothing listens on now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    return free_ports(1)[0]
 
 
 def start_redis_server(

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -23,6 +22,7 @@ pytest.importorskip("pyarrow")
 
 from neardup.cli import main
 
+from ..conftest import free_ports
 from .test_spark import write_jsonl
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
@@ -34,20 +34,6 @@ def java_missing() -> bool:
 
 
 pytestmark = pytest.mark.skipif(java_missing(), reason="Spark needs Java (none on PATH)")
-
-
-def free_ports(n: int) -> list[int]:
-    """``n`` distinct TCP ports nothing listens on now: bound together, so that none is
-    handed out twice (a worker's web UI once took the master's before the master bound it,
-    and the test read the worker's page for the master's JSON)."""
-    socks = [socket.socket() for _ in range(n)]
-    try:
-        for s in socks:
-            s.bind(("127.0.0.1", 0))
-        return [int(s.getsockname()[1]) for s in socks]
-    finally:
-        for s in socks:
-            s.close()
 
 
 def spark_class() -> Path:
