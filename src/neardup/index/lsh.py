@@ -327,8 +327,8 @@ def _merge_runs(old: Run, new: Run, fast: bool = False) -> Run:
         return None, keys, pos
     top = old_top + new_top  # each directory counts the keys before a value: they add up
     if not fast:
-        _, low, pos = _run(*_merge((_run_keys(old), old_pos), (_run_keys(new), new_pos)))
-        return top, low, pos
+        keys, pos = _merge((_run_keys(old), old_pos), (_run_keys(new), new_pos))
+        return top, (keys & _LOW).astype(np.uint32), pos
     n, total = len(old_low), len(old_low) + len(new_low)
     if old_pos.dtype == new_pos.dtype and old_low.flags.owndata and old_pos.flags.owndata:
         # in place: the old run grown (realloc, most often without a copy) and merged from
