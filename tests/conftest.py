@@ -13,6 +13,7 @@ import subprocess
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -41,44 +42,80 @@ def free_port() -> int:
     return free_ports(1)[0]
 
 
-def start_redis_server(
-    folder: Path, *, dbfilename: str | None = None
-) -> tuple[subprocess.Popen[bytes], str]:
-    """A real redis-server on a free loopback port, answering: the process and its URL
-    (``dbfilename``: load that dump in ``folder`` at start)."""
+@contextmanager
+def refusing_port() -> Iterator[int]:
+    """A loopback TCP port that refuses every connection for as long as the block runs: it
+    is bound and never listened on, so no other process can take it meanwhile (a test of
+    an unreachable server would otherwise reach one that a neighbour started there)."""
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", 0))
+        yield int(s.getsockname()[1])
+    finally:
+        s.close()
+
+
+def redis_on(
+    folder: Path, port: int, *more: str, password: str | None = None
+) -> subprocess.Popen[bytes] | None:
+    """A real redis-server started on ``port`` (``more``: its options; ``password``: it asks
+    for this one), once it answers; None when it did not start as this server (it could not
+    bind the port, or another process answers there: one another test started)."""
     exe = shutil.which("redis-server")
     if exe is None:
         pytest.fail("redis-server is not installed: run scripts/check.sh, which installs it")
     pytest.importorskip("redis")
     import redis
 
-    for _ in range(5):  # a port another process took in between: another one
+    proc = subprocess.Popen(
+        [exe, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(folder), "--save", "",
+         *(["--requirepass", password] if password else []), *more],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    client = redis.Redis(port=port, password=password)
+    try:
+        for _ in range(200):
+            if proc.poll() is not None:
+                break  # it could not bind the port
+            try:
+                # this server, not one another test started on the same port
+                if client.info("server")["process_id"] != proc.pid:
+                    break
+                client.ping()  # answers once a dump it loads is in
+                return proc
+            except redis.ConnectionError:  # BusyLoadingError among them
+                time.sleep(0.05)
+            except redis.RedisError:  # another server, asking for another password
+                break
+    finally:
+        client.close()
+    proc.kill()
+    proc.wait()
+    return None
+
+
+def redis_on_free_port(
+    folder: Path, *more: str, password: str | None = None
+) -> tuple[subprocess.Popen[bytes], int]:
+    """:func:`redis_on` a free loopback port: the process and its port (another port when
+    a process took the one chosen before the server bound it)."""
+    for _ in range(5):
         port = free_port()
-        proc = subprocess.Popen(
-            [exe, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(folder),
-             "--save", "", "--appendonly", "no",
-             *(["--dbfilename", dbfilename] if dbfilename else [])],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.STDOUT,
-        )  # fmt: skip
-        client = redis.Redis(port=port)
-        try:
-            for _ in range(200):
-                if proc.poll() is not None:
-                    break  # it could not bind the port
-                try:
-                    # this server, not one another test started on the same port
-                    if client.info("server")["process_id"] != proc.pid:
-                        break
-                    client.ping()  # answers once a dump it loads is in
-                    return proc, f"redis://127.0.0.1:{port}/0"
-                except redis.ConnectionError:  # BusyLoadingError among them
-                    time.sleep(0.05)
-        finally:
-            client.close()
-        proc.kill()
-        proc.wait()
+        proc = redis_on(folder, port, *more, password=password)
+        if proc is not None:
+            return proc, port
     pytest.fail("redis-server did not start")
+
+
+def start_redis_server(
+    folder: Path, *, dbfilename: str | None = None
+) -> tuple[subprocess.Popen[bytes], str]:
+    """A real redis-server on a free loopback port, answering: the process and its URL
+    (``dbfilename``: load that dump in ``folder`` at start)."""
+    more = ("--appendonly", "no", *(["--dbfilename", dbfilename] if dbfilename else []))
+    proc, port = redis_on_free_port(folder, *more)
+    return proc, f"redis://127.0.0.1:{port}/0"
 
 
 @pytest.fixture(scope="session")

@@ -40,7 +40,7 @@ from neardup.scrapy import (
 )
 from neardup.times import timestamp_or_none
 
-from .conftest import free_port
+from .conftest import free_port, refusing_port
 from .scrapy_site import build, serve
 from .scrapy_site.stories import STORIES
 
@@ -334,9 +334,10 @@ def test_bad_settings_are_clear_errors(settings: dict[str, object], message: str
 
 def test_unreachable_redis_is_a_clear_error() -> None:
     """A Redis nobody listens on is a ConfigError at start-up, naming the setting."""
-    url = f"redis://127.0.0.1:{free_port()}/0"
-    with pytest.raises(ConfigError, match=f"NEARDUP_STORE = '{url}': cannot reach Redis"):
-        NearDupPipeline.from_crawler(crawler_with({"NEARDUP_STORE": url}))
+    with refusing_port() as port:
+        url = f"redis://127.0.0.1:{port}/0"
+        with pytest.raises(ConfigError, match=f"NEARDUP_STORE = '{url}': cannot reach Redis"):
+            NearDupPipeline.from_crawler(crawler_with({"NEARDUP_STORE": url}))
 
 
 @pytest.mark.parametrize(
@@ -346,14 +347,14 @@ def test_unreachable_redis_is_a_clear_error() -> None:
 )
 def test_an_unreachable_redis_is_named_without_its_secrets(secret: str, shown: str) -> None:
     """The error names the store as every part of neardup does (neardup.store.redacted)."""
-    port = free_port()
-    url = (
-        f"redis://{secret}127.0.0.1:{port}/0"
-        if "@" in secret
-        else f"redis://127.0.0.1:{port}/0{secret}"
-    )
-    with pytest.raises(ConfigError) as info:
-        NearDupPipeline.from_crawler(crawler_with({"NEARDUP_STORE": url}))
+    with refusing_port() as port:
+        url = (
+            f"redis://{secret}127.0.0.1:{port}/0"
+            if "@" in secret
+            else f"redis://127.0.0.1:{port}/0{secret}"
+        )
+        with pytest.raises(ConfigError) as info:
+            NearDupPipeline.from_crawler(crawler_with({"NEARDUP_STORE": url}))
     assert "s3cret" not in str(info.value)
     assert f"NEARDUP_STORE = '{url.replace(secret, shown)}': cannot reach Redis" in str(info.value)
 

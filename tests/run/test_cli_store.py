@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from ..conftest import free_port
-from ..store.servers import redis_server, stop
+from ..conftest import redis_on_free_port
+from ..store.servers import stop
 from ..synth import corpus
 
 SECRET = "TopS3cretPW"
@@ -29,8 +29,7 @@ def test_a_redis_password_never_shows(tmp_path: Path) -> None:
     with src.open("w", encoding="utf-8") as f:
         for i, t, _ in corpus(53, 5, 2, cut=False):
             f.write(json.dumps({"id": i, "text": t}, ensure_ascii=False) + "\n")
-    port = free_port()
-    proc = redis_server(tmp_path, port, "--appendonly", "no", password=SECRET)
+    proc, port = redis_on_free_port(tmp_path, "--appendonly", "no", password=SECRET)
     try:
         url = f"redis://:{SECRET}@127.0.0.1:{port}/0?namespace=news"
         shown = f"redis://:***@127.0.0.1:{port}/0?namespace=news"

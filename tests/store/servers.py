@@ -4,42 +4,26 @@ append-only file that survives a kill, a port to come back on), and real small f
 
 from __future__ import annotations
 
-import shutil
 import subprocess
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
+from ..conftest import redis_on
+
 
 def redis_server(
     folder: Path, port: int, *more: str, password: str | None = None
 ) -> subprocess.Popen[bytes]:
-    """A real redis-server on ``port``, answering (``password``: it asks for this one)."""
-    exe = shutil.which("redis-server")
-    if exe is None:
-        pytest.fail("redis-server is not installed: run scripts/check.sh, which installs it")
-    redis = pytest.importorskip("redis")
-    proc = subprocess.Popen(
-        [exe, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(folder), "--save", "",
-         *(["--requirepass", password] if password else []), *more],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.STDOUT,
-    )  # fmt: skip
-    client = redis.Redis(port=port, password=password)
-    try:
-        for _ in range(200):
-            try:
-                client.ping()
-                return proc
-            except (redis.ConnectionError, redis.BusyLoadingError):
-                time.sleep(0.05)
-    finally:
-        client.close()
-    proc.kill()
-    pytest.fail("redis-server did not start")
+    """A real redis-server on ``port``, answering (``password``: it asks for this one): for
+    a test that starts one again on the port it had (:func:`~tests.conftest.redis_on_free_port`
+    for a first start)."""
+    proc = redis_on(folder, port, *more, password=password)
+    if proc is None:
+        pytest.fail(f"redis-server did not start on port {port}")
+    return proc
 
 
 def stop(proc: subprocess.Popen[bytes]) -> None:

@@ -22,7 +22,7 @@ import pytest
 
 from neardup import Deduper, StoreError
 
-from ..conftest import free_port
+from ..conftest import redis_on_free_port
 from ..synth import corpus
 from .servers import redis_server, stop, tmpfs
 
@@ -143,8 +143,7 @@ def test_redis_out_of_memory_is_one_line_without_the_password(tmp_path: Path) ->
     src = tmp_path / "crawl.jsonl"
     _write_corpus(src, docs)
     expected = _reference(tmp_path, src)
-    port = free_port()
-    proc = redis_server(tmp_path, port, "--appendonly", "no", password="TopS3cretPW")
+    proc, port = redis_on_free_port(tmp_path, "--appendonly", "no", password="TopS3cretPW")
     try:
         client = redis.Redis(port=port, password="TopS3cretPW")
         base = int(client.info("memory")["used_memory"])
@@ -183,11 +182,10 @@ def test_redis_killed_during_a_run_is_one_line_and_the_same_command_then_finishe
     src = tmp_path / "crawl.jsonl"
     _write_corpus(src, docs)
     expected = _reference(tmp_path, src)
-    port = free_port()
     data = tmp_path / "redis"
     data.mkdir()
     keep = ("--appendonly", "yes", "--appendfsync", "always")  # what it acknowledged survives
-    proc = redis_server(data, port, *keep)
+    proc, port = redis_on_free_port(data, *keep)
     ns = f"k{uuid.uuid4().hex[:8]}"
     run = tmp_path / "run"
     run.mkdir()
