@@ -14,12 +14,13 @@ take the sampler's own cost (it slows the command; the split, not the total, is 
 figure). Each
 sample goes to the first part, in the order below, one of whose functions is on its stack:
 
-- main process: start-up (imports, and loading the compiled kernels), reading the input
-  (its own thread: parsing and checking records), the exact-copy keys, sending texts to the
-  workers (and the pool's feeder thread), taking the sketches back, the LSH join (its own
-  thread), verification (placement — the compiled walk over a pair's shingles — and the
-  rest of it: the prefilter, the figure rule, Python), counting stories into the template
-  guard, a story's own codes, the rest of deciding, writing the outputs;
+- main process: start-up (imports, and loading the compiled kernels), the guard's table
+  copied after the workers fork, reading the input (its own thread: parsing and checking
+  records), the exact-copy keys, sending texts to the workers (and the pool's feeder
+  thread), the LSH join (its own thread), verification (placement — the compiled walk over
+  a pair's shingles — and the rest of it: the prefilter, the figure rule, Python), counting
+  stories into the template guard, a story's own codes, the rest of deciding, taking the
+  sketches back from the workers, writing the outputs;
 - sketch workers: normalization, boilerplate stripping, the sketch kernel (units, shingles,
   MinHash, vocabulary), the figures, packing into shared memory.
 
@@ -54,13 +55,13 @@ PARTS: list[tuple[str, str, tuple[str, ...]]] = [
     ("read and check records (reader thread)", "main", ("RecordReader",)),
     ("exact-copy keys", "main", ("text_key",)),
     ("send texts to the workers", "main", ("BatchRun._send", "Queue._feed")),
-    ("take sketches back", "main", ("take", "unpack", "BatchRun._remember")),
     ("LSH join (join thread)", "main", ("BatchRun._candidates",)),
     ("verify: placement (compiled)", "main", ("_placed", "_unquoted", "_may_be_edges")),
     ("verify: the rest (prefilter, figures, Python)", "main", ("best_match",)),
     ("count stories into the template guard", "main", ("CommonShingles.add",)),
     ("a story's own codes", "main", ("story_codes",)),
-    ("decide: the rest", "main", ("BatchRun._decide",)),
+    ("decide: the rest", "main", ("BatchRun._decide", "BatchRun._decide_joined")),
+    ("take sketches back", "main", ("BatchRun._receive", "BatchRun._remember")),
     ("write the outputs", "main", ("_Outputs", "LineWriter")),
     ("main: other", "main", ()),
     ("workers: boilerplate stripping", "worker", ("strip_boilerplate_all",)),
