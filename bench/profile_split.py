@@ -5,7 +5,7 @@
     python bench/profile_split.py --input crawl.jsonl.gz
 
 Each run is ``neardup dedup INPUT -o UNIQUE --clusters CLUSTERS -q`` under ``py-spy record
---subprocesses --threads`` (``pip install py-spy``; not a dependency of neardup), sampling
+--subprocesses --threads`` (in the ``bench`` extra, or ``pip install py-spy``), sampling
 every thread of the command and of its sketch workers ``--rate`` times a second. A sample
 is a thread found running (a thread waiting on a lock, a pipe or the GIL is not counted),
 nor is one whose innermost frame is a wait py-spy took for running (a selector, a pipe's
@@ -165,7 +165,7 @@ def main() -> int:
     ap.add_argument("--input", type=Path, help="profile this file instead")
     args = ap.parse_args()
     if shutil.which("py-spy") is None:
-        die(RuntimeError("py-spy is not installed: pip install py-spy"))
+        die(RuntimeError("py-spy is not installed: pip install -e '.[bench]' (or py-spy)"))
     print(header("neardup dedup: where the CPU goes", {"runs": str(args.runs)}))
     with tempfile.TemporaryDirectory(prefix="neardup-profile-") as tmp:
         scratch = Path(tmp)
