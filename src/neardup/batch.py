@@ -71,6 +71,7 @@ from .errors import ConfigError, InputError, WorkersLost, shielded
 from .index.lsh import LSHJoin, Pos, _merge
 from .memory import grown, set_huge_pages, trim
 from .passages import Passage
+from .shelf import Shelf, default_budget
 from .timing import Stages
 
 __all__ = ["BatchResult", "BatchRun", "dedup_batch"]
@@ -89,6 +90,8 @@ class BatchResult:
     #: the stories each slot of the chrome count table counted, on average, at the end
     #: (:meth:`~neardup.engine.templates.CommonShingles.load_factor`; from about 1 it costs recall)
     chrome_load: float = 0.0
+    #: the documents whose sketches went to the run's temporary file (past ``sketch_memory``)
+    sketches_on_file: int = 0
 
 
 def dedup_batch(
@@ -101,6 +104,7 @@ def dedup_batch(
     explain: bool = False,
     chunk: int = 2000,
     workers: int | None = None,
+    sketch_memory: int | None = None,
 ) -> BatchResult:
     """Deduplicate a corpus at once: the same decisions as streaming it through a Deduper.
 
@@ -108,7 +112,11 @@ def dedup_batch(
     first seen (the streaming rule), the longest text, or the earliest timestamp.
     ``workers`` processes sketch the documents (default: one per CPU, up to 4, once the texts
     hold two million characters or more); the decisions do not depend on it. ``chunk`` is
-    the most documents a worker sketches at a time.
+    the most documents a worker sketches at a time. ``sketch_memory``: the most bytes the
+    sketches of decided documents hold in memory (default: a quarter of the machine's, or
+    its container's, memory); past it the oldest go to a temporary file and are read back
+    when a later document's candidates name them (:class:`~neardup.shelf.Shelf`): the same
+    decisions in less memory.
     """
     cfg = config if config is not None else DedupConfig()
     if len(ids) != len(texts):
@@ -116,7 +124,13 @@ def dedup_batch(
     check_keep(keep)
     if len(set(ids)) != len(ids):
         raise InputError("ids must be unique within a batch")
-    with BatchRun(cfg, chunk=chunk, workers=workers, chars=sum(map(len, texts))) as run:
+    with BatchRun(
+        cfg,
+        chunk=chunk,
+        workers=workers,
+        chars=sum(map(len, texts)),
+        sketch_memory=sketch_memory,
+    ) as run:
         for doc_id, text in zip(ids, texts, strict=True):
             run.add(doc_id, text)
         return run.finish(keep=keep, timestamps=timestamps, explain=explain)
@@ -136,7 +150,9 @@ class BatchRun:
     input order, as streaming would. A decision depends only on earlier documents, so the
     timing changes nothing.
     With ``hand_out`` (keeping the first of each story) each decision is final once made and
-    :meth:`take` hands it out at once.
+    :meth:`take` hands it out at once. The sketches of decided documents stay in memory up
+    to ``sketch_memory`` bytes (None: :func:`~neardup.shelf.default_budget`), the oldest
+    past it in a temporary file (:class:`~neardup.shelf.Shelf`).
     """
 
     #: the first chunks are this small, so that the workers start soon
@@ -182,11 +198,14 @@ class BatchRun:
         chars: int | None,
         input_bytes: int | None = None,
         hand_out: bool = False,
+        sketch_memory: int | None = None,
     ) -> None:
         if workers is not None and workers < 1:
             raise ConfigError(f"workers must be at least 1, got {workers}")
         if chunk < 1:
             raise ConfigError(f"chunk must be at least 1, got {chunk}")
+        if sketch_memory is not None and sketch_memory < 0:
+            raise ConfigError(f"sketch_memory must be 0 bytes or more, got {sketch_memory}")
         self.cfg, self.chunk = cfg, chunk
         self.ids: list[str] = []
         # a document's numbers in arrays, not lists of Python numbers (a million tiny
@@ -194,7 +213,7 @@ class BatchRun:
         self.lengths = array("q")  # of the texts as given
         self._texts: dict[int, str] = {}  # the texts of the documents not yet sent
         self.copy_of = array("q")  # the first copy of the same text, or -1
-        self.sketches: list[Sketch] = []
+        self.sketches = Shelf(default_budget() if sketch_memory is None else sketch_memory)
         self.parent = array("q")  # the earlier document each one matched, or -1
         self.copy = bytearray()  # whether it is a copy of it (dropped), or extends it
         self.score = array("d")
@@ -293,6 +312,8 @@ class BatchRun:
         for name in self._blocks:
             free(name)
         self._blocks.clear()
+        if kind is not None:  # (a run that ends well reads its sketches until it finishes)
+            self.sketches.close()
 
     def add(self, doc_id: str, text: str) -> None:
         """Take the next document; decide those whose sketches are all in."""
@@ -351,8 +372,15 @@ class BatchRun:
         self._let_go()
         verified = sum(1 for p in self.parent if p >= 0)
         if self._hand_out:
-            self.sketches = []
-            return BatchResult(self.take(), self._pairs, verified, dict(self.timings.seconds), load)
+            self.sketches.close()
+            return BatchResult(
+                self.take(),
+                self._pairs,
+                verified,
+                dict(self.timings.seconds),
+                load,
+                self.sketches.on_file,
+            )
         t0 = time.perf_counter()
         ids, sketches, parent = self.ids, self.sketches, self.parent
         kept_of = choose_kept(
@@ -386,8 +414,15 @@ class BatchRun:
             ev = evidence(sketches[i], sketches[p]) if explain and p >= 0 else ()
             decisions.append(self._decision(i, p, cluster, ev))
         self.timings.add("clusters", time.perf_counter() - t0)
-        self.sketches = []  # read above only (a million tiny records: 330 MB)
-        return BatchResult(decisions, self._pairs, verified, dict(self.timings.seconds), load)
+        self.sketches.close()  # read above only (a million tiny records: 330 MB)
+        return BatchResult(
+            decisions,
+            self._pairs,
+            verified,
+            dict(self.timings.seconds),
+            load,
+            self.sketches.on_file,
+        )
 
     def _let_go(self) -> None:
         """Once every document is decided, let go of what only deciding reads: the LSH
@@ -749,8 +784,8 @@ class BatchRun:
     def _grow(self, frontier: int, filler: Sketch | None) -> None:
         """Make room in ``sketches`` for every document before ``frontier``: the slots are
         filled with ``filler`` until the chunk's sketches, or a copy's original, are set."""
-        if filler is not None and len(self.sketches) < frontier:
-            self.sketches.extend([filler] * (frontier - len(self.sketches)))
+        if filler is not None:
+            self.sketches.grow(frontier, filler)
 
     def _remember(
         self, live: list[int], signatures: npt.NDArray[np.uint64], vocab_sizes: I64, units: I64
@@ -795,7 +830,7 @@ class BatchRun:
         for i in range(nxt, frontier):
             c = self.copy_of[i]
             if c >= 0:
-                sketches[i] = sketches[c]
+                sketches.alias(i, c)
                 self.parent[i], self.copy[i] = c, True
                 self.score[i], self.measure[i] = IDENTICAL.copy_score, IDENTICAL.measure
                 self._settle(i)
@@ -819,6 +854,7 @@ class BatchRun:
             if self._hand_out and sketches[i].n_units < cfg.short_units:
                 sketches[i] = _as_title(sketches[i])
         self._next = max(nxt, frontier)
+        sketches.settle(self._next)
         self.timings.add("verify", time.perf_counter() - t0)
 
 

@@ -268,6 +268,11 @@ def _size(value: str) -> int:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
+def _memory(value: str) -> int:
+    """--sketch-memory: a size, or 0."""
+    return 0 if value.strip() == "0" else _size(value)
+
+
 def _max_errors(value: str) -> tuple[float, bool]:
     """--max-errors: a count, or a percentage of the records read ("5%")."""
     text = value.strip()
@@ -348,6 +353,13 @@ def _check_dedup_args(args: argparse.Namespace) -> None:
             f"--stream keeps the first copy of each story; --keep {args.keep} needs the whole "
             "corpus at once, so drop --stream"
         )
+    if args.sketch_memory is not None and (
+        args.stream or store_url(args) is not None or args.window or args.engine == "spark"
+    ):
+        raise CliError(
+            "--sketch-memory is the memory of the local batch run's sketches; drop it with "
+            "--stream, --db/--store, --window or --engine spark"
+        )
     outputs = {
         "-o": args.output,
         "--clusters": args.clusters,
@@ -411,6 +423,7 @@ def _cmd_dedup(args: argparse.Namespace) -> int:
         output_format=args.output_format,
         duplicates=args.duplicates_only,
         max_record_size=args.max_record_size,
+        sketch_memory=args.sketch_memory,
     )
     if args.engine == "spark":
         run = _spark_run(args, fields, config)
@@ -806,6 +819,16 @@ def _dedup_matching(g: argparse._ArgumentGroup) -> None:
         action="store_true",
         help="decide and write each record as it is read, instead of the whole corpus at once "
         "(the same decisions; keeps the first copy)",
+    )
+    g.add_argument(
+        "--sketch-memory",
+        type=_memory,
+        metavar="SIZE",
+        help="the most memory (512M, 4G; 0: none) the sketches of decided records hold in a "
+        "batch run; past it the oldest go to a temporary file (in TMPDIR) and are read back "
+        "when a later record's candidates name them: the same decisions in less memory, "
+        "for about 11 KB of disk a long article (default: a quarter of the memory of the "
+        "machine, or of its container)",
     )
     g.add_argument(
         "--engine",

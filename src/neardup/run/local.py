@@ -65,6 +65,7 @@ def run_dedup(
     output_format: str | None = None,
     duplicates: str | None = None,
     max_record_size: int = DEFAULT_MAX_RECORD,
+    sketch_memory: int | None = None,
 ) -> RunResult:
     """Deduplicate ``source`` (one input, or several read in order) into the UNIQUE,
     CLUSTERS and ERRORS outputs.
@@ -79,8 +80,9 @@ def run_dedup(
     ``duplicates`` is a file for the ids of the duplicates, one a line. ``collect`` keeps
     each document with its decision in the result (for a report; it holds the whole corpus
     in memory). ``store`` (a store URL) or ``window`` decide in streaming mode against that
-    store, ``batch_size`` records per atomic section. (The Spark engine's run is
-    :func:`neardup.spark.run_cli`.)
+    store, ``batch_size`` records per atomic section. ``sketch_memory``: the batch run's
+    memory for the sketches of decided documents (see :func:`~neardup.batch.dedup_batch`).
+    (The Spark engine's run is :func:`neardup.spark.run_cli`.)
     """
     cfg = config if config is not None else DedupConfig()
     fields = fields if fields is not None else Fields()
@@ -149,14 +151,20 @@ def run_dedup(
         out = _Outputs(unique_out, clusters_out, dups_out)
         args = (reader, cfg, keep, stages, progress, tally, out, errors_out)
         candidate_pairs: int | None = None
+        on_file = 0
         if deduper is None:
-            candidate_pairs, load = _batch(*args)
+            candidate_pairs, load, on_file = _batch(*args, sketch_memory=sketch_memory)
         else:
             load = _stream(*args, deduper=deduper, batch_size=batch_size)
 
     notes = list(reader.notes)
     if crowded := crowding(load, cfg.common_after, cfg.chrome_passage, cfg.chrome_window):
         notes.append(crowded)
+    if on_file:
+        notes.append(
+            f"the sketches of {on_file:,} documents were kept in a temporary file (past "
+            f"--sketch-memory) and read back where needed"
+        )
     if reader.not_documents:
         notes.append(_not_documents(reader))
     if reader.skipped_files:
@@ -384,13 +392,15 @@ def _batch(
     tally: Tally,
     out: _Outputs,
     errors_out: LineWriter,
-) -> tuple[int, float]:
+    *,
+    sketch_memory: int | None,
+) -> tuple[int, float, int]:
     """Read everything (errors written as they come), decide, write in input order; the
-    candidate pairs and the chrome table's load.
+    candidate pairs, the chrome table's load, and the documents whose sketches went to a
+    temporary file past ``sketch_memory``.
 
     The documents are sketched and decided while the rest is read (:class:`~neardup.batch.BatchRun`);
     keeping the first of each story, each is written as soon as it is decided.
-    Returns the number of candidate pairs.
     """
     docs: list[Document] = []
     clock = [0.0]
@@ -412,7 +422,12 @@ def _batch(
 
     with (
         BatchRun(
-            cfg, workers=None, chars=None, input_bytes=reader.total_bytes, hand_out=hand_out
+            cfg,
+            workers=None,
+            chars=None,
+            input_bytes=reader.total_bytes,
+            hand_out=hand_out,
+            sketch_memory=sketch_memory,
         ) as run,
         _collector_spared() as spare,
     ):
@@ -473,7 +488,7 @@ def _batch(
         progress.advance()
     out.finish()
     stages.add("write", write_seconds[0] + time.perf_counter() - t0)
-    return result.candidate_pairs, result.chrome_load
+    return result.candidate_pairs, result.chrome_load, result.sketches_on_file
 
 
 def _release_copies(docs: list[Document], run: BatchRun, start: int) -> int:

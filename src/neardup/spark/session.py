@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from ..errors import MissingDependencyError
+from ..memory import machine_memory
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -112,23 +113,6 @@ def local_driver_memory(master: str, conf: Mapping[str, str] | None = None) -> s
         return None
     mb = machine_memory() // LOCAL_HEAP_SHARE >> 20
     return f"{min(max(mb, 1024), LOCAL_HEAP_MAX_MB)}m"
-
-
-def machine_memory() -> int:
-    """The bytes of memory this process may use: the machine's, or its cgroup's limit if
-    lower (a container's); 0 when neither can be read."""
-    try:
-        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        total = 0
-    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
-        try:
-            limit = Path(path).read_text().strip()
-        except OSError:
-            continue
-        if limit.isdigit() and (total == 0 or 0 < int(limit) < total):
-            total = int(limit)
-    return total
 
 
 def _in_spark_defaults(key: str) -> bool:

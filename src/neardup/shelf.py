@@ -1,0 +1,315 @@
+"""The sketches a batch run keeps, by document position: the newest in memory, the rest in
+a file of its own once they pass a budget.
+
+Any earlier document can be a later one's candidate, so a batch run keeps every sketch to
+the end; verification reads what a sketch holds (its prepared text, vocabulary and its
+index, signature and figures), about 11 KB a long Chinese article. Past ``budget`` bytes of
+them in memory, the oldest decided ones are written to an unnamed temporary file (in
+``TMPDIR``; gone when the run ends, or when its process does) and read back, whole, when a
+candidate names one; the last ones read back stay in a small cache (a story's kept document
+is read by each of its copies). A sketch read back holds the same arrays, of the same
+types, as the one written: the decisions are the same.
+
+>>> from neardup.engine import DedupConfig, make_sketch
+>>> shelf = Shelf(budget=0)
+>>> shelf.extend([make_sketch(t, DedupConfig()) for t in ("北京地铁今天开通。", "Hello world, again.")])
+>>> shelf.settle(2)  # both decided: past the budget of 0 bytes, both go to the file
+>>> shelf.on_file, shelf[0].text, shelf[1].n_units
+(2, '北京地铁今天开通。', 15)
+>>> shelf.close()
+"""
+
+from __future__ import annotations
+
+import errno
+import struct
+import tempfile
+from array import array
+from collections import OrderedDict
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+from .engine.sketches import Sketch
+from .errors import OutputError
+from .memory import machine_memory
+
+__all__ = ["Shelf", "default_budget", "sketch_bytes"]
+
+#: the sketches of decided documents a batch run keeps in memory by default: this share of
+#: the memory the process may use (:func:`~neardup.memory.machine_memory`) ...
+BUDGET_SHARE = 4
+#: ... or this much where that is not known
+BUDGET_UNKNOWN = 2 << 30
+
+
+def default_budget() -> int:
+    """The bytes of decided documents' sketches a batch run keeps in memory unless told: a
+    quarter of the machine's memory, or of its container's limit."""
+    return machine_memory() // BUDGET_SHARE or BUDGET_UNKNOWN
+
+
+#: a record's head: n_units; the lengths in bytes of the text (UTF-8 if ASCII, else UTF-16,
+#: 2 bytes a CJK character and the quickest to write and read; negative: UTF-16) and of the
+#: figures (UTF-8, joined by NUL); then the length in elements (-1: none) and the dtype
+#: (``dtype.str``: the same types read back, which the compiled kernels are compiled for)
+#: of the signature, band keys, shingle codes, vocabulary and vocabulary index
+_HEAD = struct.Struct("<qqq5q5s5s5s5s5s")
+_WIDE = "utf-16-le"
+
+
+def sketch_bytes(sketch: Sketch) -> int:
+    """About what a sketch holds in memory: its arrays and its text (at 2 bytes a
+    character, as Python keeps CJK text)."""
+    size = sketch.signature.nbytes + sketch.bands.nbytes + sketch.vocab.nbytes
+    if sketch._shingles is not None:
+        size += sketch._shingles.nbytes
+    if sketch.vocab_index is not None:
+        size += sketch.vocab_index.nbytes
+    return size + 2 * len(sketch.text) + 200
+
+
+def _encode(sketch: Sketch, out: bytearray) -> None:
+    """Append ``sketch`` to ``out`` as one record: its head, its arrays (each at a multiple
+    of its item size from the record's start, which is a multiple of 8), its text and its
+    figures."""
+    arrays = (
+        sketch.signature,
+        sketch.bands,
+        sketch._shingles,
+        sketch.vocab,
+        sketch.vocab_index,
+    )
+    wide = not sketch.text.isascii()
+    text = sketch.text.encode(_WIDE if wide else "utf-8", "surrogatepass")
+    numbers = "\0".join(sketch.numbers).encode("utf-8", "surrogatepass")
+    start = len(out)
+    out += _HEAD.pack(
+        sketch.n_units,
+        -len(text) - 1 if wide else len(text),
+        len(numbers),
+        *[-1 if a is None else len(a) for a in arrays],
+        *[b"" if a is None else _kind(a.dtype) for a in arrays],
+    )
+    for a in arrays:
+        if a is not None and len(a):
+            pad = (start - len(out)) % a.itemsize
+            if pad:
+                out += bytes(pad)
+            out += a.data if a.flags.c_contiguous else a.tobytes()
+    out += text
+    out += numbers
+    pad = (start - len(out)) % 8
+    if pad:
+        out += bytes(pad)
+
+
+_KINDS: dict[np.dtype[Any], bytes] = {}
+_DTYPES: dict[bytes, np.dtype[Any]] = {}
+
+
+def _kind(dtype: np.dtype[Any]) -> bytes:
+    """``dtype.str`` as bytes (remembered: a few dtypes, asked for every array)."""
+    kind = _KINDS.get(dtype)
+    if kind is None:
+        kind = _KINDS[dtype] = dtype.str.encode()
+    return kind
+
+
+def _dtype(kind: bytes) -> np.dtype[Any]:
+    """The dtype of :func:`_kind` (the head's field, padded with NULs)."""
+    dtype = _DTYPES.get(kind)
+    if dtype is None:
+        dtype = _DTYPES[kind] = np.dtype(kind.rstrip(b"\0").decode())
+    return dtype
+
+
+def _decode(record: bytearray) -> Sketch:
+    """The sketch :func:`_encode` wrote: its arrays views into ``record`` (writable)."""
+    n_units, n_text, n_numbers, *rest = _HEAD.unpack_from(record)
+    at = _HEAD.size
+    arrays: list[np.ndarray | None] = []
+    for count, kind in zip(rest[:5], rest[5:], strict=True):
+        if count < 0:
+            arrays.append(None)
+            continue
+        dtype = _dtype(kind)
+        if count:
+            at += -at % dtype.itemsize
+        arrays.append(np.frombuffer(record, dtype=dtype, count=count, offset=at))
+        at += count * dtype.itemsize
+    wide = n_text < 0
+    if wide:
+        n_text = -n_text - 1
+    text = record[at : at + n_text].decode(_WIDE if wide else "utf-8", "surrogatepass")
+    at += n_text
+    joined = record[at : at + n_numbers].decode("utf-8", "surrogatepass")
+    signature, bands, shingles, vocab, index = arrays
+    assert signature is not None and bands is not None and vocab is not None
+    return Sketch(
+        text,
+        shingles,
+        n_units,
+        signature,
+        bands,
+        vocab,
+        frozenset(joined.split("\0")) if joined else frozenset(),
+        index,
+    )
+
+
+class Shelf:
+    """Sketches by document position (as a list's ``[i]``, ``[i] = sketch``, ``extend`` and
+    ``len``; :meth:`grow` adds positions to set later), of which those of decided documents
+    go to a file, oldest first, while more than ``budget`` bytes of sketches are in memory
+    (:meth:`settle`); ``budget=None``: all in memory. :meth:`alias` makes a position read
+    another's sketch (a byte-identical copy's), which is then written once. A write or a
+    read that fails ends the run (:class:`~neardup.errors.OutputError`, saying what to do)."""
+
+    #: sketches read back kept in memory, at most this share of the budget (and at least
+    #: CACHE_LEAST bytes)
+    CACHE_SHARE = 8
+    CACHE_LEAST = 4 << 20
+
+    def __init__(self, budget: int | None, directory: str | None = None) -> None:
+        self.budget = budget
+        self._directory = directory
+        self._slots: list[Sketch | int | None] = []  # a sketch, an alias's position, or None
+        self._held = array("q")  # bytes counted for each slot's sketch in memory (else 0)
+        self._held_total = 0
+        self._at = array("q")  # where each sketch on the file starts (or -1), and its size
+        self._size = array("q")
+        # the file: an unbuffered FileIO (a wrapper of one where TemporaryFile is not it)
+        self._file: Any = None
+        self._end = 0
+        self._next = 0  # the first position not yet looked at for the file
+        self._cache: OrderedDict[int, Sketch] = OrderedDict()
+        self._cached = 0
+        self._cache_most = max(self.CACHE_LEAST, (budget or 0) // self.CACHE_SHARE)
+        self.on_file = 0
+        self.read_back = 0
+
+    def __len__(self) -> int:
+        return len(self._slots)
+
+    def __bool__(self) -> bool:
+        return bool(self._slots)
+
+    def extend(self, sketches: Iterable[Sketch]) -> None:
+        """Add positions holding ``sketches``."""
+        for sketch in sketches:
+            self.grow(len(self._slots) + 1, sketch)
+            self[len(self._slots) - 1] = sketch
+
+    def grow(self, size: int, filler: Sketch) -> None:
+        """Add positions up to ``size``, holding ``filler`` (not counted: a sketch of another
+        position) until each is set."""
+        more = size - len(self._slots)
+        if more > 0:
+            self._slots.extend([filler] * more)
+            self._held.extend([0] * more)
+            self._at.extend([-1] * more)
+            self._size.extend([0] * more)
+
+    def __setitem__(self, i: int, sketch: Sketch) -> None:
+        """Position ``i`` holds ``sketch`` (counted toward the budget)."""
+        if self._at[i] >= 0:
+            raise ValueError(f"sketch {i} is on the file already")
+        self._slots[i] = sketch
+        size = sketch_bytes(sketch)
+        self._held_total += size - self._held[i]
+        self._held[i] = size
+
+    def alias(self, i: int, first: int) -> None:
+        """Position ``i`` reads ``first``'s sketch (whether in memory or on the file)."""
+        self._held_total -= self._held[i]
+        self._held[i] = 0
+        self._slots[i] = first
+
+    def __getitem__(self, i: int) -> Sketch:
+        slot = self._slots[i]
+        if isinstance(slot, Sketch):
+            return slot
+        if isinstance(slot, int):
+            return self[slot]
+        return self._read(i)
+
+    def settle(self, decided: int) -> None:
+        """The documents before ``decided`` are decided: while more than the budget is in
+        memory, the oldest of their sketches go to the file (in one write)."""
+        if self.budget is None or self._held_total <= self.budget:
+            return
+        out = bytearray()
+        i, slots, held, at, size = self._next, self._slots, self._held, self._at, self._size
+        while self._held_total > self.budget and i < decided:
+            slot = slots[i]
+            if held[i] and isinstance(slot, Sketch):
+                start = len(out)
+                _encode(slot, out)
+                at[i], size[i] = self._end + start, len(out) - start
+                self._held_total -= held[i]
+                held[i] = 0
+                slots[i] = None
+                self.on_file += 1
+            i += 1
+        self._next = i
+        if out:
+            try:
+                if self._file is None:
+                    self._file = tempfile.TemporaryFile(  # noqa: SIM115 (closed by close)
+                        prefix="neardup-sketches-", dir=self._directory, buffering=0
+                    )
+                view = memoryview(out)
+                self._file.seek(self._end)
+                done = 0
+                while done < len(view):
+                    done += self._file.write(view[done:]) or 0
+            except OSError as e:
+                where = self._directory or tempfile.gettempdir()
+                room = " (no room left there)" if e.errno == errno.ENOSPC else ""
+                raise OutputError(
+                    f"cannot write the sketches past the memory budget to a temporary file in "
+                    f"{where}{room}: {e.strerror or e}; set TMPDIR to a folder with room, or "
+                    f"give them more memory (--sketch-memory)"
+                ) from None
+            self._end += len(out)
+
+    def _read(self, i: int) -> Sketch:
+        cached = self._cache.get(i)
+        if cached is not None:
+            self._cache.move_to_end(i)
+            return cached
+        if self._file is None or self._at[i] < 0:
+            raise IndexError(f"no sketch at {i}")
+        record = bytearray(self._size[i])
+        view = memoryview(record)
+        try:
+            self._file.seek(self._at[i])
+            done = 0
+            while done < len(record):
+                got = self._file.readinto(view[done:])
+                if not got:
+                    raise OSError(errno.EIO, "the file ended early")
+                done += got
+        except OSError as e:
+            raise OutputError(
+                f"cannot read back sketch {i} from the run's temporary file: {e.strerror or e}"
+            ) from None
+        sketch = _decode(record)
+        self.read_back += 1
+        self._cache[i] = sketch
+        self._cached += len(record)
+        while self._cached > self._cache_most and len(self._cache) > 1:
+            old, _ = self._cache.popitem(last=False)
+            self._cached -= self._size[old]
+        return sketch
+
+    def close(self) -> None:
+        """Let go of every sketch and of the file."""
+        self._slots = []
+        self._cache.clear()
+        self._held_total = self._cached = 0
+        file, self._file = self._file, None
+        if file is not None:
+            file.close()
