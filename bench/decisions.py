@@ -54,7 +54,9 @@ def _row(d: Any) -> dict[str, Any]:
     return out
 
 
-def decide(corpus: str, runner: str, keep: str) -> list[dict[str, Any]]:
+def decide(
+    corpus: str, runner: str, keep: str, sketch_memory: int | None = None
+) -> list[dict[str, Any]]:
     relative, limit = CORPORA[corpus]
     docs = list(read_jsonl(relative, limit))
     ids = [str(d["id"]) for d in docs]
@@ -62,7 +64,8 @@ def decide(corpus: str, runner: str, keep: str) -> list[dict[str, Any]]:
     if runner == "batch":
         from neardup import dedup_batch
 
-        return [_row(d) for d in dedup_batch(ids, texts, keep=keep).decisions]
+        found = dedup_batch(ids, texts, keep=keep, sketch_memory=sketch_memory)
+        return [_row(d) for d in found.decisions]
     if runner in ("stream", "sqlite", "sqlite-full", "redis", "redis-full"):
         from neardup import Deduper
 
@@ -166,6 +169,12 @@ def main() -> int:
         default="batch",
     )
     p.add_argument("--keep", choices=["first", "longest", "earliest"], default="first")
+    p.add_argument(
+        "--sketch-memory",
+        type=int,
+        metavar="BYTES",
+        help="batch: the sketches' memory (0: every decided sketch to the file and back)",
+    )
     p.add_argument("-o", "--output", type=Path)
     p.add_argument("--diff", nargs=2, type=Path, metavar=("OLD", "NEW"))
     args = p.parse_args()
@@ -173,7 +182,7 @@ def main() -> int:
         return diff(*args.diff)
     t0 = time.perf_counter()
     try:
-        rows = decide(args.corpus, args.runner, args.keep)
+        rows = decide(args.corpus, args.runner, args.keep, args.sketch_memory)
     except BenchDataMissing as e:
         die(e)
     lines = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)

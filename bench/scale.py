@@ -5,6 +5,7 @@ peak memory on growing copies of one corpus and on a flood of tiny records, in o
     nice python bench/scale.py --sizes 1,2 --tiny 0    # the corpus once and twice, no tiny records
     nice python bench/scale.py --sizes 1,4 --same 4 --tiny 0 --runs 3   # and 4x keeping identical reprints
     PYTHONPATH=/path/to/old/src nice python bench/scale.py --label before --out before.json
+    nice python bench/scale.py --sizes 1,4 --tiny 0 --sketch-memory default,0   # and in least memory
 
 The inputs are made at run time, deterministically (``--seed``), in a scratch folder
 (``--workdir DIR`` keeps them for the next run), and never committed:
@@ -59,7 +60,7 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -320,14 +321,17 @@ class TreeMemory(threading.Thread):
         self.join()
 
 
-def measure(item: Input, scratch: Path) -> Run:
-    """Deduplicate one input with the command; what it cost."""
+def measure(item: Input, scratch: Path, memory: str = "default") -> Run:
+    """Deduplicate one input with the command (given ``--sketch-memory memory`` unless
+    ``default``); what it cost."""
     summary = scratch / "summary.json"
     cmd = [
         sys.executable, "-m", "neardup", "dedup", str(item.path),
         "-o", str(scratch / "unique.jsonl"), "--clusters", str(scratch / "clusters.jsonl"),
         "-q", "--json-summary", str(summary),
     ]  # fmt: skip
+    if memory != "default":
+        cmd += ["--sketch-memory", memory]
     log = scratch / "log.txt"
     with open(log, "wb") as f:
         t0 = time.perf_counter()
@@ -368,7 +372,6 @@ def table(label: str, rows: list[tuple[Input, Run]]) -> str:
     """The figures of each input; ``× 1x`` the CPU over hkcnews 1x's, and ``new chars ×
     1x`` the same for the characters not byte-identical to an earlier text (what is
     sketched): their ratio is what the input's growth costs beyond the work it adds."""
-    base = next(((i, r) for i, r in rows if i.name == "hkcnews 1x"), None)
     lines = [
         f"| {label}: input | docs | characters | new characters | CPU s | × 1x "
         "| new chars × 1x | CPU × 1x per new char | wall s | peak RSS MiB | bytes/char "
@@ -376,6 +379,10 @@ def table(label: str, rows: list[tuple[Input, Run]]) -> str:
         "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|",
     ]
     for item, run in rows:
+        # the 1x run with the same --sketch-memory (after " · " in the name, if any)
+        suffix = item.name.partition(" · ")[2]
+        want = "hkcnews 1x" + (f" · {suffix}" if suffix else "")
+        base = next(((i, r) for i, r in rows if i.name == want), None)
         ratio = new_ratio = per_char = "—"
         if base is not None:
             ratio = f"{run.cpu / base[1].cpu:.2f}×"
@@ -404,6 +411,12 @@ def main() -> None:
         help="copies of hkcnews (e.g. 4) also made with the corpus's identical reprints kept "
         "identical in each copy",
     )
+    ap.add_argument(
+        "--sketch-memory",
+        default="default",
+        help="the command's --sketch-memory, one or more (default,256M,0: each input with "
+        "each, interleaved; default: the command's own)",
+    )
     ap.add_argument("--runs", type=int, default=1, help="runs of each input (medians)")
     ap.add_argument("--seed", type=int, default=16, help="seed of the perturbations")
     ap.add_argument("--workdir", type=Path, help="keep the generated inputs here")
@@ -426,11 +439,17 @@ def main() -> None:
         if args.tiny:
             inputs.append(make_tiny(articles, args.tiny, args.seed, folder))
         del articles
+        memories = [m.strip() for m in args.sketch_memory.split(",") if m.strip()]
         rows = []
         for item in inputs:
-            runs = [measure(item, scratch) for _ in range(args.runs)]
-            rows.append((item, median_run(runs)))
-            print(f"  {item.name}: {rows[-1][1].cpu:.1f} CPU-s", file=sys.stderr, flush=True)
+            runs: dict[str, list[Run]] = {m: [] for m in memories}
+            for _ in range(args.runs):
+                for m in memories:
+                    runs[m].append(measure(item, scratch, m))
+            for m in memories:
+                name = item.name if memories == ["default"] else f"{item.name} · {m}"
+                rows.append((replace(item, name=name), median_run(runs[m])))
+                print(f"  {name}: {rows[-1][1].cpu:.1f} CPU-s", file=sys.stderr, flush=True)
     print(header("neardup dedup: cost as the corpus grows", {"runs": str(args.runs)}))
     print(table(args.label, rows))
     if args.out:
