@@ -80,9 +80,27 @@ def test_a_text_with_a_lone_surrogate_comes_back() -> None:
 
 
 def sketches(n: int) -> list[Sketch]:
-    return make_sketches(
-        [f"第{k}篇：北京地铁{k}号线今天开通运营，全长{k}公里。" for k in range(n)], CFG
+    """``n`` sketches large enough to go to the file."""
+    made = make_sketches(
+        [f"第{k}篇：北京地铁{k}号线今天开通运营，全长{k}公里。" * 12 for k in range(n)], CFG
     )
+    assert all(sketch_bytes(s) >= Shelf.LEAST_ON_FILE for s in made)
+    return made
+
+
+def test_a_small_sketch_stays_in_memory_with_arrays_of_its_own() -> None:
+    """Not views into a worker's chunk, which would keep the chunk's arrays in memory."""
+    chunk = make_sketches(["第1楼", "第2楼：北京地铁今天开通运营。" * 20], CFG)
+    small, large = unpack(pack(chunk, shingles=False), bands=False, shingles=False)
+    assert sketch_bytes(small) < Shelf.LEAST_ON_FILE <= sketch_bytes(large)
+    assert small.vocab.base is not None  # a view into the chunk's vocabularies
+    shelf = Shelf(budget=0)
+    shelf.extend([small, large])
+    shelf.settle(2)
+    assert shelf.on_file == 1 and shelf.read_back == 0
+    kept = shelf[0]
+    assert_same(kept, small)
+    assert all(getattr(kept, p) is None or getattr(kept, p).base is None for p in _PARTS)
 
 
 def test_the_oldest_decided_sketches_go_to_the_file_past_the_budget(tmp_path: Path) -> None:
@@ -187,6 +205,7 @@ def test_a_batch_run_past_its_budget_decides_as_one_within_it(keep: str) -> None
     assert decide(ids, texts, sketch_memory=0, **kw) == decide(
         ids, texts, sketch_memory=1 << 40, **kw
     )
+    assert dedup_batch(ids, texts, sketch_memory=0, **kw).sketches_on_file > len(ids) // 2
 
 
 def test_the_cli_says_how_many_sketches_went_to_the_file(
