@@ -28,6 +28,7 @@ ROWS = [
     for k, r in enumerate(CORPUS)
 ]
 NAME = {k * 10: str(r["id"]) for k, r in enumerate(CORPUS)}
+NAME_IDS = [str(r["doc"]) for r in ROWS]
 
 
 def frames() -> dict[str, Any]:
@@ -63,6 +64,14 @@ def test_same_decisions_as_dedup_batch(kind: str) -> None:
     if kind == "pandas":
         assert list(out.index) == list(frame.index)
         assert str(out["cluster"].dtype) == "int64" and str(out["duplicate_of"].dtype) == "Int64"
+
+
+def test_sketch_memory_changes_no_decision() -> None:
+    """Every decided row's sketch to the run's temporary file and back: the same frame."""
+    frame = frames()["pandas"]
+    out = dedup_frame(frame, text="body", id="doc", sketch_memory=0)
+    assert out.equals(dedup_frame(frame, text="body", id="doc"))
+    assert dedup_batch(NAME_IDS, [r["body"] for r in ROWS], sketch_memory=0).sketches_on_file
 
 
 @pytest.mark.parametrize("kind", ["pandas", "polars", "arrow"])

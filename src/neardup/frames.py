@@ -87,6 +87,7 @@ def dedup_frame(
     keep: KeepPolicy = "first",
     config: DedupConfig | None = None,
     workers: int | None = None,
+    sketch_memory: int | None = None,
 ) -> F:
     """``frame`` with three columns more, rows in their order: ``cluster`` (the id of the row
     kept for its story), ``duplicate_of`` (the row it matched best; null when kept) and
@@ -99,6 +100,7 @@ def dedup_frame(
     ``id=None``, rows are named by their position (0, 1, …); ``timestamp`` is read for
     ``keep="earliest"``. A row whose text is null, not a string or blank is not decided:
     its three columns are null. A repeated or null id is an InputError naming the rows.
+    ``workers`` and ``sketch_memory`` are :func:`neardup.dedup_batch`'s.
     """
     kind = _kind(frame)
     columns = _columns(frame, kind)
@@ -160,6 +162,7 @@ def dedup_frame(
         keep=keep,
         timestamps=times if timestamp is not None else None,
         workers=workers,
+        sketch_memory=sketch_memory,
     )
     value_of = {key: id_values[i] for key, i in zip(ids, rows, strict=True)}
     cluster: list[Any] = [None] * n
