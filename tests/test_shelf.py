@@ -6,6 +6,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,14 @@ from neardup.engine import DedupConfig, make_sketch, make_sketches
 from neardup.engine.codec import pack, unpack
 from neardup.engine.sketches import Sketch
 from neardup.errors import ConfigError, OutputError
-from neardup.shelf import Shelf, _decode, _encode, default_budget, sketch_bytes
+from neardup.shelf import (
+    Shelf,
+    _decode,
+    _encode,
+    default_budget,
+    memory_backed,
+    sketch_bytes,
+)
 
 from .run.test_cli_dedup import run, write_lines
 from .test_deduper import corpus, fields
@@ -183,6 +191,38 @@ def test_a_full_disk_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(shelf._file, "write", full)
     with pytest.raises(OutputError, match="no room left there"):
         shelf.settle(2)
+
+
+def test_a_folder_held_in_memory_is_told_from_one_on_disk(tmp_path: Path) -> None:
+    mounts = tmp_path / "mounts"
+    mounts.write_text(
+        "/dev/vda / ext4 rw 0 0\n"
+        "tmpfs /tmp tmpfs rw 0 0\n"
+        "/dev/vdb /tmp/disk ext4 rw 0 0\n"
+        "tmpfs /my\\040files tmpfs rw 0 0\n"
+    )
+    assert memory_backed("/tmp/x", str(mounts))
+    assert not memory_backed("/tmp/disk/x", str(mounts))  # the longest mount point wins
+    assert not memory_backed("/tmpx", str(mounts))
+    assert not memory_backed("/var/tmp", str(mounts))
+    assert memory_backed("/my files/a", str(mounts))
+    assert not memory_backed("/tmp/x", str(tmp_path / "none"))  # cannot tell: no
+
+
+SHM = "/dev/shm"
+
+
+@pytest.mark.skipif(not memory_backed(SHM), reason="no tmpfs at /dev/shm (not Linux)")
+def test_the_cli_says_when_the_file_saved_no_memory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", SHM)  # TMPDIR=/dev/shm
+    lines = [json.dumps({"id": f"d{i}", "text": t}) for i, t in enumerate(corpus(1, "all")[1])]
+    src = write_lines(tmp_path / "in.jsonl", lines)
+    argv = ["dedup", str(src), "-o", str(tmp_path / "u"), "--clusters", str(tmp_path / "c")]
+    status, _, err = run([*argv, "--sketch-memory", "0"], capsys)
+    assert status == 0, err
+    assert "/dev/shm is held in memory (tmpfs), so the file saved none" in " ".join(err.split())
 
 
 def decide(ids: list[str], texts: list[str], **kw: Any) -> list[tuple[object, ...]]:

@@ -92,6 +92,8 @@ class BatchResult:
     chrome_load: float = 0.0
     #: the documents whose sketches went to the run's temporary file (past ``sketch_memory``)
     sketches_on_file: int = 0
+    #: the folder of that file, if it is held in memory (tmpfs: it saved no memory), else ""
+    sketches_in_memory: str = ""
 
 
 def dedup_batch(
@@ -380,6 +382,7 @@ class BatchRun:
                 dict(self.timings.seconds),
                 load,
                 self.sketches.on_file,
+                self.sketches.folder if self.sketches.in_memory else "",
             )
         t0 = time.perf_counter()
         ids, sketches, parent = self.ids, self.sketches, self.parent
@@ -422,6 +425,7 @@ class BatchRun:
             dict(self.timings.seconds),
             load,
             self.sketches.on_file,
+            self.sketches.folder if self.sketches.in_memory else "",
         )
 
     def _let_go(self) -> None:

@@ -23,6 +23,7 @@ types, as the one written: the decisions are the same.
 from __future__ import annotations
 
 import errno
+import os
 import struct
 import tempfile
 from array import array
@@ -36,7 +37,7 @@ from .engine.sketches import Sketch
 from .errors import OutputError
 from .memory import machine_memory
 
-__all__ = ["Shelf", "default_budget", "sketch_bytes"]
+__all__ = ["Shelf", "default_budget", "memory_backed", "sketch_bytes"]
 
 #: the sketches of decided documents a batch run keeps in memory by default: this share of
 #: the memory the process may use (:func:`~neardup.memory.machine_memory`) ...
@@ -131,6 +132,26 @@ def _own(a: _A) -> _A:
     return a.copy()
 
 
+def memory_backed(folder: str, mounts: str = "/proc/self/mounts") -> bool:
+    """Whether ``folder`` is on a file system held in memory (tmpfs, ramfs: a container's
+    ``/tmp`` often is), where a file saves no memory; False where that cannot be told."""
+    try:
+        with open(mounts, encoding="utf-8", errors="replace") as f:
+            table = [line.split() for line in f]
+    except OSError:
+        return False
+    path = os.path.realpath(folder)
+    best, kind = "", ""
+    for fields in table:
+        if len(fields) < 3:
+            continue
+        point = fields[1].replace("\\040", " ")
+        inside = path == point or path.startswith(point.rstrip("/") + "/")
+        if inside and len(point) >= len(best):
+            best, kind = point, fields[2]
+    return kind in ("tmpfs", "ramfs")
+
+
 _KINDS: dict[np.dtype[Any], bytes] = {}
 _DTYPES: dict[bytes, np.dtype[Any]] = {}
 
@@ -221,6 +242,13 @@ class Shelf:
         self._cache_most = max(self.CACHE_LEAST, (budget or 0) // self.CACHE_SHARE)
         self.on_file = 0
         self.read_back = 0
+        #: the file's folder is held in memory (:func:`memory_backed`): it saves no memory
+        self.in_memory = False
+
+    @property
+    def folder(self) -> str:
+        """Where the file is (or would be)."""
+        return self._directory or tempfile.gettempdir()
 
     def __len__(self) -> int:
         return len(self._slots)
@@ -295,13 +323,14 @@ class Shelf:
                     self._file = tempfile.TemporaryFile(  # noqa: SIM115 (closed by close)
                         prefix="neardup-sketches-", dir=self._directory, buffering=0
                     )
+                    self.in_memory = memory_backed(self.folder)
                 view = memoryview(out)
                 self._file.seek(self._end)
                 done = 0
                 while done < len(view):
                     done += self._file.write(view[done:]) or 0
             except OSError as e:
-                where = self._directory or tempfile.gettempdir()
+                where = self.folder
                 room = " (no room left there)" if e.errno == errno.ENOSPC else ""
                 raise OutputError(
                     f"cannot write the sketches past the memory budget to a temporary file in "

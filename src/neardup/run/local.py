@@ -151,9 +151,9 @@ def run_dedup(
         out = _Outputs(unique_out, clusters_out, dups_out)
         args = (reader, cfg, keep, stages, progress, tally, out, errors_out)
         candidate_pairs: int | None = None
-        on_file = 0
+        on_file, in_memory = 0, ""
         if deduper is None:
-            candidate_pairs, load, on_file = _batch(*args, sketch_memory=sketch_memory)
+            candidate_pairs, load, on_file, in_memory = _batch(*args, sketch_memory=sketch_memory)
         else:
             load = _stream(*args, deduper=deduper, batch_size=batch_size)
 
@@ -164,6 +164,12 @@ def run_dedup(
         notes.append(
             f"the sketches of {on_file:,} documents were kept in a temporary file (past "
             f"--sketch-memory) and read back where needed"
+            + (
+                f"; but {in_memory} is held in memory (tmpfs), so the file saved none: set "
+                f"TMPDIR to a folder on disk"
+                if in_memory
+                else ""
+            )
         )
     if reader.not_documents:
         notes.append(_not_documents(reader))
@@ -394,10 +400,10 @@ def _batch(
     errors_out: LineWriter,
     *,
     sketch_memory: int | None,
-) -> tuple[int, float, int]:
+) -> tuple[int, float, int, str]:
     """Read everything (errors written as they come), decide, write in input order; the
-    candidate pairs, the chrome table's load, and the documents whose sketches went to a
-    temporary file past ``sketch_memory``.
+    candidate pairs, the chrome table's load, the documents whose sketches went to a
+    temporary file past ``sketch_memory``, and that file's folder if it is held in memory.
 
     The documents are sketched and decided while the rest is read (:class:`~neardup.batch.BatchRun`);
     keeping the first of each story, each is written as soon as it is decided.
@@ -488,7 +494,12 @@ def _batch(
         progress.advance()
     out.finish()
     stages.add("write", write_seconds[0] + time.perf_counter() - t0)
-    return result.candidate_pairs, result.chrome_load, result.sketches_on_file
+    return (
+        result.candidate_pairs,
+        result.chrome_load,
+        result.sketches_on_file,
+        result.sketches_in_memory,
+    )
 
 
 def _release_copies(docs: list[Document], run: BatchRun, start: int) -> int:
