@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import os
-import re
 import socket
 import sys
 from typing import Any
@@ -17,6 +16,7 @@ from urllib.parse import urlsplit
 
 from ..errors import ConfigError, MissingDependencyError
 from ..options import store_options, store_url
+from ..records.streams import parse_size as _parse_size
 from ._middleware import allowed_name
 from ._settings import (  # standard library only, as is everything this module imports
     DEFAULT_HEALTH_TIMEOUT,
@@ -57,23 +57,18 @@ _BACKLOG = 2048
 #: The shortest API key taken for a service others can reach (beyond loopback).
 MIN_PUBLIC_KEY = 16
 
-_SIZE = re.compile(r"^\s*(\d+)\s*([kmg]?)i?b?\s*$", re.IGNORECASE)
-
 
 def parse_size(value: str) -> int:
-    """A size in bytes: ``10000000``, ``512K``, ``10M``, ``1G`` (powers of 1024).
+    """A size in bytes: ``10000000``, ``512K``, ``10M``, ``1G`` (powers of 1024; the one
+    rule of :func:`neardup.records.parse_size`), for argparse.
 
     >>> parse_size("10M"), parse_size("512k"), parse_size("1000")
     (10485760, 524288, 1000)
     """
-    found = _SIZE.match(value)
-    if not found:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a size such as 10M, 512K or 1000000")
-    power = " kmg".index(found.group(2).lower() or " ")
-    size = int(found.group(1)) << (10 * power)
-    if size < 1:
-        raise argparse.ArgumentTypeError("the size must be at least 1 byte")
-    return size
+    try:
+        return _parse_size(value)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def _port(value: str) -> int:
