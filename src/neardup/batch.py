@@ -374,16 +374,7 @@ class BatchRun:
         self._let_go()
         verified = sum(1 for p in self.parent if p >= 0)
         if self._hand_out:
-            self.sketches.close()
-            return BatchResult(
-                self.take(),
-                self._pairs,
-                verified,
-                dict(self.timings.seconds),
-                load,
-                self.sketches.on_file,
-                self.sketches.folder if self.sketches.in_memory else "",
-            )
+            return self._finished(self.take(), verified, load)
         t0 = time.perf_counter()
         ids, sketches, parent = self.ids, self.sketches, self.parent
         kept_of = choose_kept(
@@ -417,15 +408,21 @@ class BatchRun:
             ev = evidence(sketches[i], sketches[p]) if explain and p >= 0 else ()
             decisions.append(self._decision(i, p, cluster, ev))
         self.timings.add("clusters", time.perf_counter() - t0)
-        self.sketches.close()  # read above only (a million tiny records: 330 MB)
+        return self._finished(decisions, verified, load)
+
+    def _finished(self, decisions: list[Decision], verified: int, load: float) -> BatchResult:
+        """The run's result, its sketches let go (read until now only: a million tiny
+        records hold 330 MB in them)."""
+        self.sketches.close()
+        shelf = self.sketches
         return BatchResult(
             decisions,
             self._pairs,
             verified,
             dict(self.timings.seconds),
             load,
-            self.sketches.on_file,
-            self.sketches.folder if self.sketches.in_memory else "",
+            shelf.on_file,
+            shelf.folder if shelf.in_memory else "",
         )
 
     def _let_go(self) -> None:
