@@ -163,3 +163,41 @@ def test_a_corrupt_piece_gives_what_gzip_gives_before_its_corrupt_bytes(
         got, error = _ours(bytes(packed), f"{tmp_path}/in.gz")
     assert _kind(error) == _kind(want_error) == "corrupt"
     assert len(want) > 1_000_000 and got.startswith(want)
+
+
+def _inflated_a_byte_at_a_time(member: bytes) -> tuple[bytes, bool]:
+    """All that zlib gives of a gzip member with a 10-byte header fed one byte at a time —
+    the most any reader can give — and whether it then stopped on corrupt data."""
+    inflater = zlib.decompressobj(-zlib.MAX_WBITS)
+    out = bytearray()
+    for i in range(10, len(member)):
+        try:
+            out += inflater.decompress(member[i : i + 1])
+        except zlib.error:
+            return bytes(out), True
+    return bytes(out), False
+
+
+@pytest.mark.parametrize("inflater", ["zlib_ng", "zlib"])
+def test_corrupt_data_gives_every_line_inflated_before_it(inflater: str, tmp_path: str) -> None:
+    """Whatever piece ``GzipFile`` and the reader happened to read a corrupt byte in, the
+    reader gives every whole line zlib inflates before the corrupt bytes: the most a reader
+    can (``GzipFile`` gave more than it did when the corrupt byte lay within the 256 it
+    inflated again at a time, just past the end of ``GzipFile``'s 8 KiB)."""
+    rng = random.Random(7)
+    member = _member(rng, 40_000, 0)
+    corrupt = 0
+    for _ in range(60):
+        packed = bytearray(member)
+        packed[rng.randrange(10, len(member) - 8)] ^= rng.randrange(1, 256)
+        most, broke = _inflated_a_byte_at_a_time(bytes(packed))
+        if not broke:
+            continue
+        corrupt += 1
+        want, _ = _reference(bytes(packed))
+        with _inflating(inflater):
+            got, error = _ours(bytes(packed), f"{tmp_path}/in.gz")
+        assert _kind(error) == "corrupt"
+        assert got == most[: most.rfind(b"\n") + 1]
+        assert got.startswith(want)
+    assert corrupt >= 10
