@@ -7,7 +7,8 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from importlib.resources import as_file, files
 from pathlib import Path
 from typing import Any
@@ -781,6 +782,20 @@ def test_the_sample_report_marks_documents_kept_with_text_of_their_own() -> None
     assert "+ kept  A story, in full" in report and "0.9800  A story" in report
 
 
+def _six_records(folder: Path) -> Path:
+    """A JSONL input of six records: a story, its reprint, another story, the first again,
+    and two short replies."""
+    source = folder / "in.jsonl"
+    texts = [ZH_STORY, ZH_REPRINT, ZH_OTHER, ZH_STORY, "第 3 楼", "第 3 楼！"]
+    source.write_text(
+        "".join(
+            json.dumps({"id": i, "text": t}, ensure_ascii=False) + "\n" for i, t in enumerate(texts)
+        ),
+        encoding="utf-8",
+    )
+    return source
+
+
 def test_the_batch_run_spares_the_garbage_collector_and_gives_it_back(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -792,14 +807,7 @@ def test_the_batch_run_spares_the_garbage_collector_and_gives_it_back(
 
     from neardup.run import local
 
-    source = tmp_path / "in.jsonl"
-    texts = [ZH_STORY, ZH_REPRINT, ZH_OTHER, ZH_STORY, "第 3 楼", "第 3 楼！"]
-    source.write_text(
-        "".join(
-            json.dumps({"id": i, "text": t}, ensure_ascii=False) + "\n" for i, t in enumerate(texts)
-        ),
-        encoding="utf-8",
-    )
+    source = _six_records(tmp_path)
     plain, _, _ = dedup(tmp_path, source, capsys)
     frozen: list[int] = []
     monkeypatch.setattr(local, "FREEZE_EVERY", 1)  # every second document
@@ -813,7 +821,7 @@ def test_the_batch_run_spares_the_garbage_collector_and_gives_it_back(
         during.append(gc.get_threshold())
 
     monkeypatch.setattr(gc, "freeze", counted)
-    assert gc.get_freeze_count() == 0
+    gc.unfreeze()  # nothing frozen before the run (Python 3.12 starts with a few hundred)
     thresholds = gc.get_threshold()
     spared, _, _ = dedup(tmp_path, source, capsys)
     assert len(frozen) == 3 and min(frozen) > 0  # objects were hidden during the run
@@ -821,6 +829,51 @@ def test_the_batch_run_spares_the_garbage_collector_and_gives_it_back(
     assert set(during) == {local.BATCH_THRESHOLDS}  # run less often during the run
     assert gc.get_threshold() == thresholds  # and as it was after
     assert spared == plain
+
+
+def test_the_batch_run_leaves_objects_frozen_before_it_frozen(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process that froze objects itself (``gc.freeze``, as a server does before it forks;
+    Python 3.12 starts with a few hundred of its own frozen) finds them frozen after a batch
+    run: the run, which could only give back everything frozen, freezes nothing then, and
+    still runs the collector less often; the outputs are the same."""
+    import gc
+
+    from neardup.run import local
+
+    source = _six_records(tmp_path)
+    plain, _, _ = dedup(tmp_path, source, capsys)
+    monkeypatch.setattr(local, "FREEZE_EVERY", 1)
+    during: list[tuple[int, ...]] = []
+    spare = local._collector_spared
+
+    @contextmanager
+    def watched() -> Iterator[Callable[[], None]]:
+        with spare() as inner:
+
+            def spared() -> None:
+                inner()
+                during.append(gc.get_threshold())
+
+            yield spared
+
+    monkeypatch.setattr(local, "_collector_spared", watched)
+    keep = [[i] for i in range(10)]  # objects of the program's own (lists: tracked), frozen
+    assert all(gc.is_tracked(o) for o in keep)
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        assert frozen >= len(keep)
+        assert not {id(o) for o in gc.get_objects()} & {id(o) for o in keep}
+        spared, _, _ = dedup(tmp_path, source, capsys)
+        assert gc.get_freeze_count() <= frozen  # none more (a few died and left)
+        seen = {id(o) for o in gc.get_objects()}  # what the collector sees: not frozen
+        assert not seen & {id(o) for o in keep}  # the program's objects are still frozen
+        assert len(during) == 3 and set(during) == {local.BATCH_THRESHOLDS}
+        assert spared == plain
+    finally:
+        gc.unfreeze()
 
 
 def test_batch_run_lets_copies_go_and_writes_the_same() -> None:
