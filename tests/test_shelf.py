@@ -7,6 +7,7 @@ import errno
 import json
 import os
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neardup import dedup_batch
+from neardup import shelf as shelf_module
 from neardup.engine import DedupConfig, make_sketch, make_sketches
 from neardup.engine.codec import pack, unpack
 from neardup.engine.sketches import Sketch
@@ -130,6 +132,44 @@ def test_the_oldest_decided_sketches_go_to_the_file_past_the_budget(tmp_path: Pa
     shelf.close()
 
 
+def test_sketches_waiting_to_be_written_are_read_from_memory(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The file is written in a thread of its own: a sketch whose write has not happened yet
+    is read from what waits to be written, and from the file once written; past MOST bytes
+    waiting, a settle waits for the writes."""
+    real, go = os.pwrite, threading.Event()
+    started = threading.Event()
+
+    def slow(fd: int, data: Any, at: int) -> int:
+        started.set()
+        go.wait(10)
+        return real(fd, data, at)
+
+    monkeypatch.setattr(shelf_module.os, "pwrite", slow)
+    made = sketches(6)
+    shelf = Shelf(budget=0)
+    shelf.extend(made)
+    shelf.settle(3)  # put, not yet written: the writer waits on go
+    assert started.wait(10)
+    writer = shelf._writer
+    assert writer is not None and writer._waiting > 0
+    for i in range(3):
+        assert_same(shelf[i], made[i])
+    assert shelf.read_back == 3
+    monkeypatch.setattr(shelf_module._Writer, "MOST", 0)
+    threading.Timer(0.2, go.set).start()
+    shelf.settle(6)  # waits for the first write (past MOST), not for its own
+    assert len(writer._pending) <= 1 and go.is_set()
+    writer.flush()
+    assert writer._waiting == 0
+    shelf._cache.clear()
+    for i in range(6):
+        assert_same(shelf[i], made[i])
+    shelf.close()
+    assert not writer._thread.is_alive()
+
+
 def test_an_alias_reads_its_first_and_is_not_written() -> None:
     made = sketches(3)
     shelf = Shelf(budget=0)
@@ -181,16 +221,24 @@ def test_a_folder_it_cannot_write_is_an_error_that_says_what_to_do(tmp_path: Pat
 
 
 def test_a_full_disk_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A write that fails (in the writer's thread) ends the run at the next settle."""
     shelf = Shelf(budget=0)
-    shelf.extend(sketches(2))
-    shelf.settle(1)  # the file is made
+    shelf.extend(sketches(3))
+    shelf.settle(1)  # the file is made, and its first sketch written
+    first = shelf[0]
 
     def full(*args: Any) -> int:
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(shelf._file, "write", full)
+    monkeypatch.setattr(shelf_module.os, "pwrite", full)
+    shelf.settle(2)  # put: the writer's thread finds the disk full
+    assert shelf._writer is not None
+    shelf._writer.flush()
+    assert shelf[1].text == sketches(3)[1].text  # what was not written is read all the same
+    assert shelf[0].text == first.text
     with pytest.raises(OutputError, match="no room left there"):
-        shelf.settle(2)
+        shelf.settle(3)
+    shelf.close()
 
 
 def test_a_folder_held_in_memory_is_told_from_one_on_disk(tmp_path: Path) -> None:
