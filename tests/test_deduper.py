@@ -676,6 +676,60 @@ def _join_threads() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name.startswith("neardup-join")]
 
 
+def _thread(seed: int) -> tuple[list[str], list[str]]:
+    """Forum posts, each with a signature: a parent, two replies that quote most of it
+    (``>``) and answer (kept, extending it), and one that only quotes (a copy)."""
+    rng = random.Random(seed)
+    ids, texts = [], []
+    for k in range(6):
+        parent = " ".join(en_sentence(rng) for _ in range(8))
+        ids.append(f"post-{k}")
+        texts.append(f"{parent}\n-- \nAnn, the list's keeper")
+        for r in range(3):
+            quoted = "\n".join("> " + line for line in parent.split(". ")[: 8 - 2 * r])
+            answer = " ".join(en_sentence(rng) for _ in range(4 if r < 2 else 0))
+            ids.append(f"post-{k}-re-{r}")
+            texts.append(f"Ann writes:\n{quoted}\n{answer}\n-- \nAnn, the list's keeper")
+    return ids, texts
+
+
+def test_the_workers_make_what_a_story_adds_to_the_guard() -> None:
+    """The sketch workers make each document's story codes for the template guard (its
+    vocabulary less what it quotes: None where that is the vocabulary), the codes the run's
+    own process would make; a run taking them decides as one without workers, and holds
+    none once done. Without a guard none are made."""
+    from neardup.engine import make_sketch, story_codes
+    from neardup.engine.codec import block_name, take
+
+    ids, texts = _thread(5)
+    cfg = DedupConfig()
+    shipped, owns = batch_module._sketch_packed(texts, cfg, block_name(os.getpid(), 7, 0))
+    take(shipped)  # (frees its block)
+    assert owns is not None and len(owns) == len(texts)
+    for text, own in zip(texts, owns, strict=True):
+        sketch = make_sketch(text, cfg)
+        want = story_codes(sketch)
+        if want is sketch.vocab:
+            assert own is None
+        else:
+            assert own is not None and own.tolist() == want.tolist()
+    assert sum(own is not None for own in owns) == 18  # the replies quote
+    no_guard = dataclasses.replace(cfg, common_after=0)
+    shipped, owns = batch_module._sketch_packed(texts, no_guard, block_name(os.getpid(), 7, 1))
+    take(shipped)
+    assert owns is None
+
+    alone = dedup_batch(ids, texts, workers=1, chunk=3).decisions
+    with BatchRun(cfg, chunk=3, workers=2, chars=None) as run:
+        run.MIN_CHUNK = 3
+        for doc_id, text in zip(ids, texts, strict=True):
+            run.add(doc_id, text)
+        decisions = run.finish().decisions
+        assert run._pool is None and not run._owns
+    assert [fields(d) for d in decisions] == [fields(d) for d in alone]
+    assert any(d.is_duplicate for d in alone) and any(d.extends for d in alone)
+
+
 def test_the_join_runs_in_a_thread_beside_the_workers_and_decides_the_same() -> None:
     """Beside worker processes, chunks are joined in a thread of their own while the run
     decides the chunks before: however late a join comes in, the decisions handed out are
