@@ -31,7 +31,7 @@ from neardup.shelf import (
     sketch_bytes,
 )
 
-from .run.test_cli_dedup import run, write_lines
+from .run.test_cli_dedup import refused, run, write_lines
 from .test_deduper import corpus, fields
 
 CFG = DedupConfig()
@@ -322,13 +322,7 @@ def test_the_cli_says_how_many_sketches_went_to_the_file(
 def test_the_cli_refuses_a_sketch_memory_it_cannot_use(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], more: list[str], says: str
 ) -> None:
-    src = write_lines(tmp_path / "in.jsonl", [json.dumps({"id": "a", "text": "hello"})])
-    argv = ["dedup", str(src), "-o", str(tmp_path / "u"), "--clusters", str(tmp_path / "c")]
-    try:
-        status, _, err = run([*argv, *more], capsys)
-    except SystemExit as e:  # argparse's own errors
-        status, err = int(e.code or 0), capsys.readouterr().err
-    assert status == 2 and says in err and "Traceback" not in err
+    assert says in refused(tmp_path, capsys, *more)
 
 
 def test_np_is_numpy() -> None:  # (the arrays read back are numpy's own type)

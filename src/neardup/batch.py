@@ -69,6 +69,7 @@ from .engine.codec import (
 from .engine.warm import load_kernels
 from .errors import ConfigError, InputError, WorkersLost, shielded
 from .index.lsh import LSHJoin, Pos, _merge
+from .machine import machine_cpus
 from .memory import grown, set_huge_pages, trim
 from .passages import Passage
 from .shelf import Shelf, default_budget
@@ -113,8 +114,10 @@ def dedup_batch(
 
     ``keep`` chooses which document of each cluster is kept and names the cluster: the
     first seen (the streaming rule), the longest text, or the earliest timestamp.
-    ``workers`` processes sketch the documents (default: one per CPU, up to 4, once the texts
-    hold two million characters or more); the decisions do not depend on it. ``chunk`` is
+    ``workers`` processes sketch the documents (default: one per CPU this process may use —
+    :func:`~neardup.machine.machine_cpus`, a container's quota included —, up to 4, once the
+    texts hold two million characters or more; 1: none, the documents are sketched in this
+    process); the decisions do not depend on it. ``chunk`` is
     the most documents a worker sketches at a time. ``sketch_memory``: the most bytes the
     sketches of decided documents hold in memory (default: a quarter of the machine's, or
     its container's, memory); past it the oldest go to a temporary file and are read back
@@ -507,7 +510,7 @@ class BatchRun:
             from concurrent.futures import ProcessPoolExecutor
             from multiprocessing import resource_tracker
 
-            n = self._workers or min(4, os.cpu_count() or 1)
+            n = self._workers or min(4, machine_cpus())
             forking = "fork" in multiprocessing.get_all_start_methods()
             if forking:
                 load_kernels(self.cfg, store=False)  # once here: the forked workers inherit them
@@ -558,7 +561,7 @@ class BatchRun:
             return False
         if self._workers is not None:
             return self._workers > 1
-        return 0 <= self._auto_at <= self._chars_seen and (os.cpu_count() or 1) > 1
+        return 0 <= self._auto_at <= self._chars_seen and machine_cpus() > 1
 
     def _ready(self, item: Any) -> bool:
         return isinstance(item, list) or self._done(item.future)

@@ -353,13 +353,16 @@ def _check_dedup_args(args: argparse.Namespace) -> None:
             f"--stream keeps the first copy of each story; --keep {args.keep} needs the whole "
             "corpus at once, so drop --stream"
         )
-    if args.sketch_memory is not None and (
-        args.stream or store_url(args) is not None or args.window or args.engine == "spark"
-    ):
-        raise CliError(
-            "--sketch-memory is the memory of the local batch run's sketches; drop it with "
-            "--stream, --db/--store, --window or --engine spark"
-        )
+    batch_only = {"--sketch-memory": args.sketch_memory, "--workers": args.workers}
+    for flag, value in batch_only.items():
+        if value is not None and (
+            args.stream or store_url(args) is not None or args.window or args.engine == "spark"
+        ):
+            what = "memory of" if flag == "--sketch-memory" else "processes that sketch"
+            raise CliError(
+                f"{flag} is the {what} the local batch run's sketches; drop it with "
+                "--stream, --db/--store, --window or --engine spark"
+            )
     outputs = {
         "-o": args.output,
         "--clusters": args.clusters,
@@ -424,6 +427,7 @@ def _cmd_dedup(args: argparse.Namespace) -> int:
         duplicates=args.duplicates_only,
         max_record_size=args.max_record_size,
         sketch_memory=args.sketch_memory,
+        workers=args.workers,
     )
     if args.engine == "spark":
         run = _spark_run(args, fields, config)
@@ -829,6 +833,15 @@ def _dedup_matching(g: argparse._ArgumentGroup) -> None:
         "when a later record's candidates name them: the same decisions in less memory, "
         "for about 11 KB of disk a long article (default: a quarter of the memory of the "
         "machine, or of its container)",
+    )
+    g.add_argument(
+        "--workers",
+        type=_positive_int,
+        metavar="N",
+        help="processes that sketch the records of a batch run: 1 sketches them in this "
+        "process; the decisions are the same for any N (default: one per CPU this process "
+        "may use, a container's CPU quota included, up to 4, once the input is big enough to "
+        "pay for them)",
     )
     g.add_argument(
         "--engine",

@@ -39,11 +39,9 @@ from __future__ import annotations
 
 import ctypes
 import importlib
-import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
@@ -52,7 +50,6 @@ import numpy.typing as npt
 __all__ = [
     "grown",
     "huge_pages",
-    "machine_memory",
     "set_huge_pages",
     "table_copy",
     "table_zeros",
@@ -175,20 +172,3 @@ def table_copy(a: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint8]:
     _ask_huge_pages(out)
     out[...] = a
     return out
-
-
-def machine_memory() -> int:
-    """The bytes of memory this process may use: the machine's, or its cgroup's limit if
-    lower (a container's); 0 when neither can be read."""
-    try:
-        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        total = 0
-    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
-        try:
-            limit = Path(path).read_text().strip()
-        except OSError:
-            continue
-        if limit.isdigit() and (total == 0 or 0 < int(limit) < total):
-            total = int(limit)
-    return total

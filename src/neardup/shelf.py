@@ -36,12 +36,12 @@ import numpy as np
 
 from .engine.sketches import Sketch
 from .errors import OutputError, shielded
-from .memory import machine_memory
+from .machine import machine_memory
 
 __all__ = ["Shelf", "default_budget", "memory_backed", "sketch_bytes"]
 
 #: the sketches of decided documents a batch run keeps in memory by default: this share of
-#: the memory the process may use (:func:`~neardup.memory.machine_memory`) ...
+#: the memory the process may use (:func:`~neardup.machine.machine_memory`) ...
 BUDGET_SHARE = 4
 #: ... or this much where that is not known
 BUDGET_UNKNOWN = 2 << 30

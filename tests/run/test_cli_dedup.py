@@ -125,6 +125,19 @@ def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, 
     return status, out, err
 
 
+def refused(tmp_path: Path, capsys: pytest.CaptureFixture[str], *more: str) -> str:
+    """``neardup dedup`` of a one-record input with the options ``more``, which it must refuse
+    (status 2, argparse's errors included, no traceback): what it said on stderr."""
+    src = write_lines(tmp_path / "in.jsonl", [json.dumps({"id": "a", "text": "hello"})])
+    argv = ["dedup", str(src), "-o", str(tmp_path / "u"), "--clusters", str(tmp_path / "c")]
+    try:
+        status, _, err = run([*argv, *more], capsys)
+    except SystemExit as e:  # argparse's own errors
+        status, err = int(e.code or 0), capsys.readouterr().err
+    assert status == 2 and "Traceback" not in err, err
+    return err
+
+
 def dedup(
     tmp_path: Path, source: Path | str, capsys: pytest.CaptureFixture[str], *extra: str
 ) -> tuple[list[dict[str, object]], list[dict[str, object]], str]:

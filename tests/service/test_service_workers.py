@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from neardup.machine import machine_cpus
+
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 import httpx
@@ -91,7 +93,7 @@ def test_workers_keep_each_story_once(
 
 def test_the_default_is_a_worker_a_cpu_and_one_for_memory(tmp_path: Path) -> None:
     """Without --workers: as many workers as CPUs on a shared store, one on memory://."""
-    cpus = len(os.sched_getaffinity(0))
+    cpus = machine_cpus()  # the CPUs the process may use, a container's quota included
     with serving("--db", str(tmp_path / "crawl.db")) as s:
         assert (f"{cpus} workers" in s.log[0]) == (cpus > 1), s.log[0]
         assert len(set(_workers(s.log, cpus))) == cpus

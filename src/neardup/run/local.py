@@ -66,6 +66,7 @@ def run_dedup(
     duplicates: str | None = None,
     max_record_size: int = DEFAULT_MAX_RECORD,
     sketch_memory: int | None = None,
+    workers: int | None = None,
 ) -> RunResult:
     """Deduplicate ``source`` (one input, or several read in order) into the UNIQUE,
     CLUSTERS and ERRORS outputs.
@@ -81,7 +82,8 @@ def run_dedup(
     each document with its decision in the result (for a report; it holds the whole corpus
     in memory). ``store`` (a store URL) or ``window`` decide in streaming mode against that
     store, ``batch_size`` records per atomic section. ``sketch_memory``: the batch run's
-    memory for the sketches of decided documents (see :func:`~neardup.batch.dedup_batch`).
+    memory for the sketches of decided documents, and ``workers`` the processes that sketch
+    them (see :func:`~neardup.batch.dedup_batch`).
     (The Spark engine's run is :func:`neardup.spark.run_cli`.)
     """
     cfg = config if config is not None else DedupConfig()
@@ -153,7 +155,9 @@ def run_dedup(
         candidate_pairs: int | None = None
         on_file, in_memory = 0, ""
         if deduper is None:
-            candidate_pairs, load, on_file, in_memory = _batch(*args, sketch_memory=sketch_memory)
+            candidate_pairs, load, on_file, in_memory = _batch(
+                *args, sketch_memory=sketch_memory, workers=workers
+            )
         else:
             load = _stream(*args, deduper=deduper, batch_size=batch_size)
 
@@ -407,6 +411,7 @@ def _batch(
     errors_out: LineWriter,
     *,
     sketch_memory: int | None,
+    workers: int | None,
 ) -> tuple[int, float, int, str]:
     """Read everything (errors written as they come), decide, write in input order; the
     candidate pairs, the chrome table's load, the documents whose sketches went to a
@@ -436,7 +441,7 @@ def _batch(
     with (
         BatchRun(
             cfg,
-            workers=None,
+            workers=workers,
             chars=None,
             input_bytes=reader.total_bytes,
             hand_out=hand_out,

@@ -15,6 +15,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..errors import ConfigError, MissingDependencyError
+from ..machine import machine_cpus
 from ..options import store_options, store_url
 from ..records.streams import parse_size as _parse_size
 from ._middleware import allowed_name
@@ -206,7 +207,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         type=_count,
         metavar="N",
         help="serve in N processes sharing the port and the store, deciding atomically "
-        f"across them (default: the number of CPUs, {_cpus()} here; 1 for memory://, which "
+        f"across them (default: the CPUs this process may use, a container's CPU quota "
+        f"included: {machine_cpus()} here; 1 for memory://, which "
         "one process alone can hold). Limits such as --max-queue and "
         "--max-concurrent-compare hold in each process",
     )
@@ -220,14 +222,6 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     return p
 
 
-def _cpus() -> int:
-    """The CPUs this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # not on Linux
-        return os.cpu_count() or 1
-
-
 def workers_for(url: str, asked: int | None) -> int:
     """How many worker processes serve ``url``: ``asked``, or the CPUs for a store that
     processes can share and 1 for ``memory://``; a ConfigError for several on memory://.
@@ -237,7 +231,7 @@ def workers_for(url: str, asked: int | None) -> int:
     """
     shared = urlsplit(url).scheme.lower() != "memory"
     if asked is None:
-        return _cpus() if shared else 1
+        return machine_cpus() if shared else 1
     if asked > 1 and not shared:
         raise ConfigError(
             f"--workers {asked} needs a store the workers can share: a memory:// store lives "

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from ..errors import MissingDependencyError
-from ..memory import machine_memory
+from ..machine import machine_memory
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
