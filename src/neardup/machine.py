@@ -1,6 +1,10 @@
 """What a process may use of the machine it runs on: its memory and its CPUs — the machine's,
-or its container's where that allows less (a cgroup's memory limit, its CPU quota).
-Standard library only: the service's command line reads it before anything heavy loads.
+or fewer where its control groups allow less: a container's limits (``docker run --memory
+--cpus``, a Kubernetes pod's), a systemd unit's (``MemoryMax=``, ``CPUQuota=``). The groups
+are the process's own (``/proc/self/cgroup``) and those above them, in cgroup v2's unified
+hierarchy or v1's ``memory`` and ``cpu`` controllers; in a container that sees its own
+groups at the top of ``/sys/fs/cgroup``, those. Standard library only: the service's
+command line reads it before anything heavy loads.
 
 >>> machine_cpus() >= 1, machine_memory() >= 0
 (True, True)
@@ -9,34 +13,33 @@ Standard library only: the service's command line reads it before anything heavy
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["cpu_quota", "machine_cpus", "machine_memory"]
+__all__ = ["cpu_quota", "machine_cpus", "machine_memory", "memory_limit"]
 
+#: where the control groups are mounted, and where a process finds its own
 CGROUP = Path("/sys/fs/cgroup")
+PROC_CGROUP = Path("/proc/self/cgroup")
 
 
 def machine_memory() -> int:
-    """The bytes of memory this process may use: the machine's, or its cgroup's limit if
-    lower (a container's); 0 when neither can be read."""
+    """The bytes of memory this process may use: the machine's, or its control groups'
+    lowest limit if lower; 0 when neither can be read."""
     try:
         total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):
         total = 0
-    for path in (CGROUP / "memory.max", CGROUP / "memory" / "memory.limit_in_bytes"):
-        try:
-            limit = path.read_text().strip()
-        except OSError:
-            continue
-        if limit.isdigit() and (total == 0 or 0 < int(limit) < total):
-            total = int(limit)
+    limit = memory_limit()
+    if limit is not None and (total == 0 or limit < total):
+        total = limit
     return total
 
 
 def machine_cpus() -> int:
     """The CPUs this process may keep busy: those it may run on (its affinity: a cpuset,
-    ``taskset``), or fewer where its cgroup's CPU quota allows less (a container's
-    ``--cpus``, a Kubernetes CPU limit: a quota of 1.5 CPUs counts 2); at least 1."""
+    ``taskset``), or fewer where its control groups' CPU quota allows less (a quota of 1.5
+    CPUs counts 2); at least 1."""
     try:
         cpus = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # pragma: no cover - not Linux
@@ -45,26 +48,82 @@ def machine_cpus() -> int:
     return max(1, cpus if quota is None else min(cpus, quota))
 
 
-def cpu_quota(root: Path = CGROUP) -> int | None:
-    """The CPUs the cgroup quota under ``root`` allows, rounded up (cgroup v2's
-    ``cpu.max``, else v1's ``cpu/cpu.cfs_quota_us`` over ``cpu/cpu.cfs_period_us``); None
-    where there is no quota or none can be read.
+def memory_limit(root: Path | None = None, proc: Path | None = None) -> int | None:
+    """The lowest memory limit, in bytes, of this process's control groups under ``root``
+    (v2's ``memory.max``, v1's ``memory.limit_in_bytes``); None where there is none.
+
+    >>> memory_limit(Path("/nonexistent")) is None
+    True
+    """
+    found: list[int] = []
+    for group, v2 in _groups("memory", root, proc):
+        text = _read(group / ("memory.max" if v2 else "memory.limit_in_bytes"))
+        if text is not None and text.isdigit() and 0 < int(text) < 1 << 60:  # v1: "no limit"
+            found.append(int(text))
+    return min(found, default=None)
+
+
+def cpu_quota(root: Path | None = None, proc: Path | None = None) -> int | None:
+    """The CPUs the lowest quota of this process's control groups under ``root`` allows,
+    rounded up (v2's ``cpu.max``, v1's ``cpu.cfs_quota_us`` over ``cpu.cfs_period_us``);
+    None where there is none.
 
     >>> cpu_quota(Path("/nonexistent")) is None
     True
     """
-    try:
-        quota, period = (root / "cpu.max").read_text().split()[:2]  # "max 100000": none
-    except (OSError, ValueError):
+    found: list[int] = []
+    for group, v2 in _groups("cpu", root, proc):
+        if v2:
+            quota, _, period = (_read(group / "cpu.max") or "").partition(" ")
+        else:
+            quota = _read(group / "cpu.cfs_quota_us") or ""  # -1: none
+            period = _read(group / "cpu.cfs_period_us") or ""
         try:
-            quota = (root / "cpu" / "cpu.cfs_quota_us").read_text().strip()  # -1: none
-            period = (root / "cpu" / "cpu.cfs_period_us").read_text().strip()
-        except OSError:
-            return None
+            q, p = int(quota), int(period)
+        except ValueError:  # "max": none
+            continue
+        if q > 0 and p > 0:
+            found.append(-(-q // p))
+    return min(found, default=None)
+
+
+def _groups(controller: str, root: Path | None, proc: Path | None) -> Iterator[tuple[Path, bool]]:
+    """The directories of this process's control groups for ``controller``, its own first,
+    then each one above it up to the hierarchy's top (whose limits apply too), each with
+    whether it is cgroup v2's. A group named in ``/proc/self/cgroup`` that is not there (a
+    container that sees its own groups at the top) is skipped: the top is still read."""
+    root = CGROUP if root is None else root
+    lines = (_read(PROC_CGROUP if proc is None else proc) or "").splitlines()
+    unified = (root / "cgroup.controllers").exists()
+    for line in lines:
+        hierarchy, _, rest = line.partition(":")
+        controllers, _, path = rest.partition(":")
+        if unified and hierarchy == "0" and controllers == "":
+            top = root
+        elif not unified and controller in controllers.split(","):
+            top = root / controllers
+            if not top.is_dir():  # mounted under the controller's own name alone
+                top = root / controller
+        else:
+            continue
+        yield from _upwards(top, path, unified)
+        return
+    # no /proc/self/cgroup (or no line for the controller): the top alone
+    yield root if unified else root / controller, unified
+
+
+def _upwards(top: Path, path: str, v2: bool) -> Iterator[tuple[Path, bool]]:
+    group = top.joinpath(*[part for part in path.split("/") if part not in ("", ".", "..")])
+    while True:
+        if group.is_dir():
+            yield group, v2
+        if group == top:
+            return
+        group = group.parent
+
+
+def _read(path: Path) -> str | None:
     try:
-        q, p = int(quota), int(period)
-    except ValueError:
+        return path.read_text().strip()
+    except (OSError, UnicodeDecodeError):
         return None
-    if q <= 0 or p <= 0:
-        return None
-    return -(-q // p)

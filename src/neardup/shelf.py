@@ -49,7 +49,7 @@ BUDGET_UNKNOWN = 2 << 30
 
 def default_budget() -> int:
     """The bytes of decided documents' sketches a batch run keeps in memory unless told: a
-    quarter of the machine's memory, or of its container's limit."""
+    quarter of the machine's memory, or of its control groups' limit (a container's)."""
     return machine_memory() // BUDGET_SHARE or BUDGET_UNKNOWN
 
 
