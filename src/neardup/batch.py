@@ -234,6 +234,7 @@ class BatchRun:
         # the size of the chunk being gathered: _chunk_size, asked once a chunk is sent
         self._chunk_now = 0
         self._workers = workers
+        self._cpu_count: int | None = None  # _cpus
         self._chars_seen = 0
         # workers=None: processes when the texts hold two million characters (they pay from
         # there) and ``chars``, the total, says so; without a total, at once when the input
@@ -510,7 +511,7 @@ class BatchRun:
             from concurrent.futures import ProcessPoolExecutor
             from multiprocessing import resource_tracker
 
-            n = self._workers or min(4, machine_cpus())
+            n = self._workers or min(4, self._cpus())
             forking = "fork" in multiprocessing.get_all_start_methods()
             if forking:
                 load_kernels(self.cfg, store=False)  # once here: the forked workers inherit them
@@ -561,7 +562,14 @@ class BatchRun:
             return False
         if self._workers is not None:
             return self._workers > 1
-        return 0 <= self._auto_at <= self._chars_seen and machine_cpus() > 1
+        return 0 <= self._auto_at <= self._chars_seen and self._cpus() > 1
+
+    def _cpus(self) -> int:
+        """The CPUs this process may use (:func:`~neardup.machine.machine_cpus`), read once
+        a run."""
+        if self._cpu_count is None:
+            self._cpu_count = machine_cpus()
+        return self._cpu_count
 
     def _ready(self, item: Any) -> bool:
         return isinstance(item, list) or self._done(item.future)
