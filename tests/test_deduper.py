@@ -366,9 +366,9 @@ def test_batch_worker_processes_do_not_matter() -> None:
     while len(ids) < 250:
         ids.append(f"pad-{len(ids)}")
         texts.append(texts[len(ids) % 40] + f" 附注{len(ids)}")
-    one = dedup_batch(ids, texts, workers=1).decisions
-    two = dedup_batch(ids, texts, workers=2).decisions
-    assert [fields(d) for d in one] == [fields(d) for d in two]
+    alone, pooled = dedup_batch(ids, texts, workers=1), dedup_batch(ids, texts, workers=2)
+    assert (alone.sketch_workers, pooled.sketch_workers) == (0, 2)
+    assert [fields(d) for d in alone.decisions] == [fields(d) for d in pooled.decisions]
     with pytest.raises(ConfigError, match="workers"):
         dedup_batch(ids, texts, workers=0)
 

@@ -96,6 +96,9 @@ class BatchResult:
     sketches_on_file: int = 0
     #: the folder of that file, if it is held in memory (tmpfs: it saved no memory), else ""
     sketches_in_memory: str = ""
+    #: the worker processes that sketched (0: none, every document sketched in the run's
+    #: own process)
+    sketch_workers: int = 0
 
 
 def dedup_batch(
@@ -235,6 +238,7 @@ class BatchRun:
         self._chunk_now = 0
         self._workers = workers
         self._cpu_count: int | None = None  # _cpus
+        self._pool_size = 0  # the workers started (0: none)
         self._chars_seen = 0
         # workers=None: processes when the texts hold two million characters (they pay from
         # there) and ``chars``, the total, says so; without a total, at once when the input
@@ -431,6 +435,7 @@ class BatchRun:
             load,
             shelf.on_file,
             shelf.folder if shelf.in_memory else "",
+            self._pool_size,
         )
 
     def _let_go(self) -> None:
@@ -512,6 +517,7 @@ class BatchRun:
             from multiprocessing import resource_tracker
 
             n = self._workers or min(4, self._cpus())
+            self._pool_size = n
             forking = "fork" in multiprocessing.get_all_start_methods()
             if forking:
                 load_kernels(self.cfg, store=False)  # once here: the forked workers inherit them

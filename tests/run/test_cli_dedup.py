@@ -575,6 +575,9 @@ def test_summary_numbers(
     assert numbers["kept"] == kept == len((tmp_path / "unique.out").read_text("utf-8").splitlines())
     assert numbers["documents"] == len(clusters) and numbers["errors"] == len(errors)
     assert list(numbers["stages"]) == stages  # type: ignore[call-overload]
+    # a batch run this small sketches in its own process, and says so; a stream has no workers
+    assert numbers["sketch_workers"] == (None if mode else 0)
+    assert ("sketch" not in stages) or "in the run's own process" in err
     assert numbers["seconds"] >= 0 and numbers["docs_per_second"] >= 0  # type: ignore[operator]
     for stage in stages:
         assert f"\n  {stage} " in err

@@ -31,7 +31,8 @@ def pools(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return started
 
 
-def _dedup(tmp_path: Path, capsys: pytest.CaptureFixture[str], *more: str) -> tuple[bytes, ...]:
+def _dedup(tmp_path: Path, capsys: pytest.CaptureFixture[str], *more: str) -> tuple[object, ...]:
+    """UNIQUE and CLUSTERS as bytes, and how the summary says the records were sketched."""
     lines = []
     for seed in range(3):
         ids, texts = corpus(seed, "all")
@@ -43,7 +44,8 @@ def _dedup(tmp_path: Path, capsys: pytest.CaptureFixture[str], *more: str) -> tu
     argv = ["dedup", str(src), "-o", str(out), "--clusters", str(clusters), *more]
     status, _, err = run(argv, capsys)
     assert status == 0, err
-    return out.read_bytes(), clusters.read_bytes()
+    (sketch,) = [line for line in err.splitlines() if line.startswith("  sketch ")]
+    return out.read_bytes(), clusters.read_bytes(), sketch.split(" s   ")[1]
 
 
 def test_workers_choose_the_processes_and_not_the_decisions(
@@ -54,10 +56,10 @@ def test_workers_choose_the_processes_and_not_the_decisions(
 ) -> None:
     monkeypatch.setattr(BatchRun, "POOL_BYTES", 1)  # big enough for workers by default
     monkeypatch.setattr(batch, "machine_cpus", lambda: 3)
-    one = _dedup(tmp_path, capsys, "--workers", "1")
-    assert pools == []  # sketched in the run's own process
-    three = _dedup(tmp_path, capsys, "--workers", "3")
-    assert pools == [3]  # asked for: at once, however small the input
+    *one, said = _dedup(tmp_path, capsys, "--workers", "1")
+    assert pools == [] and said == "in the run's own process"
+    *three, said = _dedup(tmp_path, capsys, "--workers", "3")
+    assert pools == [3] and said == "on 3 worker processes"  # asked for: however small the input
     assert one == three
 
 

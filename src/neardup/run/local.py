@@ -154,8 +154,9 @@ def run_dedup(
         args = (reader, cfg, keep, stages, progress, tally, out, errors_out)
         candidate_pairs: int | None = None
         on_file, in_memory = 0, ""
+        sketch_workers: int | None = None
         if deduper is None:
-            candidate_pairs, load, on_file, in_memory = _batch(
+            candidate_pairs, load, on_file, in_memory, sketch_workers = _batch(
                 *args, sketch_memory=sketch_memory, workers=workers
             )
         else:
@@ -205,6 +206,7 @@ def run_dedup(
         outputs=outputs,
         notes=tuple(notes),
         unread=tuple(reader.unread),
+        sketch_workers=sketch_workers,
     )
     return RunResult(summary, tally.decided)
 
@@ -412,10 +414,11 @@ def _batch(
     *,
     sketch_memory: int | None,
     workers: int | None,
-) -> tuple[int, float, int, str]:
+) -> tuple[int, float, int, str, int]:
     """Read everything (errors written as they come), decide, write in input order; the
     candidate pairs, the chrome table's load, the documents whose sketches went to a
-    temporary file past ``sketch_memory``, and that file's folder if it is held in memory.
+    temporary file past ``sketch_memory``, that file's folder if it is held in memory, and
+    the worker processes that sketched (0: none).
 
     The documents are sketched and decided while the rest is read (:class:`~neardup.batch.BatchRun`);
     keeping the first of each story, each is written as soon as it is decided.
@@ -511,6 +514,7 @@ def _batch(
         result.chrome_load,
         result.sketches_on_file,
         result.sketches_in_memory,
+        result.sketch_workers,
     )
 
 

@@ -38,6 +38,9 @@ class RunSummary:
     notes: tuple[str, ...] = ()
     #: why the input could not be read to its end (a truncated file, an unreadable folder)
     unread: tuple[str, ...] = ()
+    #: a batch run's sketch worker processes (0: it sketched in its own process); None for
+    #: a streaming run
+    sketch_workers: int | None = None
 
     @property
     def documents(self) -> int:
@@ -66,6 +69,7 @@ class RunSummary:
             "outputs": dict(self.outputs),
             "notes": list(self.notes),
             "unread": list(self.unread),
+            "sketch_workers": self.sketch_workers,
         }
 
     def format(self) -> str:
@@ -76,6 +80,11 @@ class RunSummary:
             "candidates": ""
             if self.candidate_pairs is None
             else f"{plural(self.candidate_pairs, 'candidate pair')}",
+            "sketch": ""
+            if self.sketch_workers is None
+            else "in the run's own process"
+            if self.sketch_workers == 0
+            else f"on {plural(self.sketch_workers, 'worker process', 'worker processes')}",
             "verify": f"{plural(self.duplicates, 'duplicate')} confirmed",
             "dedup": f"{plural(self.duplicates, 'duplicate')} found",
             "clusters": f"{plural(self.kept, 'story', 'stories')}",
