@@ -353,15 +353,16 @@ def _check_dedup_args(args: argparse.Namespace) -> None:
             f"--stream keeps the first copy of each story; --keep {args.keep} needs the whole "
             "corpus at once, so drop --stream"
         )
-    batch_only = {"--sketch-memory": args.sketch_memory, "--workers": args.workers}
-    for flag, value in batch_only.items():
+    batch_only = {
+        "--sketch-memory": (args.sketch_memory, "is the memory of a local batch run's sketches"),
+        "--workers": (args.workers, "sets the processes that sketch a local batch run"),
+    }
+    for flag, (value, what) in batch_only.items():
         if value is not None and (
             args.stream or store_url(args) is not None or args.window or args.engine == "spark"
         ):
-            what = "memory of" if flag == "--sketch-memory" else "processes that sketch"
             raise CliError(
-                f"{flag} is the {what} the local batch run's sketches; drop it with "
-                "--stream, --db/--store, --window or --engine spark"
+                f"{flag} {what}; drop it with --stream, --db/--store, --window or --engine spark"
             )
     outputs = {
         "-o": args.output,

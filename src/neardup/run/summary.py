@@ -80,11 +80,7 @@ class RunSummary:
             "candidates": ""
             if self.candidate_pairs is None
             else f"{plural(self.candidate_pairs, 'candidate pair')}",
-            "sketch": ""
-            if self.sketch_workers is None
-            else "in the run's own process"
-            if self.sketch_workers == 0
-            else f"on {plural(self.sketch_workers, 'worker process', 'worker processes')}",
+            "sketch": _sketched(self.sketch_workers),
             "verify": f"{plural(self.duplicates, 'duplicate')} confirmed",
             "dedup": f"{plural(self.duplicates, 'duplicate')} found",
             "clusters": f"{plural(self.kept, 'story', 'stories')}",
@@ -127,6 +123,15 @@ class RunSummary:
                 "and every other record was deduplicated."
             )
         return "\n".join(lines)
+
+
+def _sketched(workers: int | None) -> str:
+    """Where a batch run sketched (nothing for a streaming run)."""
+    if workers is None:
+        return ""
+    if workers == 0:
+        return "in the run's own process"
+    return f"on {plural(workers, 'worker process', 'worker processes')}"
 
 
 def plural(n: int, one: str, many: str | None = None) -> str:
