@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from neardup.machine import machine_cpus
+from neardup.service import cli
+from neardup.service.cli import default_workers
 
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
@@ -92,13 +93,38 @@ def test_workers_keep_each_story_once(
 
 
 def test_the_default_is_a_worker_a_cpu_and_one_for_memory(tmp_path: Path) -> None:
-    """Without --workers: as many workers as CPUs on a shared store, one on memory://."""
-    cpus = machine_cpus()  # the CPUs the process may use, a container's quota included
+    """Without --workers: as many workers as CPUs (as half the memory holds) on a shared
+    store, one on memory://."""
+    cpus = default_workers()  # the CPUs the process may use, a container's quota included
     with serving("--db", str(tmp_path / "crawl.db")) as s:
         assert (f"{cpus} workers" in s.log[0]) == (cpus > 1), s.log[0]
         assert len(set(_workers(s.log, cpus))) == cpus
     with serving() as s:
         assert "workers" not in s.log[0] and "memory" in s.log[0]
+
+
+@pytest.mark.parametrize(
+    ("cpus", "memory", "workers"),
+    [
+        (2, 24 << 30, 2),  # this machine: the CPUs decide
+        (64, 0, 64),  # memory not known: the CPUs
+        (64, 8 << 30, 16),  # a 64-core host with 8 GiB: half of it at 256 MiB a worker
+        (4, 1 << 30, 2),  # a container of 4 CPUs and 1 GiB
+        (4, 300 << 20, 1),  # too little for two: one process, as --workers 1
+    ],
+)
+def test_the_default_workers_fit_in_half_the_memory(
+    monkeypatch: pytest.MonkeyPatch, cpus: int, memory: int, workers: int
+) -> None:
+    """A worker a CPU, no more than half the memory the process may use holds at 256 MiB
+    each (the machine's, or its control groups' limit: :func:`neardup.machine.machine_memory`),
+    at least one; --workers overrides it."""
+    monkeypatch.setattr(cli, "machine_cpus", lambda: cpus)
+    monkeypatch.setattr(cli, "machine_memory", lambda: memory)
+    assert default_workers() == workers
+    assert cli.workers_for("sqlite:///crawl.db", None) == workers
+    assert cli.workers_for("redis://localhost/0", 8) == 8
+    assert cli.workers_for("memory://", None) == 1
 
 
 def test_several_workers_on_memory_are_refused() -> None:

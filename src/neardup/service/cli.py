@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..errors import ConfigError, MissingDependencyError
-from ..machine import machine_cpus
+from ..machine import machine_cpus, machine_memory
 from ..options import store_options, store_url
 from ..records.streams import parse_size as _parse_size
 from ._middleware import allowed_name
@@ -207,8 +207,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         type=_count,
         metavar="N",
         help="serve in N processes sharing the port and the store, deciding atomically "
-        f"across them (default: the CPUs this process may use, a container's CPU quota "
-        f"included: {machine_cpus()} here; 1 for memory://, which "
+        "across them (default: the CPUs this process may use, a container's CPU quota "
+        "included, as many as half its memory holds at 256 MiB each: "
+        f"{default_workers()} here; 1 for memory://, which "
         "one process alone can hold). Limits such as --max-queue and "
         "--max-concurrent-compare hold in each process",
     )
@@ -222,16 +223,37 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     return p
 
 
+#: the memory a worker is planned for: each took 197-199 MiB, and the decider 288 MiB, with
+#: the compiled kernels loaded (3,000 hkcnews articles through two workers, 2026-12-05)
+WORKER_MEMORY = 256 << 20
+#: the default workers take at most this share of the memory the process may use, leaving
+#: the rest to the decider, the page cache and the machine's other work
+WORKERS_MEMORY_SHARE = 2
+
+
+def default_workers() -> int:
+    """The workers ``neardup serve`` starts on a shared store without ``--workers``: one a
+    CPU the process may use (:func:`~neardup.machine.machine_cpus`), and no more than half
+    the memory it may use holds at :data:`WORKER_MEMORY` each (a 64-core host without a
+    memory limit would otherwise start 64 processes of some 200 MiB); at least 1."""
+    cpus = machine_cpus()
+    memory = machine_memory()
+    if memory <= 0:  # not known: the CPUs decide
+        return cpus
+    return max(1, min(cpus, memory // WORKERS_MEMORY_SHARE // WORKER_MEMORY))
+
+
 def workers_for(url: str, asked: int | None) -> int:
-    """How many worker processes serve ``url``: ``asked``, or the CPUs for a store that
-    processes can share and 1 for ``memory://``; a ConfigError for several on memory://.
+    """How many worker processes serve ``url``: ``asked``, or :func:`default_workers` for a
+    store that processes can share and 1 for ``memory://``; a ConfigError for several on
+    memory://.
 
     >>> workers_for("memory://", None), workers_for("sqlite:///crawl.db", 3)
     (1, 3)
     """
     shared = urlsplit(url).scheme.lower() != "memory"
     if asked is None:
-        return machine_cpus() if shared else 1
+        return default_workers() if shared else 1
     if asked > 1 and not shared:
         raise ConfigError(
             f"--workers {asked} needs a store the workers can share: a memory:// store lives "
