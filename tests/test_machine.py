@@ -92,6 +92,8 @@ def test_a_control_groups_cpu_quota_is_read_as_whole_cpus(
         ({"memory/g/memory.limit_in_bytes": "1073741824"}, "5:memory:/g", 1 << 30),
         ({"memory/memory.limit_in_bytes": "1073741824"}, "5:memory:/docker/0123abcd", 1 << 30),
         ({}, "0::/", None),
+        ({**V2, "memory.max": "²"}, "0::/", None),  # a digit to str.isdigit, not to int
+        ({**V2, "memory.max": ""}, "0::/", None),
     ],
 )
 def test_a_control_groups_memory_limit_is_the_lowest_on_the_way_up(

@@ -58,7 +58,7 @@ def memory_limit(root: Path | None = None, proc: Path | None = None) -> int | No
     found: list[int] = []
     for group, v2 in _groups("memory", root, proc):
         text = _read(group / ("memory.max" if v2 else "memory.limit_in_bytes"))
-        if text is not None and text.isdigit() and 0 < int(text) < 1 << 60:  # v1: "no limit"
+        if text and text.isascii() and text.isdigit() and 0 < int(text) < 1 << 60:  # v1: none
             found.append(int(text))
     return min(found, default=None)
 
