@@ -963,8 +963,12 @@ def _painted_placement(
     doc: Sketch, other: Sketch, cfg: DedupConfig, common: object
 ) -> tuple[int, ...]:
     """The definition of placement, unit by unit: paint the units inside shingles that are
-    not chrome, and those inside shingles the other also has; compress to the first."""
+    not chrome, and those inside shingles the other also has; compress to the first. Against
+    a text without shingles (which verification never places against: it compares such
+    texts whole) every unit is the document's own, chrome unread."""
     n, codes = doc.n_units, doc.shingles
+    if len(codes) == 0 or len(other.vocab) == 0:
+        return (n, 0, 0, n, 0)
     shared = np.isin(codes, other.vocab)
     rare = np.ones(len(codes), bool) if common is None else ~common.is_common(codes)  # type: ignore[attr-defined]
     widths = np.where(codes & 1, cfg.cjk_width, cfg.word_width)

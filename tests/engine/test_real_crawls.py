@@ -312,6 +312,55 @@ def test_a_view_counter_with_changing_figures_does_not_hide_a_copy(tmp_path: Pat
     assert d["b"].cluster == "b"
 
 
+def test_an_update_with_new_figures_is_kept_and_a_repost_with_other_metadata_dropped(
+    tmp_path: Path,
+) -> None:
+    """A later version of a story whose figures changed (a death toll, a vote count) brings
+    news: kept, extending the first; a copy whose figures differ only on labelled lines (a
+    post's "Lines:" header, a page's views) or in an address (a web archive's capture time)
+    is still a copy."""
+    rng = random.Random(21)
+    head = zh(rng, 6) + "大楼共24层，当局调派40辆消防车及200名消防员。"
+    tail = zh(rng, 6)
+    first = head + "截至晚上9时，警方证实最少18人死亡，另有40多人受伤。" + tail
+    update = head + "截至晚上11时，警方证实最少19人死亡，另有62人受伤。" + tail
+    body = en(rng, 8)
+    post = "From: a@example.org\nSubject: a question\nLines: 14\n\n" + body
+    repost = "From: a@example.org\nSubject: a question\nLines: 15\n\n" + body + "\n"
+    page = (
+        zh(rng, 5)
+        + "全年共有35宗个案，涉及120人。"
+        + zh(rng, 5)
+        + "\n阅读：1234\n联络：[信箱](/web/20210712011914/https://example.org/x)"
+    )
+    mirror = page.replace("1234", "1301").replace("20210712011914", "20210712024239")
+    ids = ["first", "update", "post", "repost", "page", "mirror"]
+    d = by_id(decide(ids, [first, update, post, repost, page, mirror], tmp_path))
+    assert not d["update"].is_duplicate and d["update"].extends == "first"
+    assert d["update"].cluster == "first"
+    assert d["repost"].is_duplicate and d["repost"].duplicate_of == "post"
+    assert d["mirror"].is_duplicate and d["mirror"].duplicate_of == "page"
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        (  # a short notice: the amount differs above the dates both share
+            "Qtly div 37-1/2 cts vs 37-1/2 cts prior qtr\n    Pay 1 April\n    Record 16 March\n",
+            "Qtly div 27 cts vs 27 cts prior qtr\n    Pay 1 April\n    Record 16 March\n",
+        ),
+        ("Qtly div 27 cts", "Qtly div 45 cts"),  # compared as titles
+        ("北京发生地震 12人受伤", "北京发生地震 15人受伤"),
+    ],
+    ids=["dividend", "title-en", "title-zh"],
+)
+def test_a_short_item_whose_figure_differs_is_not_a_copy(a: str, b: str, tmp_path: Path) -> None:
+    """Short items of one template that differ in a figure — two companies' dividends, a
+    count updated — are kept: at most the same story, never a copy."""
+    d = by_id(decide(["a", "b"], [a, b], tmp_path))
+    assert not d["b"].is_duplicate
+
+
 # -- learned chrome ----------------------------------------------------------------------------
 
 

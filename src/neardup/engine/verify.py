@@ -169,7 +169,7 @@ def verify(
     later, span = (mine, mine_span) if short is a else (theirs, theirs_span)
     own = copy_share(later, cfg)
     if scored or own >= cfg.copy_threshold:
-        own = _agreeing(own, a, b, cfg, common, span)
+        own = _agreeing(own, a, b, cfg, common, span, copy=True)
     if own >= cfg.copy_threshold and has_quotes(a.text):
         unquoted = _unquoted(a, b, cfg, common, fast)
         if unquoted is not None:
@@ -219,7 +219,9 @@ def placement(
 ) -> Placement:
     """Where ``doc``'s own units lie around what it shares with ``other`` (see
     :class:`Placement`), counted in units that are not chrome, from the unions of shingle
-    intervals (no array of the text's length)."""
+    intervals (no array of the text's length). Against an ``other`` without shingles (never
+    placed against in verification, which compares such texts whole) every unit counts, the
+    chrome not looked up."""
     fast = kernels.wanted(doc.n_units)
     if not fast:
         kernels.work_done(doc.n_units)
@@ -345,11 +347,18 @@ def _numpy_placement(
     )
 
 
+#: The most of a text that a run of its own at its top or bottom left out of its copy share
+#: may be (see :func:`copy_share`).
+ASIDE_SHARE = 0.2
+
+
 def copy_share(place: Placement, cfg: DedupConfig) -> float:
     """How much of a later document its match covers, for the copy decision: its shared
     units over its own, leaving out a short run of its own at its top or bottom (fewer than
-    ``short_units`` units: a site's header or footer line, what any reprint adds)."""
-    short_edge = cfg.short_units
+    ``short_units`` units and at most :data:`ASIDE_SHARE` of the text: a site's header or
+    footer line, what any reprint adds — not the first line of a short item that differs,
+    such as a dividend notice's amount above the dates it shares with another's)."""
+    short_edge = min(cfg.short_units, ASIDE_SHARE * place.total + 1)
     aside = (place.head if place.head < short_edge else 0) + (
         place.tail if place.tail < short_edge else 0
     )
@@ -590,6 +599,11 @@ def unit_chars(text: str, first: int, last: int) -> tuple[int, int] | None:
     return int(where[min(first, len(where) - 1)]), int(where[min(last, len(where) - 1)])
 
 
+#: The same story: at least this share of the shorter text's figures (when it has two or
+#: more) are in the other.
+SAME_FIGURES = 0.5
+
+
 def _agreeing(
     score: float,
     short: Sketch,
@@ -597,25 +611,59 @@ def _agreeing(
     cfg: DedupConfig,
     guard: TemplateGuard | None,
     span: tuple[int, int] | None = None,
+    *,
+    copy: bool = False,
 ) -> float:
-    """``score``, capped when fewer than half of ``short``'s figures (two or more) are in
-    ``other``: earnings, weather and meeting items share words, not figures. Figures outside
-    the span ``short`` shares with ``other`` — before the first shared unit or after the
-    last, where a site adds its view counter or its own date — are not compared."""
-    if len(short.numbers) < 2:
+    """``score``, capped by the share of ``short``'s figures that are in ``other``.
+
+    For the same story (``copy`` False), when fewer than :data:`SAME_FIGURES` of them (two
+    or more) are: earnings, weather and meeting items share words, not figures. For a copy
+    (``short`` is then the later text, and ``score`` its copy share), whenever one is not: a
+    figure the earlier text does not have — another dividend, the day's prices, a new
+    death toll — is news of its own, so the later text is at most as much a copy as the
+    share of its figures found (kept, and extending the earlier, when under
+    ``copy_threshold``). Figures outside the span ``short`` shares with ``other`` — before
+    the first shared unit or after the last, where a site adds its view counter or its
+    own date — are not compared."""
+    least, bar = (1, 1.0) if copy else (2, SAME_FIGURES)
+    if len(short.numbers) < least:
         return score
     agree = len(short.numbers & other.numbers) / len(short.numbers)
-    if agree >= 0.5:
+    if agree >= bar:
         return score
     first, last = _shared_span(short, other, cfg, guard) if span is None else span
     chars = None if first > last else unit_chars(short.text, first, last)
     if chars is None:
         return min(score, agree)
-    inside = figures_within(short.text, *chars)
-    if len(inside) < 2:
+    inside = figures_within(_news(short.text) if copy else short.text, *chars)
+    if len(inside) < least:
         return score
     agree = len(inside & other.numbers) / len(inside)
-    return min(score, agree) if agree < 0.5 else score
+    return min(score, agree) if agree < bar else score
+
+
+#: A line that labels a value — a header field, a byline, a counter ("lines: 15", "posted by:
+#: …", "阅读：1234"; at most 80 characters, a colon after a label of at most 24) — or what
+#: follows ("… writes:", "以下为转载："; at most 160, a colon at its end); and an address
+#: (a URL, with a web archive's capture time in it; read from where a word starts, so that a
+#: long run of text without spaces is read once).
+_NOT_NEWS = re.compile(
+    r"^(?:(?=[^\n]{0,80}$)[^\n:]{1,24}:(?!//)[^\n]*|(?=[^\n]{0,160}$)[^\n]*:[ \t]*)$"
+    r"|(?:^|(?<=[\s(\[]))[^\s()\[\]]*://[^\s)\]]*|\bwww\.[^\s)\]]+",
+    re.MULTILINE,
+)
+
+
+def _news(text: str) -> str:
+    r"""``text`` with its labelled lines and addresses blanked (the same length, so offsets
+    hold): their figures are the site's or the mailer's — a post's line count, a page's
+    views, a message id, a capture time —, not the text's own news, and a copy may differ
+    in them.
+
+    >>> _news("lines: 15\n12 hurt (http://a.b/web/2021/x)\nx wrote:\n")
+    '         \n12 hurt (                     )\n        \n'
+    """
+    return _NOT_NEWS.sub(lambda m: " " * len(m.group()), text)
 
 
 def _shared_span(
@@ -648,4 +696,9 @@ def _titles(a: Sketch, short: Sketch, other: Sketch, cfg: DedupConfig) -> Verdic
     if score < bar:
         return Verdict(score, measure, False)
     own = score if short is a else max(s2, s1 * len(short.text) / max(1, len(a.text)))
-    return Verdict(score, measure, True, own, own >= bar, repeated=own)
+    repeated = own
+    if own >= bar:  # a figure of the later text that the earlier lacks is news of its own
+        own = _agreeing(
+            own, a, other if short is a else short, cfg, None, (0, a.n_units), copy=True
+        )
+    return Verdict(score, measure, True, own, own >= bar, repeated=repeated)
