@@ -184,8 +184,9 @@ def verify_pairs(
     """``verify(later, earlier)`` on each pair (``i`` earlier, ``j`` later) with the template
     guard ``table`` as j sees it: the same-story verdicts (every verdict with ``keep_all``).
 
-    Only pairs compared as titles, or whose figures may disagree, carry the prepared texts
-    through the join; otherwise verification reads shingles, signatures and figures alone. ``few_pairs`` (a few million at
+    Only pairs compared as titles, or whose figures may disagree (the later text's, for a
+    copy, where it has one the earlier lacks), carry the prepared texts through the join;
+    otherwise verification reads shingles, signatures and figures alone. ``few_pairs`` (a few million at
     most) broadcasts their positions so that only the sketches they need are shuffled.
     """
     from pyspark.sql import functions as F
@@ -207,10 +208,12 @@ def verify_pairs(
     )
     titles = (F.least("i_n", "j_n") < cfg.short_units) | figures | F.lit(keep_all)
     # and the later text where it has quoted lines (verify sets them aside for the copy
-    # decision: engine.verify.has_quotes, the same lines in Java's regex)
+    # decision: engine.verify.has_quotes, the same lines in Java's regex) or a figure the
+    # earlier lacks (a copy holds every figure it repeats: verify looks where they are)
     quoted = F.col("j_ptext").rlike("(?md)" + QUOTE_START)
+    new_figures = F.size(F.array_except("j_nums", "i_nums")) > 0
     joined = joined.withColumn("i_ptext", F.when(titles, F.col("i_ptext"))).withColumn(
-        "j_ptext", F.when(titles | quoted, F.col("j_ptext"))
+        "j_ptext", F.when(titles | quoted | new_figures, F.col("j_ptext"))
     )
     shared = spark.sparkContext.broadcast(table) if table is not None else None
     limit, passage = cfg.common_after, cfg.chrome_passage
@@ -356,8 +359,9 @@ class Grouped:
 
     A sketch travels with its text where verify may read it: the pair is compared as titles,
     or one side has two figures or more (``numbers``: sorted positions and how many figures
-    each has; None: always), or it is the later document and has quoted lines — a superset
-    of where the texts travel in :func:`verify_pairs`."""
+    each has; None: always), or it is the later document and has a figure (for the copy
+    decision) or quoted lines — a superset of where the texts travel in
+    :func:`verify_pairs`."""
 
     def __init__(
         self,
@@ -382,13 +386,16 @@ class Grouped:
         text = np.minimum(ni, nj) < cfg.short_units
         if numbers is None:
             text |= True
+            later = text
         else:
             pos, count = numbers
-            text |= np.maximum(count[np.searchsorted(pos, i)], count[np.searchsorted(pos, j)]) >= 2
+            later_count = count[np.searchsorted(pos, j)]
+            text |= np.maximum(count[np.searchsorted(pos, i)], later_count) >= 2
+            later = text | (later_count >= 1)  # a figure it may not repeat: for the copy
         # each (document, group) once, with whether it carries its text, or does if quoted
         code = np.concatenate([i * n_groups + group, j * n_groups + group])
-        always = np.concatenate([text, text])
-        quoted = np.concatenate([np.zeros(len(i), dtype=np.bool_), ~text])
+        always = np.concatenate([text, later])
+        quoted = np.concatenate([np.zeros(len(i), dtype=np.bool_), ~later])
         order = np.lexsort((~always, code))
         code, always, quoted = code[order], always[order], quoted[order]
         first = np.r_[True, code[1:] != code[:-1]] if len(code) else np.zeros(0, dtype=np.bool_)
