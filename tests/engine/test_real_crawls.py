@@ -312,14 +312,10 @@ def test_a_view_counter_with_changing_figures_does_not_hide_a_copy(tmp_path: Pat
     assert d["b"].cluster == "b"
 
 
-def test_an_update_with_new_figures_is_kept_and_a_repost_with_other_metadata_dropped(
-    tmp_path: Path,
-) -> None:
-    """A later version of a story whose figures changed (a death toll, a vote count) brings
-    news: kept, extending the first; a copy whose figures differ only on labelled lines (a
-    post's "Lines:" header, a page's views) or in an address (a web archive's capture time)
-    is still a copy."""
-    rng = random.Random(21)
+def figure_versions(rng: random.Random) -> tuple[list[str], list[str]]:
+    """A story and a later version whose figures changed (a death toll); a post and its
+    repost whose "Lines:" header differs; a page and its mirror whose view count and web
+    archive capture time differ; two short notices of one template whose amounts differ."""
     head = zh(rng, 6) + "大楼共24层，当局调派40辆消防车及200名消防员。"
     tail = zh(rng, 6)
     first = head + "截至晚上9时，警方证实最少18人死亡，另有40多人受伤。" + tail
@@ -334,12 +330,25 @@ def test_an_update_with_new_figures_is_kept_and_a_repost_with_other_metadata_dro
         + "\n阅读：1234\n联络：[信箱](/web/20210712011914/https://example.org/x)"
     )
     mirror = page.replace("1234", "1301").replace("20210712011914", "20210712024239")
-    ids = ["first", "update", "post", "repost", "page", "mirror"]
-    d = by_id(decide(ids, [first, update, post, repost, page, mirror], tmp_path))
+    notice = "Qtly div {} cts vs {} cts prior qtr\n    Pay 1 April\n    Record 16 March\n"
+    ids = ["first", "update", "post", "repost", "page", "mirror", "div-a", "div-b"]
+    notices = [notice.format("37-1/2", "37-1/2"), notice.format(27, 27)]
+    return ids, [first, update, post, repost, page, mirror, *notices]
+
+
+def test_an_update_with_new_figures_is_kept_and_a_repost_with_other_metadata_dropped(
+    tmp_path: Path,
+) -> None:
+    """A later version of a story whose figures changed (a death toll, a vote count) brings
+    news: kept, extending the first; a copy whose figures differ only on labelled lines (a
+    post's "Lines:" header, a page's views) or in an address (a web archive's capture time)
+    is still a copy; a notice whose amount differs is not a copy."""
+    d = by_id(decide(*figure_versions(random.Random(21)), tmp_path))
     assert not d["update"].is_duplicate and d["update"].extends == "first"
     assert d["update"].cluster == "first"
     assert d["repost"].is_duplicate and d["repost"].duplicate_of == "post"
     assert d["mirror"].is_duplicate and d["mirror"].duplicate_of == "page"
+    assert not d["div-b"].is_duplicate
 
 
 @pytest.mark.parametrize(

@@ -233,6 +233,29 @@ def test_a_short_answer_above_a_quote_same_decisions_as_local(spark: Any) -> Non
     assert want["reply"][1] is None and want["unmarked"][1] == "parent"
 
 
+@pytest.mark.parametrize("where", ["driver", "frames"])
+def test_figures_a_copy_must_hold_same_decisions_as_local(
+    spark: Any, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    """A later version with new figures kept, copies differing only in metadata figures
+    dropped, notices differing in their amount kept — the texts carried where the copy rule
+    reads them, on the driver's pairs or in Spark frames: the local decisions."""
+    import random
+
+    import neardup.spark.pipeline as pipeline
+    from tests.engine.test_real_crawls import figure_versions
+
+    if where == "frames":
+        monkeypatch.setattr(pipeline, "BROADCAST_PAIRS", 0)
+        monkeypatch.setattr(pipeline, "LOCAL_LINKS", 0)
+    ids, texts = figure_versions(random.Random(21))
+    frame = spark.createDataFrame(list(zip(ids, texts, strict=True)), "id string, text string")
+    result = dedup(frame)
+    want = local_decisions(ids, texts)
+    assert spark_decisions(result) == want
+    assert want["update"][1] is None and want["repost"][1] == "post"
+
+
 def test_order_col_sets_the_input_order(spark: Any) -> None:
     """Rows given shuffled with an order column decide as the ordered input does."""
     recs = records()
