@@ -115,6 +115,16 @@ def spark_decisions(result: Any) -> dict[str, tuple[str, str | None, float, str 
     return got
 
 
+def same_as_local(
+    spark: Any, ids: list[str], texts: list[str]
+) -> dict[str, tuple[str, str | None, float, str | None]]:
+    """The Spark engine's decisions on ``texts`` equal dedup_batch's; those decisions."""
+    frame = spark.createDataFrame(list(zip(ids, texts, strict=True)), "id string, text string")
+    want = local_decisions(ids, texts)
+    assert spark_decisions(dedup(frame)) == want
+    return want
+
+
 # -- the same decisions as the local engine ------------------------------------------------------
 
 
@@ -225,11 +235,7 @@ def test_a_short_answer_above_a_quote_same_decisions_as_local(spark: Any) -> Non
 
     from tests.engine.test_real_crawls import short_answer
 
-    ids, texts = short_answer(random.Random(14))
-    frame = spark.createDataFrame(list(zip(ids, texts, strict=True)), "id string, text string")
-    result = dedup(frame)
-    want = local_decisions(ids, texts)
-    assert spark_decisions(result) == want
+    want = same_as_local(spark, *short_answer(random.Random(14)))
     assert want["reply"][1] is None and want["unmarked"][1] == "parent"
 
 
@@ -248,11 +254,7 @@ def test_figures_a_copy_must_hold_same_decisions_as_local(
     if where == "frames":
         monkeypatch.setattr(pipeline, "BROADCAST_PAIRS", 0)
         monkeypatch.setattr(pipeline, "LOCAL_LINKS", 0)
-    ids, texts = figure_versions(random.Random(21))
-    frame = spark.createDataFrame(list(zip(ids, texts, strict=True)), "id string, text string")
-    result = dedup(frame)
-    want = local_decisions(ids, texts)
-    assert spark_decisions(result) == want
+    want = same_as_local(spark, *figure_versions(random.Random(21)))
     assert want["update"][1] is None and want["repost"][1] == "post"
 
 
