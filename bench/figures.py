@@ -4,13 +4,16 @@ day's prices, a death toll updated — judged by a rule of this script's own, no
 
     python bench/figures.py                       # Reuters-21578, all 19,043 items
     python bench/figures.py --corpus hk --limit 20000
+    python bench/figures.py --corpus xwlb --years        # 《新闻联播》, years counted too
     PYTHONPATH=/path/to/old/src python bench/figures.py --label before
 
 The engine runs as a user runs it (``python -m neardup dedup INPUT -o UNIQUE --clusters
 CLUSTERS``, ``sys.executable``, so ``PYTHONPATH`` decides which checkout is measured) on a
 JSONL of the corpus's ids and texts. The judge: a *figure* is a run of digits with the
 separators ``.,:/-`` between them, two characters or more, not a year (19xx, 20xx) nor a
-part of an address (``…://…``, ``www.…``); a dropped document *has a figure of its own*
+part of an address (``…://…``, ``www.…``) — with ``--years``, years too (the engine leaves
+them out, against sites' date lines; a recurring announcement differs in its year alone);
+a dropped document *has a figure of its own*
 when its text holds a figure that its ``duplicate_of``'s text does not hold anywhere.
 Byte-identical copies are counted apart. Titles are shown, never given to the engine.
 Without ``../shared`` the script says so and exits 2.
@@ -32,16 +35,17 @@ CORPORA = {
     "reuters": "corpus/reuters21578-en.jsonl.gz",
     "hk": "corpus/hkcnews-zh-hans.jsonl.gz",
     "ng": "corpus/20newsgroups-en.jsonl.gz",
+    "xwlb": "corpus/xinwenlianbo-zh.jsonl.gz",
 }
 _ADDRESS = re.compile(r"\S*://\S*|\bwww\.\S+")
 _FIGURE = re.compile(r"\d+(?:[.,:/-]\d+)*")
 _YEAR = re.compile(r"(?:19|20)\d\d")
 
 
-def figures(text: str) -> set[str]:
+def figures(text: str, years: bool = False) -> set[str]:
     """The judge's figures of a text (see the module)."""
     text = _ADDRESS.sub(" ", text)
-    return {f for f in _FIGURE.findall(text) if len(f) >= 2 and not _YEAR.fullmatch(f)}
+    return {f for f in _FIGURE.findall(text) if len(f) >= 2 and (years or not _YEAR.fullmatch(f))}
 
 
 def main() -> None:
@@ -50,6 +54,7 @@ def main() -> None:
     ap.add_argument("--limit", type=int, help="the first N records (default all)")
     ap.add_argument("--label", default="run", help="the run's name in the table")
     ap.add_argument("--examples", type=int, default=10, help="cases to list (default 10)")
+    ap.add_argument("--years", action="store_true", help="count years as figures too")
     args = ap.parse_args()
     try:
         docs = [
@@ -73,7 +78,7 @@ def main() -> None:
     identical = [r for r in dropped if texts[r["id"]].strip() == texts[r["duplicate_of"]].strip()]
     own = []
     for r in dropped:
-        new = figures(texts[r["id"]]) - figures(texts[r["duplicate_of"]])
+        new = figures(texts[r["id"]], args.years) - figures(texts[r["duplicate_of"]], args.years)
         if new:
             own.append((r, sorted(new)))
     print(header(f"Copies with figures of their own: {args.corpus}"))
