@@ -357,10 +357,9 @@ def _check_dedup_args(args: argparse.Namespace) -> None:
         "--sketch-memory": (args.sketch_memory, "is the memory of a local batch run's sketches"),
         "--workers": (args.workers, "sets the processes that sketch a local batch run"),
     }
+    not_batch = args.stream or store_url(args) is not None or args.window or args.engine == "spark"
     for flag, (value, what) in batch_only.items():
-        if value is not None and (
-            args.stream or store_url(args) is not None or args.window or args.engine == "spark"
-        ):
+        if value is not None and not_batch:
             raise CliError(
                 f"{flag} {what}; drop it with --stream, --db/--store, --window or --engine spark"
             )

@@ -698,7 +698,6 @@ def _titles(a: Sketch, short: Sketch, other: Sketch, cfg: DedupConfig) -> Verdic
     own = score if short is a else max(s2, s1 * len(short.text) / max(1, len(a.text)))
     repeated = own
     if own >= bar:  # a figure of the later text that the earlier lacks is news of its own
-        own = _agreeing(
-            own, a, other if short is a else short, cfg, None, (0, a.n_units), copy=True
-        )
+        earlier = other if short is a else short
+        own = _agreeing(own, a, earlier, cfg, None, (0, a.n_units), copy=True)
     return Verdict(score, measure, True, own, own >= bar, repeated=repeated)
