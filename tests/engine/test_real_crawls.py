@@ -370,6 +370,51 @@ def test_a_short_item_whose_figure_differs_is_not_a_copy(a: str, b: str, tmp_pat
     assert not d["b"].is_duplicate
 
 
+def number_versions(rng: random.Random) -> tuple[list[str], list[str]]:
+    """Announcements of one template a year apart (the session of a congress, a campaign's
+    year), the parts of a series, a date, each differing in one number — a digit or a
+    Chinese numeral, after a source's name and a colon —; a reprint with a typo that is no
+    numeral; and stories between them that repeat this year's session name (chrome to the
+    guard once five stories hold it)."""
+    live = (
+        "央视网消息：十四届全国人大{}次会议将于3月5日上午9时在北京开幕，国务院总理将作政府"
+        "工作报告。届时，中央电视台综合频道、新闻频道将进行现场直播，中央重点新媒体平台将同步转播。"
+    )
+    campaign = "“天网{}”行动正式启动，将继续开展防逃追逃追赃专项行动，重点追查外逃腐败分子。"
+    part = "【调查】配稿之{}：立法会专责委员会即将展开调查，议员要求当局交代有关款项的来龙去脉。"
+    dated = "商务部新闻发言人{}日表示，中方将继续扩大高水平对外开放，稳定外贸外资基本盘。"
+    stories = [f"十四届全国人大三次会议期间，{zh(rng, 2)}" for _ in range(6)]
+    ids = ["live-2", *(f"story-{k}" for k in range(6)), "live-3", "live-3-typo"]
+    texts = [live.format("二"), *stories, live.format("三")]
+    texts.append(texts[-1].replace("综合频道", "综合频到"))
+    for name, template, first, second in (
+        ("campaign", campaign, "2025", "2026"),
+        ("part", part, "一", "二"),
+        ("dated", dated, "5", "6"),
+    ):
+        ids += [f"{name}-a", f"{name}-b"]
+        texts += [template.format(first), template.format(second)]
+    return ids, texts
+
+
+def test_a_copy_with_a_number_changed_is_not_a_copy(tmp_path: Path) -> None:
+    """A later item of a template that differs in one number — this year's session, the
+    campaign's year, the next part of a series, another day — is news of its own: kept
+    (extending the earlier), never dropped, even where the guard has learned the phrase
+    the number is in as chrome; a reprint whose one changed character is no numeral is
+    still dropped as a copy of the first version it repeats."""
+    d = by_id(decide(*number_versions(random.Random(31)), tmp_path))
+    for later, earlier in [
+        ("live-3", "live-2"),
+        ("campaign-b", "campaign-a"),
+        ("part-b", "part-a"),
+        ("dated-b", "dated-a"),
+    ]:
+        assert not d[later].is_duplicate, later
+        assert d[later].extends == earlier, later
+    assert d["live-3-typo"].is_duplicate and d["live-3-typo"].duplicate_of == "live-3"
+
+
 # -- learned chrome ----------------------------------------------------------------------------
 
 

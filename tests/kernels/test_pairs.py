@@ -167,6 +167,45 @@ def test_verdicts_match_numpy(
     assert fast == ref
 
 
+NUMBERED = st.lists(
+    st.sampled_from(
+        [p for p in PIECES if p.strip()] + list("天气晴朗的早晨三十二〇5") + ["𝟙", "𠀋"]
+    ),
+    min_size=1,
+    max_size=60,
+)
+
+
+@settings(max_examples=300)
+@given(
+    NUMBERED,
+    st.lists(st.tuples(st.integers(0, 200), st.sampled_from(list("三二〇59的a -"))), max_size=4),
+    st.booleans(),
+)
+def test_the_changed_number_kernel_finds_what_numpy_finds(
+    words: list[str], edits: list[tuple[int, str]], index_only: bool
+) -> None:
+    """numbers_kept of a text whose copy has characters replaced (numerals or not) is the
+    same with the one-pass kernel as with numpy, both ways."""
+    text = "".join(words)
+    copy = list(text)
+    for at, c in edits:
+        if copy:
+            copy[at % len(copy)] = c
+    sketches = _numpy_sketches([prepare(t, CFG) for t in (text, "".join(copy))], CFG)
+    if index_only:
+        sketches = [_index_only(sk) for sk in sketches]
+    a, b = sketches
+    for later, earlier in ((b, a), (a, b)):
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv("NEARDUP_KERNELS", "on")
+            fast = v.numbers_kept(later, earlier, CFG)
+            mp.setenv("NEARDUP_KERNELS", "off")
+            ref = v.numbers_kept(later, earlier, CFG)
+        event(f"a number changed: {ref < 1}")
+        assert fast == ref
+
+
 LINE = st.tuples(
     st.sampled_from(["", "> ", ">", "  > ", "\t>>", " x> ", ">\u3000"]),
     st.lists(

@@ -244,18 +244,21 @@ def test_figures_a_copy_must_hold_same_decisions_as_local(
     spark: Any, monkeypatch: pytest.MonkeyPatch, where: str
 ) -> None:
     """A later version with new figures kept, copies differing only in metadata figures
-    dropped, notices differing in their amount kept — the texts carried where the copy rule
-    reads them, on the driver's pairs or in Spark frames: the local decisions."""
+    dropped, notices differing in their amount kept, items of a template differing in one
+    number kept — the texts carried where the copy rule reads them, on the driver's pairs
+    or in Spark frames: the local decisions."""
     import random
 
     import neardup.spark.pipeline as pipeline
-    from tests.engine.test_real_crawls import figure_versions
+    from tests.engine.test_real_crawls import figure_versions, number_versions
 
     if where == "frames":
         monkeypatch.setattr(pipeline, "BROADCAST_PAIRS", 0)
         monkeypatch.setattr(pipeline, "LOCAL_LINKS", 0)
     want = same_as_local(spark, *figure_versions(random.Random(21)))
     assert want["update"][1] is None and want["repost"][1] == "post"
+    want = same_as_local(spark, *number_versions(random.Random(31)))
+    assert want["live-3"][1] is None and want["live-3-typo"][1] == "live-3"
 
 
 def test_order_col_sets_the_input_order(spark: Any) -> None:

@@ -27,6 +27,7 @@ __all__ = [
     "align_shared",
     "alike_rows",
     "any_shared",
+    "changed_number",
     "count_story",
     "count_story_turning",
     "nearest_known",
@@ -544,6 +545,59 @@ def unit_chars(cp, classes, astral_words, first, last):
                 break
             u += 1
     return lo, hi
+
+
+@jit
+def changed_number(
+    codes,  # uint32: the later document's shingle codes, in text order
+    n,  # its units
+    index,  # where each code is in ``vocab`` (or empty: look each code up in ``other``)
+    vocab,  # its sorted distinct codes
+    other,  # the earlier document's sorted distinct codes
+    cjk_width,
+    word_width,
+    cp,  # the later document's text, as code points
+    classes,
+    astral_words,
+    numeral,  # bool by BMP code point: a numeral
+):
+    """Whether a run of the later document's units that ``other`` does not cover, between
+    units it covers, is all numerals (:func:`neardup.engine.verify.numbers_kept`'s changed
+    numbers, before it sets aside those on labelled lines): one pass over the text, each
+    unit covered when a shared shingle starting at or before it reaches past it. ``codes``
+    may be empty when ``index`` is given: they are ``vocab[index]``."""
+    codes = _in_order(codes, index, vocab)
+    size = len(codes)
+    if size == 0 or len(other) == 0:
+        return False
+    found = _found_vocab(index, vocab, other, size)
+    reach = 0  # one past the last unit the shared shingles so far cover
+    u = 0  # the units so far
+    seen = False  # a covered unit so far
+    run = 0  # units of the current run not covered (after a covered one)
+    numerals = True  # and whether they are all numerals
+    for i in range(len(cp)):
+        if u >= n:
+            break
+        c = cp[i]
+        k = classes[c] if c < 0x10000 else unit_class(c, classes, astral_words)
+        if k != _WORD and k != _CJK:
+            continue
+        if u < size and _shared_at(u, codes[u], found, index, other):
+            e = _end(u, codes[u], n, cjk_width, word_width)
+            if e > reach:
+                reach = e
+        if reach > u:  # covered
+            if run > 0 and numerals:
+                return True
+            seen = True
+            run = 0
+            numerals = True
+        elif seen:
+            run += 1
+            numerals = numerals and c < 0x10000 and numeral[c]
+        u += 1
+    return False
 
 
 @jit

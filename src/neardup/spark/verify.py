@@ -29,7 +29,7 @@ from ..engine import (
 from ..engine.codec import from_row
 from ..engine.decide import stories
 from ..engine.templates import slot_buckets
-from ..engine.verify import QUOTE_START, Verdict
+from ..engine.verify import NUMERALS, QUOTE_START, Verdict
 from ..shingling import distinct, union
 from .columns import (
     Batches,
@@ -184,8 +184,9 @@ def verify_pairs(
     """``verify(later, earlier)`` on each pair (``i`` earlier, ``j`` later) with the template
     guard ``table`` as j sees it: the same-story verdicts (every verdict with ``keep_all``).
 
-    Only pairs compared as titles, or whose figures may disagree (the later text's, for a
-    copy, where it has one the earlier lacks), carry the prepared texts through the join;
+    Only pairs compared as titles, or whose figures may disagree, carry the prepared texts
+    through the join, and the later text travels where it has a numeral or quoted lines (the
+    copy decision reads where they are);
     otherwise verification reads shingles, signatures and figures alone. ``few_pairs`` (a few million at
     most) broadcasts their positions so that only the sketches they need are shuffled.
     """
@@ -208,12 +209,13 @@ def verify_pairs(
     )
     titles = (F.least("i_n", "j_n") < cfg.short_units) | figures | F.lit(keep_all)
     # and the later text where it has quoted lines (verify sets them aside for the copy
-    # decision: engine.verify.has_quotes, the same lines in Java's regex) or a figure the
-    # earlier lacks (a copy holds every figure it repeats: verify looks where they are)
+    # decision: engine.verify.has_quotes, the same lines in Java's regex) or a numeral (a
+    # copy repeats its numbers, and every figure: verify looks where they are)
     quoted = F.col("j_ptext").rlike("(?md)" + QUOTE_START)
+    numerals = F.col("j_ptext").rlike(f"[{NUMERALS}]")
     new_figures = F.size(F.array_except("j_nums", "i_nums")) > 0
     joined = joined.withColumn("i_ptext", F.when(titles, F.col("i_ptext"))).withColumn(
-        "j_ptext", F.when(titles | quoted | new_figures, F.col("j_ptext"))
+        "j_ptext", F.when(titles | quoted | numerals | new_figures, F.col("j_ptext"))
     )
     shared = spark.sparkContext.broadcast(table) if table is not None else None
     limit, passage = cfg.common_after, cfg.chrome_passage
@@ -360,7 +362,7 @@ class Grouped:
     A sketch travels with its text where verify may read it: the pair is compared as titles,
     or one side has two figures or more (``numbers``: sorted positions and how many figures
     each has; None: always), or it is the later document and has a figure (for the copy
-    decision) or quoted lines — a superset of where the texts travel in
+    decision), a numeral or quoted lines — a superset of where the texts travel in
     :func:`verify_pairs`."""
 
     def __init__(
@@ -410,9 +412,11 @@ class Grouped:
             }
         )
         # the later text where it has quoted lines (verify sets them aside for the copy
-        # decision: engine.verify.has_quotes, the same lines in Java's regex)
+        # decision: engine.verify.has_quotes, the same lines in Java's regex) or a numeral
+        # (engine.verify.numbers_kept reads where the numbers changed)
         has_quotes = F.col("_ptext").rlike("(?md)" + QUOTE_START)
-        carried = F.when(F.col("_t") | (F.col("_q") & has_quotes), F.col("_ptext"))
+        has_numeral = F.col("_ptext").rlike(f"[{NUMERALS}]")
+        carried = F.when(F.col("_t") | (F.col("_q") & (has_quotes | has_numeral)), F.col("_ptext"))
         self.frame = (
             sketches.select("_pos", *_SKETCH_COLS)
             .join(F.broadcast(frame_of(spark, needs)), "_pos")
