@@ -360,12 +360,16 @@ def test_an_update_with_new_figures_is_kept_and_a_repost_with_other_metadata_dro
         ),
         ("Qtly div 27 cts", "Qtly div 45 cts"),  # compared as titles
         ("北京发生地震 12人受伤", "北京发生地震 15人受伤"),
+        ("“天网2025”行动正式启动", "“天网2026”行动正式启动"),  # a year, as titles
+        ("国务院召开第5次全体会议", "国务院召开第6次全体会议"),  # one digit
+        ("十四届全国人大二次会议开幕", "十四届全国人大三次会议开幕"),  # a Chinese numeral
     ],
-    ids=["dividend", "title-en", "title-zh"],
+    ids=["dividend", "title-en", "title-zh", "title-year", "title-digit", "title-numeral"],
 )
 def test_a_short_item_whose_figure_differs_is_not_a_copy(a: str, b: str, tmp_path: Path) -> None:
-    """Short items of one template that differ in a figure — two companies' dividends, a
-    count updated — are kept: at most the same story, never a copy."""
+    """Short items of one template that differ in a figure or a number — two companies'
+    dividends, a count updated, the next year's campaign, session or meeting — are kept: at
+    most the same story, never a copy."""
     d = by_id(decide(["a", "b"], [a, b], tmp_path))
     assert not d["b"].is_duplicate
 
@@ -413,6 +417,21 @@ def test_a_copy_with_a_number_changed_is_not_a_copy(tmp_path: Path) -> None:
         assert not d[later].is_duplicate, later
         assert d[later].extends == earlier, later
     assert d["live-3-typo"].is_duplicate and d["live-3-typo"].duplicate_of == "live-3"
+
+
+def test_a_title_with_a_typo_is_still_a_copy(tmp_path: Path) -> None:
+    """A title whose one changed character is no numeral, or that drops a number, is still
+    a copy of the title it repeats."""
+    ids = ["a", "typo", "b", "fewer"]
+    texts = [
+        "国务院召开第5次全体会议",
+        "国务院召开第5次全体会仪",
+        "天网2025行动正式启动",
+        "天网行动正式启动",
+    ]
+    d = by_id(decide(ids, texts, tmp_path))
+    assert d["typo"].duplicate_of == "a"
+    assert d["fewer"].duplicate_of == "b"
 
 
 # -- learned chrome ----------------------------------------------------------------------------

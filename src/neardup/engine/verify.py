@@ -23,6 +23,7 @@ with the character measures the source documents advise for titles instead.
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -173,7 +174,8 @@ def verify(
     own = copy_share(later, cfg)
     if scored or own >= cfg.copy_threshold:
         own = _agreeing(own, a, b, cfg, common, span, copy=True)
-        own = min(own, numbers_kept(a, b, cfg))
+        if scored or own >= cfg.copy_threshold:
+            own = min(own, numbers_kept(a, b, cfg))
     if own >= cfg.copy_threshold and has_quotes(a.text):
         unquoted = _unquoted(a, b, cfg, common, fast)
         if unquoted is not None:
@@ -675,6 +677,7 @@ def _news(text: str) -> str:
 NUMERALS = "0123456789〇零一二三四五六七八九十"
 _IS_NUMERAL = np.zeros(0x10000, dtype=np.bool_)  # by code point, below U+10000
 _IS_NUMERAL[[ord(c) for c in NUMERALS]] = True
+_NUMERAL_SET = frozenset(NUMERALS)
 
 
 def numbers_kept(later: Sketch, earlier: Sketch, cfg: DedupConfig) -> float:
@@ -738,6 +741,72 @@ def numbers_kept(later: Sketch, earlier: Sketch, cfg: DedupConfig) -> float:
     return 1.0 - len(np.unique(number[hit])) / (int(number[-1]) + 1)
 
 
+def _title_numbers_kept(later: str, earlier: str) -> float:
+    """:func:`numbers_kept` of two short texts (titles), read from their characters: what
+    ``later`` changed is what an alignment of the two (``difflib``'s, after the prefix and
+    suffix they share) puts in place of the earlier's characters or between them, and a
+    number (a run of numerals on a line that is news) is changed when one such stretch is
+    all numerals and in it ("天网2026" after "天网2025", "第五、六集" after "第三、四集").
+
+    >>> _title_numbers_kept("天网2026行动启动", "天网2025行动启动"), _title_numbers_kept("a 5 b", "a 5 c")
+    (0.0, 1.0)
+    >>> round(_title_numbers_kept("第五、六集 第1部", "第三、四集 第1部"), 3)
+    0.333
+    """
+    if _NUMERAL_SET.isdisjoint(later):
+        return 1.0
+    head = _shared_length(later, earlier, 0, min(len(later), len(earlier)))
+    tail = _shared_length(later, earlier, head, min(len(later), len(earlier)) - head)
+    stop = len(later) - tail
+    middle = later[head:stop]
+    if not _NUMERAL_SET.intersection(middle):
+        return 1.0
+    changed: range | set[int]
+    if _NUMERAL_SET.issuperset(middle):
+        changed = range(head, stop)
+    else:  # several changes: align what lies between
+        ops = difflib.SequenceMatcher(
+            None, earlier[head : len(earlier) - tail], middle, autojunk=False
+        ).get_opcodes()
+        changed = {
+            head + j
+            for op, _, _, j1, j2 in ops
+            if op != "equal" and j2 > j1 and _NUMERAL_SET.issuperset(middle[j1:j2])
+            for j in range(j1, j2)
+        }
+        if not changed:
+            return 1.0
+    news = _news(later)
+    if not any(news[i] in _NUMERAL_SET for i in changed):
+        return 1.0  # on a labelled line ("views: 72009"), in an address
+    numbers = hit = 0  # the numbers (runs of numerals on lines that are news), those changed
+    run = False
+    for i, c in enumerate(news):
+        if c not in _NUMERAL_SET:
+            run = False
+            continue
+        if not run:
+            numbers, run, counted = numbers + 1, True, False
+        if not counted and i in changed:
+            hit, counted = hit + 1, True
+    return 1.0 - hit / numbers if hit else 1.0
+
+
+def _shared_length(a: str, b: str, start: int, most: int) -> int:
+    """How long a prefix (``start`` 0) or else suffix ``a`` and ``b`` share, at most ``most``
+    characters: by halving, each step one comparison of two slices.
+
+    >>> _shared_length("abcx", "abdx", 0, 4), _shared_length("abcx", "abdx", 2, 2)
+    (2, 1)
+    """
+    lo, hi = 0, max(most, 0)
+    while lo < hi:  # the longest shared is in [lo, hi]
+        mid = (lo + hi + 1) // 2
+        same = a[:mid] == b[:mid] if start == 0 else a[len(a) - mid :] == b[len(b) - mid :]
+        lo, hi = (mid, hi) if same else (lo, mid - 1)
+    return lo
+
+
 def _changed_numbers(
     own: npt.NDArray[np.bool_], num: npt.NDArray[np.bool_]
 ) -> npt.NDArray[np.bool_]:
@@ -791,7 +860,9 @@ def _titles(a: Sketch, short: Sketch, other: Sketch, cfg: DedupConfig) -> Verdic
         return Verdict(score, measure, False)
     own = score if short is a else max(s2, s1 * len(short.text) / max(1, len(a.text)))
     repeated = own
-    if own >= bar:  # a figure of the later text that the earlier lacks is news of its own
-        earlier = other if short is a else short
+    if own >= bar:  # a figure of the later text that the earlier lacks is news of its own,
+        earlier = other if short is a else short  # and so is a number it changed
         own = _agreeing(own, a, earlier, cfg, None, (0, a.n_units), copy=True)
+        if own >= bar:  # (a number it changed can only lower a copy share under the bar)
+            own = min(own, _title_numbers_kept(a.text, earlier.text))
     return Verdict(score, measure, True, own, own >= bar, repeated=repeated)
