@@ -363,8 +363,22 @@ def test_an_update_with_new_figures_is_kept_and_a_repost_with_other_metadata_dro
         ("“天网2025”行动正式启动", "“天网2026”行动正式启动"),  # a year, as titles
         ("国务院召开第5次全体会议", "国务院召开第6次全体会议"),  # one digit
         ("十四届全国人大二次会议开幕", "十四届全国人大三次会议开幕"),  # a Chinese numeral
+        (  # short items (under CHARACTER_UNITS), the number at an end
+            "神舟十六号船箭组合体转运至发射区 计划近日择机实施发射",
+            "神舟十七号船箭组合体转运至发射区 计划近日择机实施发射",
+        ),
+        ("Treasury balances at Fed fell on March 5", "Treasury balances at Fed fell on March 10"),
     ],
-    ids=["dividend", "title-en", "title-zh", "title-year", "title-digit", "title-numeral"],
+    ids=[
+        "dividend",
+        "title-en",
+        "title-zh",
+        "title-year",
+        "title-digit",
+        "title-numeral",
+        "short-start",
+        "short-end",
+    ],
 )
 def test_a_short_item_whose_figure_differs_is_not_a_copy(a: str, b: str, tmp_path: Path) -> None:
     """Short items of one template that differ in a figure or a number — two companies'
@@ -376,10 +390,10 @@ def test_a_short_item_whose_figure_differs_is_not_a_copy(a: str, b: str, tmp_pat
 
 def number_versions(rng: random.Random) -> tuple[list[str], list[str]]:
     """Announcements of one template a year apart (the session of a congress, a campaign's
-    year), the parts of a series, a date, each differing in one number — a digit or a
-    Chinese numeral, after a source's name and a colon —; a reprint with a typo that is no
-    numeral; and stories between them that repeat this year's session name (chrome to the
-    guard once five stories hold it)."""
+    year), the parts of a series, a date, a launch (a short item), each differing in one
+    number — a digit or a Chinese numeral, after a source's name and a colon —; a reprint
+    with a typo that is no numeral; and stories between them that repeat this year's
+    session name (chrome to the guard once five stories hold it)."""
     live = (
         "央视网消息：十四届全国人大{}次会议将于3月5日上午9时在北京开幕，国务院总理将作政府"
         "工作报告。届时，中央电视台综合频道、新闻频道将进行现场直播，中央重点新媒体平台将同步转播。"
@@ -387,6 +401,7 @@ def number_versions(rng: random.Random) -> tuple[list[str], list[str]]:
     campaign = "“天网{}”行动正式启动，将继续开展防逃追逃追赃专项行动，重点追查外逃腐败分子。"
     part = "【调查】配稿之{}：立法会专责委员会即将展开调查，议员要求当局交代有关款项的来龙去脉。"
     dated = "商务部新闻发言人{}日表示，中方将继续扩大高水平对外开放，稳定外贸外资基本盘。"
+    launch = "神舟{}号船箭组合体转运至发射区 计划近日择机实施发射"  # a short item
     stories = [f"十四届全国人大三次会议期间，{zh(rng, 2)}" for _ in range(6)]
     ids = ["live-2", *(f"story-{k}" for k in range(6)), "live-3", "live-3-typo"]
     texts = [live.format("二"), *stories, live.format("三")]
@@ -395,6 +410,7 @@ def number_versions(rng: random.Random) -> tuple[list[str], list[str]]:
         ("campaign", campaign, "2025", "2026"),
         ("part", part, "一", "二"),
         ("dated", dated, "5", "6"),
+        ("launch", launch, "十六", "十七"),
     ):
         ids += [f"{name}-a", f"{name}-b"]
         texts += [template.format(first), template.format(second)]
@@ -413,6 +429,7 @@ def test_a_copy_with_a_number_changed_is_not_a_copy(tmp_path: Path) -> None:
         ("campaign-b", "campaign-a"),
         ("part-b", "part-a"),
         ("dated-b", "dated-a"),
+        ("launch-b", "launch-a"),
     ]:
         assert not d[later].is_duplicate, later
         assert d[later].extends == earlier, later

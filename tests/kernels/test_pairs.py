@@ -185,8 +185,8 @@ NUMBERED = st.lists(
 def test_the_changed_number_kernel_finds_what_numpy_finds(
     words: list[str], edits: list[tuple[int, str]], index_only: bool
 ) -> None:
-    """numbers_kept of a text whose copy has characters replaced (numerals or not) is the
-    same with the one-pass kernel as with numpy, both ways."""
+    """The numbers a copy kept, read from the shingles, of a text whose copy has characters
+    replaced (numerals or not) are the same with the one-pass kernel as with numpy."""
     text = "".join(words)
     copy = list(text)
     for at, c in edits:
@@ -199,9 +199,9 @@ def test_the_changed_number_kernel_finds_what_numpy_finds(
     for later, earlier in ((b, a), (a, b)):
         with pytest.MonkeyPatch.context() as mp:
             mp.setenv("NEARDUP_KERNELS", "on")
-            fast = v.numbers_kept(later, earlier, CFG)
+            fast = v._numbers_by_shingles(later, earlier, CFG)
             mp.setenv("NEARDUP_KERNELS", "off")
-            ref = v.numbers_kept(later, earlier, CFG)
+            ref = v._numbers_by_shingles(later, earlier, CFG)
         event(f"a number changed: {ref < 1}")
         assert fast == ref
 

@@ -30,7 +30,7 @@ shared units) and applies the same rules, which stay in one place:
 - the numbers of units and of distinct shingles, and the figures with the unit each starts
   at (the figure rule);
 - texts shorter than :data:`WHOLE_UNITS` units keep their whole prepared text (titles are
-  compared by their characters).
+  compared by their characters, and so are two short texts' numbers).
 
 The prefilter and the ranking of candidates (:func:`alike`) read the samples too: the
 Jaccard similarity of the two documents' sampled codes stands in for the share of equal
@@ -68,6 +68,7 @@ from .config import DedupConfig
 from .decide import story_codes
 from .sketches import Sketch, distinct, figures_at
 from .templates import CommonShingles
+from .verify import CHARACTER_UNITS
 
 __all__ = [
     "MASK",
@@ -102,7 +103,7 @@ RATE = 3
 #: takes (up to every code), so a short text is estimated from enough of its shingles.
 MIN_SAMPLES = 128
 #: Texts with fewer units keep their whole prepared text (and every code).
-WHOLE_UNITS = 100
+WHOLE_UNITS = CHARACTER_UNITS  # (verify reads their numbers by their characters)
 
 _GAP_BITS = 5
 _GAP_MAX = (1 << _GAP_BITS) - 1  # a distance this long or longer continues in a varint

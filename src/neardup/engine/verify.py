@@ -680,7 +680,30 @@ _IS_NUMERAL[[ord(c) for c in NUMERALS]] = True
 _NUMERAL_SET = frozenset(NUMERALS)
 
 
+#: Two texts both shorter than this many units are compared for their numbers by their
+#: characters (:func:`numbers_kept`); a compact store keeps such a text whole.
+CHARACTER_UNITS = 100
+
+
 def numbers_kept(later: Sketch, earlier: Sketch, cfg: DedupConfig) -> float:
+    """The share of the numbers of ``later`` it repeats from ``earlier`` unchanged: of two
+    texts under :data:`CHARACTER_UNITS` units, read from their characters
+    (:func:`_numbers_by_characters`: a change near either end too); else from their shingles
+    (:func:`_numbers_by_shingles`).
+
+    >>> cfg = DedupConfig()
+    >>> from .sketches import make_sketch
+    >>> a = make_sketch("神舟十六号船箭组合体转运至发射区 计划近日择机实施发射", cfg)
+    >>> b = make_sketch("神舟十七号船箭组合体转运至发射区 计划近日择机实施发射", cfg)
+    >>> numbers_kept(b, a, cfg), _numbers_by_shingles(b, a, cfg)
+    (0.0, 1.0)
+    """
+    if later.n_units < CHARACTER_UNITS and earlier.n_units < CHARACTER_UNITS:
+        return _numbers_by_characters(later.text, earlier.text)
+    return _numbers_by_shingles(later, earlier, cfg)
+
+
+def _numbers_by_shingles(later: Sketch, earlier: Sketch, cfg: DedupConfig) -> float:
     """The share of the numbers within what ``later`` shares with ``earlier`` that it
     repeats: a *number* is a run of numerals (:data:`NUMERALS`, on lines that are news:
     :func:`_news`), and it is not repeated when it holds a changed number — a run of units
@@ -700,7 +723,7 @@ def numbers_kept(later: Sketch, earlier: Sketch, cfg: DedupConfig) -> float:
     >>> cfg = DedupConfig()
     >>> a = make_sketch("十四届全国人大三次会议将于3月5日上午9时在北京开幕，会期七天。", cfg)
     >>> b = make_sketch("十四届全国人大二次会议将于3月5日上午9时在北京开幕，会期七天。", cfg)
-    >>> round(numbers_kept(b, a, cfg), 3), numbers_kept(a, a, cfg)
+    >>> round(_numbers_by_shingles(b, a, cfg), 3), _numbers_by_shingles(a, a, cfg)
     (0.833, 1.0)
     """
     n = later.n_units
@@ -741,16 +764,16 @@ def numbers_kept(later: Sketch, earlier: Sketch, cfg: DedupConfig) -> float:
     return 1.0 - len(np.unique(number[hit])) / (int(number[-1]) + 1)
 
 
-def _title_numbers_kept(later: str, earlier: str) -> float:
-    """:func:`numbers_kept` of two short texts (titles), read from their characters: what
+def _numbers_by_characters(later: str, earlier: str) -> float:
+    """:func:`numbers_kept` of two short texts (titles, short items), from their characters: what
     ``later`` changed is what an alignment of the two (``difflib``'s, after the prefix and
     suffix they share) puts in place of the earlier's characters or between them, and a
     number (a run of numerals on a line that is news) is changed when one such stretch is
     all numerals and in it ("天网2026" after "天网2025", "第五、六集" after "第三、四集").
 
-    >>> _title_numbers_kept("天网2026行动启动", "天网2025行动启动"), _title_numbers_kept("a 5 b", "a 5 c")
+    >>> _numbers_by_characters("天网2026行动启动", "天网2025行动启动"), _numbers_by_characters("a 5 b", "a 5 c")
     (0.0, 1.0)
-    >>> round(_title_numbers_kept("第五、六集 第1部", "第三、四集 第1部"), 3)
+    >>> round(_numbers_by_characters("第五、六集 第1部", "第三、四集 第1部"), 3)
     0.333
     """
     if _NUMERAL_SET.isdisjoint(later):
@@ -864,5 +887,5 @@ def _titles(a: Sketch, short: Sketch, other: Sketch, cfg: DedupConfig) -> Verdic
         earlier = other if short is a else short  # and so is a number it changed
         own = _agreeing(own, a, earlier, cfg, None, (0, a.n_units), copy=True)
         if own >= bar:  # (a number it changed can only lower a copy share under the bar)
-            own = min(own, _title_numbers_kept(a.text, earlier.text))
+            own = min(own, numbers_kept(a, earlier, cfg))
     return Verdict(score, measure, True, own, own >= bar, repeated=repeated)

@@ -29,7 +29,7 @@ from ..engine import (
 from ..engine.codec import from_row
 from ..engine.decide import stories
 from ..engine.templates import slot_buckets
-from ..engine.verify import NUMERALS, QUOTE_START, Verdict
+from ..engine.verify import CHARACTER_UNITS, NUMERALS, QUOTE_START, Verdict
 from ..shingling import distinct, union
 from .columns import (
     Batches,
@@ -184,7 +184,7 @@ def verify_pairs(
     """``verify(later, earlier)`` on each pair (``i`` earlier, ``j`` later) with the template
     guard ``table`` as j sees it: the same-story verdicts (every verdict with ``keep_all``).
 
-    Only pairs compared as titles, or whose figures may disagree, carry the prepared texts
+    Only pairs compared as titles or both short, or whose figures may disagree, carry the prepared texts
     through the join, and the later text travels where it has a numeral or quoted lines (the
     copy decision reads where they are);
     otherwise verification reads shingles, signatures and figures alone. ``few_pairs`` (a few million at
@@ -207,7 +207,9 @@ def verify_pairs(
     figures = (F.greatest(F.size("i_nums"), F.size("j_nums")) >= 2) & (
         2 * common_figures < F.greatest(F.size("i_nums"), F.size("j_nums"))
     )
-    titles = (F.least("i_n", "j_n") < cfg.short_units) | figures | F.lit(keep_all)
+    # (and two short texts: their numbers are read from their characters)
+    short = F.greatest("i_n", "j_n") < CHARACTER_UNITS
+    titles = (F.least("i_n", "j_n") < cfg.short_units) | short | figures | F.lit(keep_all)
     # and the later text where it has quoted lines (verify sets them aside for the copy
     # decision: engine.verify.has_quotes, the same lines in Java's regex) or a numeral (a
     # copy repeats its numbers, and every figure: verify looks where they are)
@@ -359,8 +361,8 @@ class Grouped:
     there. The grouped sketches are persisted: :meth:`verify` of a part of the pairs (a
     template round's pairs at risk) is one pass over them, no shuffle.
 
-    A sketch travels with its text where verify may read it: the pair is compared as titles,
-    or one side has two figures or more (``numbers``: sorted positions and how many figures
+    A sketch travels with its text where verify may read it: the pair is compared as titles
+    or both texts are short (:data:`~neardup.engine.verify.CHARACTER_UNITS`), or one side has two figures or more (``numbers``: sorted positions and how many figures
     each has; None: always), or it is the later document and has a figure (for the copy
     decision), a numeral or quoted lines — a superset of where the texts travel in
     :func:`verify_pairs`."""
@@ -385,7 +387,7 @@ class Grouped:
         self.n_groups = n_groups
         self.keys = keys = np.asarray(partition_keys(n_groups), dtype=np.int32)
         group = self._group(j)
-        text = np.minimum(ni, nj) < cfg.short_units
+        text = (np.minimum(ni, nj) < cfg.short_units) | (np.maximum(ni, nj) < CHARACTER_UNITS)
         if numbers is None:
             text |= True
             later = text
