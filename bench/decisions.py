@@ -8,7 +8,8 @@ When a change is meant to keep the decisions, run this with the old code and the
     python bench/decisions.py --diff old.jsonl new.jsonl
 
 ``--corpus``: ``zh-dev`` and ``en-dev`` (the dev benchmarks), ``hk10k`` (the first 10,000
-hkcnews articles), ``ng`` (20 Newsgroups). ``--runner``: ``batch`` (``dedup_batch``),
+hkcnews articles; ``hk20k`` 20,000), ``ng`` (20 Newsgroups), ``reuters`` (Reuters-21578:
+many short items) and ``xwlb`` (《新闻联播》). ``--runner``: ``batch`` (``dedup_batch``),
 ``stream`` (a memory Deduper fed batches of 256), ``sqlite`` (the same on a new SQLite store:
 compact), ``sqlite-full`` (``format=full``), ``redis`` and ``redis-full`` (a namespace on a
 redis-server this script starts) or ``spark`` (``neardup.spark.dedup`` on local[2]). Only
@@ -36,6 +37,8 @@ CORPORA = {
     "hk10k": ("corpus/hkcnews-zh-hans.jsonl.gz", 10_000),
     "hk20k": ("corpus/hkcnews-zh-hans.jsonl.gz", 20_000),
     "ng": ("corpus/20newsgroups-en.jsonl.gz", None),
+    "reuters": ("corpus/reuters21578-en.jsonl.gz", None),
+    "xwlb": ("corpus/xinwenlianbo-zh.jsonl.gz", None),
 }
 
 
