@@ -765,9 +765,9 @@ def _numbers_by_shingles(later: Sketch, earlier: Sketch, cfg: DedupConfig) -> fl
 
 
 def _numbers_by_characters(later: str, earlier: str) -> float:
-    """:func:`numbers_kept` of two short texts (titles, short items), from their characters: what
-    ``later`` changed is what an alignment of the two (``difflib``'s, after the prefix and
-    suffix they share) puts in place of the earlier's characters or between them, and a
+    """:func:`numbers_kept` of two short texts (titles, short items), from their characters:
+    what ``later`` changed is what an alignment of the two (``difflib``'s, after the prefix
+    and suffix they share) puts in place of the earlier's characters or between them, and a
     number (a run of numerals on a line that is news) is changed when one such stretch is
     all numerals and in it ("天网2026" after "天网2025", "第五、六集" after "第三、四集").
 
@@ -778,8 +778,8 @@ def _numbers_by_characters(later: str, earlier: str) -> float:
     """
     if _NUMERAL_SET.isdisjoint(later):
         return 1.0
-    head = _shared_length(later, earlier, 0, min(len(later), len(earlier)))
-    tail = _shared_length(later, earlier, head, min(len(later), len(earlier)) - head)
+    head = _shared_length(later, earlier, min(len(later), len(earlier)))
+    tail = _shared_length(later, earlier, min(len(later), len(earlier)) - head, suffix=True)
     stop = len(later) - tail
     middle = later[head:stop]
     if not _NUMERAL_SET.intersection(middle):
@@ -815,17 +815,17 @@ def _numbers_by_characters(later: str, earlier: str) -> float:
     return 1.0 - hit / numbers if hit else 1.0
 
 
-def _shared_length(a: str, b: str, start: int, most: int) -> int:
-    """How long a prefix (``start`` 0) or else suffix ``a`` and ``b`` share, at most ``most``
-    characters: by halving, each step one comparison of two slices.
+def _shared_length(a: str, b: str, most: int, *, suffix: bool = False) -> int:
+    """How long a prefix (a ``suffix``) ``a`` and ``b`` share, at most ``most`` characters:
+    by halving, each step one comparison of two slices.
 
-    >>> _shared_length("abcx", "abdx", 0, 4), _shared_length("abcx", "abdx", 2, 2)
+    >>> _shared_length("abcx", "abdx", 4), _shared_length("abcx", "abdx", 2, suffix=True)
     (2, 1)
     """
     lo, hi = 0, max(most, 0)
     while lo < hi:  # the longest shared is in [lo, hi]
         mid = (lo + hi + 1) // 2
-        same = a[:mid] == b[:mid] if start == 0 else a[len(a) - mid :] == b[len(b) - mid :]
+        same = a[len(a) - mid :] == b[len(b) - mid :] if suffix else a[:mid] == b[:mid]
         lo, hi = (mid, hi) if same else (lo, mid - 1)
     return lo
 

@@ -1,0 +1,65 @@
+"""A copy changes no number: the numbers two texts share, read from their characters (two
+short texts) or from their shingles, against the edits that change one and those that
+do not."""
+
+from __future__ import annotations
+
+import importlib
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neardup.engine import DedupConfig, make_sketch
+
+v = importlib.import_module("neardup.engine.verify")  # the package exports a function of that name
+
+CFG = DedupConfig()
+NUMERALS = v.NUMERALS
+WORDS = "天气晴朗的早晨发射会议举行abcxyz "
+TEXT = st.text(alphabet=NUMERALS + WORDS, min_size=1, max_size=60)
+
+
+@settings(max_examples=300)
+@given(TEXT, st.data())
+def test_one_numeral_replaced_by_another_changes_a_number(text: str, data: st.DataObject) -> None:
+    """Of two texts that differ in one numeral only, the later changed a number (its share
+    under 1); a text against itself changed none."""
+    assert v._numbers_by_characters(text, text) == 1.0
+    at = [i for i, c in enumerate(text) if c in NUMERALS]
+    if not at:
+        return
+    i = data.draw(st.sampled_from(at))
+    other = data.draw(st.sampled_from([c for c in NUMERALS if c != text[i]]))
+    later = text[:i] + other + text[i + 1 :]
+    assert v._numbers_by_characters(later, text) < 1.0
+
+
+@settings(max_examples=300)
+@given(TEXT, st.data())
+def test_a_changed_character_that_is_no_numeral_changes_no_number(
+    text: str, data: st.DataObject
+) -> None:
+    """Replacing, adding or dropping a character that is no numeral (next to a number or
+    not), or dropping a numeral, changes no number."""
+    i = data.draw(st.integers(0, len(text)))
+    c = data.draw(st.sampled_from(WORDS))
+    edits = [text[:i] + c + text[i:]]  # added
+    if i < len(text) and text[i] not in NUMERALS:
+        edits += [text[:i] + c + text[i + 1 :], text[:i] + text[i + 1 :]]  # replaced, dropped
+    if i < len(text) and text[i] in NUMERALS:
+        edits.append(text[:i] + text[i + 1 :])  # a numeral dropped
+    for later in edits:
+        assert v._numbers_by_characters(later, text) == 1.0, later
+
+
+def test_longer_texts_are_read_from_their_shingles() -> None:
+    """Two texts of 100 units or more: a number changed in the middle is seen (from the
+    shingles), one changed within a shingle's width of the start is not (as the README
+    says)."""
+    body = "北京地铁十九号线今天开通运营，全长二十二公里，设车站十座。" * 5
+    a = make_sketch("三号" + body + "第三届活动在京举行，各方代表出席。" + body, CFG)
+    middle = make_sketch("三号" + body + "第四届活动在京举行，各方代表出席。" + body, CFG)
+    start = make_sketch("五号" + body + "第三届活动在京举行，各方代表出席。" + body, CFG)
+    assert a.n_units >= v.CHARACTER_UNITS
+    assert v.numbers_kept(middle, a, CFG) < 1.0
+    assert v.numbers_kept(start, a, CFG) == 1.0
