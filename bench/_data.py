@@ -1,5 +1,6 @@
-"""What the benchmarks share: where ``../shared`` is, reading its gzipped JSON Lines, and the
-header every benchmark prints (so a table always says which machine and versions made it)."""
+"""What the benchmarks share: where ``../shared`` is, reading its gzipped JSON Lines, running
+``neardup dedup`` as a user does, and the header every benchmark prints (so a table always
+says which machine and versions made it)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ import datetime
 import gzip
 import json
 import platform
+import subprocess
 import sys
-from collections.abc import Iterator
+import tempfile
+from collections.abc import Iterable, Iterator
 from itertools import islice
 from pathlib import Path
 from typing import Any, NoReturn
@@ -45,6 +48,20 @@ def read_jsonl(relative: str, limit: int | None = None) -> Iterator[dict[str, An
                     yield json.loads(line)
 
     return islice(rows(), limit)
+
+
+def dedup_clusters(records: Iterable[tuple[str, str]]) -> list[dict[str, Any]]:
+    """The rows of ``--clusters`` of ``python -m neardup dedup`` (``sys.executable``, so
+    ``PYTHONPATH`` decides which checkout runs) on a JSONL of the (id, text) ``records``."""
+    with tempfile.TemporaryDirectory() as tmp:
+        src, clusters = Path(tmp, "in.jsonl"), Path(tmp, "clusters.jsonl")
+        with src.open("w", encoding="utf-8") as f:
+            for i, text in records:
+                f.write(json.dumps({"id": i, "text": text}, ensure_ascii=False) + "\n")
+        cmd = [sys.executable, "-m", "neardup", "dedup", str(src), "-o", str(Path(tmp, "u")),
+               "--clusters", str(clusters), "-q"]  # fmt: skip
+        subprocess.run(cmd, check=True)
+        return [json.loads(line) for line in clusters.open(encoding="utf-8")]
 
 
 def environment() -> dict[str, str]:

@@ -22,14 +22,9 @@ Without ``../shared`` the script says so and exits 2.
 from __future__ import annotations
 
 import argparse
-import json
 import re
-import subprocess
-import sys
-import tempfile
-from pathlib import Path
 
-from _data import BenchDataMissing, die, header, read_jsonl
+from _data import BenchDataMissing, dedup_clusters, die, header, read_jsonl
 
 CORPORA = {
     "reuters": "corpus/reuters21578-en.jsonl.gz",
@@ -64,15 +59,7 @@ def main() -> None:
     except BenchDataMissing as exc:
         die(exc)
     texts = {d["id"]: d["text"] for d in docs}
-    with tempfile.TemporaryDirectory() as tmp:
-        src, clusters = Path(tmp, "in.jsonl"), Path(tmp, "clusters.jsonl")
-        with src.open("w", encoding="utf-8") as f:
-            for d in docs:
-                f.write(json.dumps({"id": d["id"], "text": d["text"]}, ensure_ascii=False) + "\n")
-        cmd = [sys.executable, "-m", "neardup", "dedup", str(src), "-o", str(Path(tmp, "u")),
-               "--clusters", str(clusters), "-q"]  # fmt: skip
-        subprocess.run(cmd, check=True)
-        rows = [json.loads(line) for line in clusters.open(encoding="utf-8")]
+    rows = dedup_clusters((d["id"], d["text"]) for d in docs)
     titles = {d["id"]: d["title"] for d in docs}
     dropped = [r for r in rows if r.get("duplicate_of")]
     identical = [r for r in dropped if texts[r["id"]].strip() == texts[r["duplicate_of"]].strip()]

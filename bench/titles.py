@@ -20,14 +20,9 @@ so read the examples. Without ``../shared`` the script says so and exits 2.
 from __future__ import annotations
 
 import argparse
-import json
 import re
-import subprocess
-import sys
-import tempfile
-from pathlib import Path
 
-from _data import BenchDataMissing, die, header, read_jsonl
+from _data import BenchDataMissing, dedup_clusters, die, header, read_jsonl
 
 CORPORA = {
     "xwlb": "corpus/xinwenlianbo-zh.jsonl.gz",
@@ -83,15 +78,7 @@ def main() -> None:
         }
     except BenchDataMissing as exc:
         die(exc)
-    with tempfile.TemporaryDirectory() as tmp:
-        src, clusters = Path(tmp, "in.jsonl"), Path(tmp, "clusters.jsonl")
-        with src.open("w", encoding="utf-8") as f:
-            for i, t in titles.items():
-                f.write(json.dumps({"id": i, "text": t}, ensure_ascii=False) + "\n")
-        cmd = [sys.executable, "-m", "neardup", "dedup", str(src), "-o", str(Path(tmp, "u")),
-               "--clusters", str(clusters), "-q"]  # fmt: skip
-        subprocess.run(cmd, check=True)
-        rows = [json.loads(line) for line in clusters.open(encoding="utf-8")]
+    rows = dedup_clusters(titles.items())
     dropped = [r for r in rows if r.get("duplicate_of")]
     same = [r for r in dropped if titles[r["id"]] == titles[r["duplicate_of"]]]
     numbers = [r for r in dropped if numbers_only(titles[r["id"]], titles[r["duplicate_of"]])]

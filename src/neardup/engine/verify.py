@@ -9,8 +9,9 @@ that stretch. Three guards keep templates apart: shingles the template guard cal
 has two or more figures, at least half must appear in the other (earnings, weather and
 meeting items share words, not figures); and a fragment much shorter than the other text
 needs more coverage. A later text is a copy only when it holds every figure of what it
-repeats and changes none of its numbers (:func:`numbers_kept`). Short texts (titles, fewer than ``short_units`` units) are verified
-with the character measures the source documents advise for titles instead.
+repeats and changes none of its numbers (:func:`numbers_kept`). Short texts (titles, fewer
+than ``short_units`` units) are verified with the character measures the source documents
+advise for titles instead.
 
 >>> from neardup.engine import DedupConfig, make_sketch
 >>> cfg = DedupConfig()
