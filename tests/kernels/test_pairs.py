@@ -129,13 +129,18 @@ def test_an_unscored_verdict_decides_as_the_scored_one(
 def test_placement_and_span_match_numpy(
     pair: tuple[Sketch, Sketch, list[Sketch]], kind: int, data: st.DataObject
 ) -> None:
-    """Placement both ways and the shared span are the reference's."""
+    """Placement both ways, the shared span and whether units lie outside the shared
+    shingles between units inside them (chrome or not) are the reference's."""
     a, b, docs = pair
     guard = guard_of(kind, docs, data)
     for doc, other in ((a, b), (b, a)):
-        place, span = v._placed(doc, other, CFG, guard, True)
+        place, span, holes = v._placed(doc, other, CFG, guard, True)
         assert place == v._numpy_placement(doc, other, CFG, guard)
         assert span is not None
+        shared = v._shared(doc, other) if len(other.vocab) else np.zeros(0, bool)
+        inside = np.flatnonzero(v.units_in(doc.shingles, shared, doc.n_units, CFG))
+        event(f"holes: {holes}")
+        assert holes == (len(inside) > 0 and len(inside) != inside[-1] - inside[0] + 1)
         first, last = v._shared_span(doc, other, CFG, guard)
         if first > last:
             assert span[0] > span[1]
@@ -200,10 +205,12 @@ def test_the_changed_number_kernel_finds_what_numpy_finds(
         with pytest.MonkeyPatch.context() as mp:
             mp.setenv("NEARDUP_KERNELS", "on")
             fast = v._numbers_by_shingles(later, earlier, CFG)
+            holes = v._placed(later, earlier, CFG, None, True)[2]
             mp.setenv("NEARDUP_KERNELS", "off")
             ref = v._numbers_by_shingles(later, earlier, CFG)
         event(f"a number changed: {ref < 1}")
         assert fast == ref
+        assert ref == 1.0 or holes  # numbers_kept's shortcut: no holes, no number changed
 
 
 LINE = st.tuples(

@@ -156,7 +156,7 @@ def verify(
     fast = kernels.wanted(work)
     if not fast:
         kernels.work_done(work)
-    mine, mine_span = _placed(short, other, cfg, common, fast)
+    mine, mine_span, mine_holes = _placed(short, other, cfg, common, fast)
     score = _score(mine, short, cfg, common)
     bar = required(cfg, short.n_units / other.n_units)
     if score < bar and not scored:
@@ -166,17 +166,19 @@ def verify(
         return Verdict(score, "coverage", False)
     if short is a and not _may_be_edges(mine, other, short, cfg, common, fast):
         # not needed: the later text is the shorter, and no edge rule can hold
-        theirs, theirs_span = mine, mine_span
+        theirs, theirs_span, theirs_holes = mine, mine_span, mine_holes
     else:
-        theirs, theirs_span = _placed(other, short, cfg, common, fast)
+        theirs, theirs_span, theirs_holes = _placed(other, short, cfg, common, fast)
         if _edges(mine, theirs, cfg):
             return Verdict(score, "coverage", False, edges=True)
-    later, span = (mine, mine_span) if short is a else (theirs, theirs_span)
+    later, span, holes = (
+        (mine, mine_span, mine_holes) if short is a else (theirs, theirs_span, theirs_holes)
+    )
     own = copy_share(later, cfg)
     if scored or own >= cfg.copy_threshold:
         own = _agreeing(own, a, b, cfg, common, span, copy=True)
         if scored or own >= cfg.copy_threshold:
-            own = min(own, numbers_kept(a, b, cfg))
+            own = min(own, numbers_kept(a, b, cfg, holes))
     if own >= cfg.copy_threshold and has_quotes(a.text):
         unquoted = _unquoted(a, b, cfg, common, fast)
         if unquoted is not None:
@@ -237,17 +239,20 @@ def placement(
 
 def _placed(
     doc: Sketch, other: Sketch, cfg: DedupConfig, guard: TemplateGuard | None, fast: bool
-) -> tuple[Placement, tuple[int, int] | None]:
+) -> tuple[Placement, tuple[int, int] | None, bool | None]:
     """:func:`placement`, with the compiled kernel when ``fast``, and then also
-    :func:`_shared_span` (None from numpy, which works it out only when it is needed)."""
+    :func:`_shared_span` and whether ``doc`` has units outside every shingle it shares with
+    ``other``, chrome or not, between units inside one (both None from numpy, which works
+    them out only when they are needed): without them, no number changed
+    (:func:`numbers_kept`)."""
     if not fast:
-        return _numpy_placement(doc, other, cfg, guard), None
+        return _numpy_placement(doc, other, cfg, guard), None, None
     index, codes = doc.vocab_index, _kernel_codes(doc, guard)
-    head, tail, gap, total, shared, first, last = kernels.load("_pairs").placement(
+    head, tail, gap, total, shared, first, last, holes = kernels.load("_pairs").placement(
         codes, doc.n_units, _NO_INDEX if index is None else index, doc.vocab,
         other.vocab, cfg.cjk_width, cfg.word_width, *guard_arrays(guard, codes),
     )  # fmt: skip
-    return Placement(head, tail, gap, total, shared), (first, last)
+    return Placement(head, tail, gap, total, shared), (first, last), holes
 
 
 _NO_INDEX = np.zeros(0, dtype=np.uint16)
@@ -686,11 +691,15 @@ _NUMERAL_SET = frozenset(NUMERALS)
 CHARACTER_UNITS = 100
 
 
-def numbers_kept(later: Sketch, earlier: Sketch, cfg: DedupConfig) -> float:
+def numbers_kept(
+    later: Sketch, earlier: Sketch, cfg: DedupConfig, holes: bool | None = None
+) -> float:
     """The share of the numbers of ``later`` it repeats from ``earlier`` unchanged: of two
     texts under :data:`CHARACTER_UNITS` units, read from their characters
     (:func:`_numbers_by_characters`: a change near either end too); else from their shingles
-    (:func:`_numbers_by_shingles`).
+    (:func:`_numbers_by_shingles`), all of them when ``holes`` is False (the placement of
+    ``later`` found none of its units outside the shingles it shares, between units inside
+    them: no number changed there).
 
     >>> cfg = DedupConfig()
     >>> from .sketches import make_sketch
@@ -701,6 +710,8 @@ def numbers_kept(later: Sketch, earlier: Sketch, cfg: DedupConfig) -> float:
     """
     if later.n_units < CHARACTER_UNITS and earlier.n_units < CHARACTER_UNITS:
         return _numbers_by_characters(later.text, earlier.text)
+    if holes is False:
+        return 1.0
     return _numbers_by_shingles(later, earlier, cfg)
 
 

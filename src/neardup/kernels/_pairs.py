@@ -181,14 +181,16 @@ def placement(
     passage,
     mask,
 ):
-    """(head, tail, gap, total, shared, first, last): the document's
-    :class:`~neardup.engine.verify.Placement` and the first and last of its units inside a
-    shingle ``other`` has too that is not chrome ((1, 0) when none is). ``codes`` may be
-    empty when ``index`` is given: they are ``vocab[index]``."""
+    """(head, tail, gap, total, shared, first, last, holes): the document's
+    :class:`~neardup.engine.verify.Placement`, the first and last of its units inside a
+    shingle ``other`` has too that is not chrome ((1, 0) when none is), and whether some of
+    its units lie outside every shingle it shares with ``other``, chrome or not, between
+    units inside one (what :func:`changed_number` reads: without such units no number
+    changed). ``codes`` may be empty when ``index`` is given: they are ``vocab[index]``."""
     codes = _in_order(codes, index, vocab)
     size = len(codes)
     if size == 0 or len(other) == 0:
-        return n, 0, 0, n, 0, 1, 0
+        return n, 0, 0, n, 0, 1, 0, False
     found = _found_vocab(index, vocab, other, size)
     total_closed = 0  # units of the own runs (not chrome) before the current one
     c_begin = -1
@@ -201,10 +203,16 @@ def placement(
     gap = 0
     shared_units = 0
     first = -1
+    reach = -1  # one past the last unit the shared shingles so far cover, chrome or not
+    holes = False
     chrome = _chrome(codes, kind, counts, limit, slot_ids, firsts, seconds, at, passage, mask)
     for i in range(size):
         code = codes[i]
         if chrome[i]:
+            if _shared_at(i, code, found, index, other):
+                e = _end(i, code, n, cjk_width, word_width)
+                holes |= i > reach >= 0
+                reach = max(reach, e)
             continue
         e = _end(i, code, n, cjk_width, word_width)
         if c_reach < 0 or i > c_reach:  # a new run of own units
@@ -216,6 +224,8 @@ def placement(
             c_reach = e
         if not _shared_at(i, code, found, index, other):
             continue
+        holes |= i > reach >= 0
+        reach = max(reach, e)
         if first < 0:
             first = i
         if s_reach < 0 or i > s_reach:  # a new run of shared units
@@ -234,13 +244,13 @@ def placement(
         elif e > s_reach:
             s_reach = e
     if c_reach < 0:
-        return 0, 0, 0, 0, 0, 1, 0
+        return 0, 0, 0, 0, 0, 1, 0, holes
     total = total_closed + c_reach - c_begin
     if s_reach < 0:
-        return total, 0, 0, total, 0, 1, 0
+        return total, 0, 0, total, 0, 1, 0, holes
     shared_units += s_reach - s_begin
     stop = run_before + s_reach - run_begin
-    return head, total - stop, gap, total, shared_units, first, s_reach - 1
+    return head, total - stop, gap, total, shared_units, first, s_reach - 1, holes
 
 
 @jit
