@@ -368,6 +368,7 @@ def test_an_update_with_new_figures_is_kept_and_a_repost_with_other_metadata_dro
             "神舟十七号船箭组合体转运至发射区 计划近日择机实施发射",
         ),
         ("Treasury balances at Fed fell on March 5", "Treasury balances at Fed fell on March 10"),
+        ("Midwest grain futures 10:50 EDT", "Midwest grain futures 11:00 EDT"),  # a time
     ],
     ids=[
         "dividend",
@@ -378,6 +379,7 @@ def test_an_update_with_new_figures_is_kept_and_a_repost_with_other_metadata_dro
         "title-numeral",
         "short-start",
         "short-end",
+        "title-time",
     ],
 )
 def test_a_short_item_whose_figure_differs_is_not_a_copy(a: str, b: str, tmp_path: Path) -> None:
