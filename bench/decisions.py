@@ -96,16 +96,12 @@ def decide(
                     redis_proc.wait()
             return out
     if runner == "spark":
-        from pyspark.sql import SparkSession
-
         from neardup.spark import dedup
+        from neardup.spark.session import spark_session
 
-        spark = (
-            SparkSession.builder.master("local[2]")
-            .config("spark.ui.showConsoleProgress", "false")
-            .config("spark.sql.shuffle.partitions", "8")
-            .getOrCreate()
-        )
+        # the session a user's `neardup spark` gets (its heap sized to the machine: Spark's
+        # default of 1 GiB runs out on 20 Newsgroups' longest posts)
+        spark = spark_session("local[2]", conf={"spark.sql.shuffle.partitions": "8"})
         frame = spark.createDataFrame(
             [(i, t, n) for n, (i, t) in enumerate(zip(ids, texts, strict=True))],
             "id string, text string, n long",

@@ -369,6 +369,12 @@ def test_an_update_with_new_figures_is_kept_and_a_repost_with_other_metadata_dro
         ),
         ("Treasury balances at Fed fell on March 5", "Treasury balances at Fed fell on March 10"),
         ("Midwest grain futures 10:50 EDT", "Midwest grain futures 11:00 EDT"),  # a time
+        # a title of one line is its own news, a label before a colon too
+        ("专题访谈：城市更新系列之二", "专题访谈：城市更新系列之三"),
+        (
+            "Update: 5 hurt as a bus leaves the road near the old bridge in heavy rain",
+            "Update: 7 hurt as a bus leaves the road near the old bridge in heavy rain",
+        ),
     ],
     ids=[
         "dividend",
@@ -380,6 +386,8 @@ def test_an_update_with_new_figures_is_kept_and_a_repost_with_other_metadata_dro
         "short-start",
         "short-end",
         "title-time",
+        "title-label-zh",
+        "title-label-en",
     ],
 )
 def test_a_short_item_whose_figure_differs_is_not_a_copy(a: str, b: str, tmp_path: Path) -> None:

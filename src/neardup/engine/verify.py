@@ -661,25 +661,31 @@ def _agreeing(
 #: follows ("… writes:", "以下为转载："; at most 160, a colon at its end); and an address
 #: (a URL, with a web archive's capture time in it; read from where a word starts, so that a
 #: long run of text without spaces is read once).
-_NOT_NEWS = re.compile(
-    r"^(?:(?=[^\n]{0,80}$)[^\n:]{1,24}:(?!//)(?!(?<=\d:)\d)[^\n。]*|(?=[^\n]{0,160}$)[^\n]*:[ \t]*)$"
-    r"|(?:^|(?<=[\s(\[]))[^\s()\[\]]*://[^\s)\]]*|\bwww\.[^\s)\]]+",
-    re.MULTILINE,
+_LABELLED = (
+    r"^(?:(?=[^\n]{0,80}$)[^\n:]{1,24}:(?!//)(?!(?<=\d:)\d)[^\n。]*"
+    r"|(?=[^\n]{0,160}$)[^\n]*:[ \t]*)$"
 )
+_ADDRESS = r"(?:^|(?<=[\s(\[]))[^\s()\[\]]*://[^\s)\]]*|\bwww\.[^\s)\]]+"
+_NOT_NEWS = re.compile(f"{_LABELLED}|{_ADDRESS}", re.MULTILINE)
+_ADDRESSES = re.compile(_ADDRESS, re.MULTILINE)
 
 
 def _news(text: str) -> str:
     r"""``text`` with its labelled lines and addresses blanked (the same length, so offsets
     hold): their figures are the site's or the mailer's — a post's line count, a page's
     views, a message id, a capture time —, not the text's own news, and a copy may differ
-    in them.
+    in them. A text of one line (a title, "专栏：第二集") is its own news: its addresses
+    alone are blanked.
 
     >>> _news("lines: 15\n12 hurt (http://a.b/web/2021/x)\nx wrote:\n")
     '         \n12 hurt (                     )\n        \n'
     >>> _news("Grain futures 11:00 EDT")  # a time (a digit each side of the colon) is news
     'Grain futures 11:00 EDT'
+    >>> _news("Update: 12 hurt")
+    'Update: 12 hurt'
     """
-    return _NOT_NEWS.sub(lambda m: " " * len(m.group()), text)
+    one_line = "\n" not in text.strip()
+    return (_ADDRESSES if one_line else _NOT_NEWS).sub(lambda m: " " * len(m.group()), text)
 
 
 #: A numeral: a digit, or a Chinese numeral from 〇 to 十 (as a prepared text spells them).
