@@ -369,6 +369,7 @@ def test_an_update_with_new_figures_is_kept_and_a_repost_with_other_metadata_dro
         ),
         ("Treasury balances at Fed fell on March 5", "Treasury balances at Fed fell on March 10"),
         ("Midwest grain futures 10:50 EDT", "Midwest grain futures 11:00 EDT"),  # a time
+        ("2024年第3季度十大新闻回顾之一", "2024年第3季度十大新闻回顾之二"),  # one of 4 numbers
         # a title of one line is its own news, a label before a colon too
         ("专题访谈：城市更新系列之二", "专题访谈：城市更新系列之三"),
         (
@@ -386,6 +387,7 @@ def test_an_update_with_new_figures_is_kept_and_a_repost_with_other_metadata_dro
         "short-start",
         "short-end",
         "title-time",
+        "title-one-of-four",
         "title-label-zh",
         "title-label-en",
     ],
