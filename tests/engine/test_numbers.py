@@ -34,6 +34,33 @@ def test_one_numeral_replaced_by_another_changes_a_number(text: str, data: st.Da
     assert v._numbers_by_characters(later, text) < 1.0
 
 
+@settings(max_examples=500)
+@given(TEXT, st.data())
+def test_numerals_replaced_beside_other_edits_change_a_number(
+    text: str, data: st.DataObject
+) -> None:
+    """Numerals replaced by others, beside another edit — a character that is no numeral
+    replaced by one the text does not hold, or dropped —, change a number however an
+    alignment of the raw characters would pair them ("十四届三中全会" after "十三届六中全会",
+    where "三" is in both)."""
+    at = [i for i, c in enumerate(text) if c in NUMERALS]
+    words = [i for i, c in enumerate(text) if c not in NUMERALS]
+    if not at or not words:
+        return
+    chars = list(text)
+    for i in data.draw(st.lists(st.sampled_from(at), min_size=1, max_size=3, unique=True)):
+        chars[i] = data.draw(st.sampled_from([c for c in NUMERALS if c != text[i]]))
+    chars[data.draw(st.sampled_from(words))] = data.draw(st.sampled_from(["", "届", "Q"]))
+    later = "".join(chars)
+    assert v._numbers_by_characters(later, text) < 1.0, later
+
+
+def test_two_changes_an_alignment_would_pair_otherwise() -> None:
+    assert (
+        v._numbers_by_characters("民革十四届三中全会在京召开", "民革十三届六中全会在京召开") == 0.0
+    )
+
+
 @settings(max_examples=300)
 @given(TEXT, st.data())
 def test_a_changed_character_that_is_no_numeral_changes_no_number(

@@ -693,6 +693,7 @@ NUMERALS = "0123456789〇零一二三四五六七八九十"
 _IS_NUMERAL = np.zeros(0x10000, dtype=np.bool_)  # by code point, below U+10000
 _IS_NUMERAL[[ord(c) for c in NUMERALS]] = True
 _NUMERAL_SET = frozenset(NUMERALS)
+_NUMERAL_SHAPE = str.maketrans(dict.fromkeys(NUMERALS, "0"))  # every numeral as one
 
 
 #: Two texts both shorter than this many units are compared for their numbers by their
@@ -789,9 +790,11 @@ def _numbers_by_shingles(later: Sketch, earlier: Sketch, cfg: DedupConfig) -> fl
 def _numbers_by_characters(later: str, earlier: str) -> float:
     """:func:`numbers_kept` of two short texts (titles, short items), from their characters:
     what ``later`` changed is what an alignment of the two (``difflib``'s, after the prefix
-    and suffix they share) puts in place of the earlier's characters or between them, and a
-    number (a run of numerals on a line that is news) is changed when one such stretch is
-    all numerals and in it ("天网2026" after "天网2025", "第五、六集" after "第三、四集").
+    and suffix they share, every numeral alike) puts in place of the earlier's characters or
+    between them, and the numerals it pairs with others, and a number (a run of numerals on
+    a line that is news) is changed when one such stretch is all numerals and in it
+    ("天网2026" after "天网2025", "第五、六集" after "第三、四集", "十四届三中" after "十三届六中",
+    which an alignment of the characters themselves would pair by their "三").
     One changed number is enough (0.0): a short item's numbers say which item it is — the
     part of a series whose title holds three numbers more, the report of another minute.
 
@@ -811,18 +814,19 @@ def _numbers_by_characters(later: str, earlier: str) -> float:
     changed: range | set[int]
     if _NUMERAL_SET.issuperset(middle):
         changed = range(head, stop)
-    else:  # several changes: align what lies between
-        ops = difflib.SequenceMatcher(
-            None, earlier[head : len(earlier) - tail], middle, autojunk=False
-        ).get_opcodes()
-        changed = {
-            head + j
-            for op, _, _, j1, j2 in ops
-            if op != "equal" and j2 > j1 and _NUMERAL_SET.issuperset(middle[j1:j2])
-            for j in range(j1, j2)
-        }
+    else:  # several changes: align what lies between, every numeral alike
+        before = earlier[head : len(earlier) - tail]
+        shapes = before.translate(_NUMERAL_SHAPE), middle.translate(_NUMERAL_SHAPE)
+        ops = difflib.SequenceMatcher(None, *shapes, autojunk=False).get_opcodes()
+        changed = set()
+        for op, i1, _, j1, j2 in ops:
+            if op == "equal":  # the same but for numerals: those that differ changed
+                changed.update(j for j in range(j1, j2) if middle[j] != before[i1 + j - j1])
+            elif j2 > j1 and _NUMERAL_SET.issuperset(middle[j1:j2]):
+                changed.update(range(j1, j2))
         if not changed:
             return 1.0
+        changed = {head + j for j in changed}
     news = _news(later)
     if not any(news[i] in _NUMERAL_SET for i in changed):
         return 1.0  # on a labelled line ("views: 72009"), in an address
