@@ -57,7 +57,7 @@ def test_numerals_replaced_beside_other_edits_change_a_number(
 
 def test_two_changes_an_alignment_would_pair_otherwise() -> None:
     assert (
-        v._numbers_by_characters("民革十四届三中全会在京召开", "民革十三届六中全会在京召开") == 0.0
+        v._numbers_by_characters("学会十四届三中全会今天闭幕", "学会十三届六中全会今天闭幕") == 0.0
     )
 
 

@@ -368,7 +368,7 @@ def test_an_update_with_new_figures_is_kept_and_a_repost_with_other_metadata_dro
             "神舟十七号船箭组合体转运至发射区 计划近日择机实施发射",
         ),
         ("Treasury balances at Fed fell on March 5", "Treasury balances at Fed fell on March 10"),
-        ("Midwest grain futures 10:50 EDT", "Midwest grain futures 11:00 EDT"),  # a time
+        ("Soybean market report 10:50 EDT", "Soybean market report 11:00 EDT"),  # a time
         ("2024年第3季度十大新闻回顾之一", "2024年第3季度十大新闻回顾之二"),  # one of 4 numbers
         # a title of one line is its own news, a label before a colon too
         ("专题访谈：城市更新系列之二", "专题访谈：城市更新系列之三"),

@@ -657,7 +657,7 @@ def _agreeing(
 #: A line that labels a value — a header field, a byline, a counter ("lines: 15", "posted by:
 #: …", "阅读：1234"; at most 80 characters, a colon after a label of at most 24, and no "。":
 #: a sentence after a source's name, "某台消息：…。", is news; nor is a colon between two
-#: digits, a time or a ratio: "grain futures 11:00 EDT") — or what
+#: digits, a time or a ratio: "soybean report 11:00 EDT") — or what
 #: follows ("… writes:", "以下为转载："; at most 160, a colon at its end); and an address
 #: (a URL, with a web archive's capture time in it; read from where a word starts, so that a
 #: long run of text without spaces is read once).
@@ -679,8 +679,8 @@ def _news(text: str) -> str:
 
     >>> _news("lines: 15\n12 hurt (http://a.b/web/2021/x)\nx wrote:\n")
     '         \n12 hurt (                     )\n        \n'
-    >>> _news("Grain futures 11:00 EDT")  # a time (a digit each side of the colon) is news
-    'Grain futures 11:00 EDT'
+    >>> _news("Soybean report 11:00 EDT")  # a time (a digit each side of the colon) is news
+    'Soybean report 11:00 EDT'
     >>> _news("Update: 12 hurt")
     'Update: 12 hurt'
     """
