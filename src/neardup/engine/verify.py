@@ -752,8 +752,9 @@ def _numbers_by_shingles(later: Sketch, earlier: Sketch, cfg: DedupConfig) -> fl
     n = later.n_units
     if n == 0 or len(earlier.vocab) == 0:
         return 1.0
+    cp = code_points(later.text)
     if kernels.wanted(n):  # whether a number changed, in one pass; else no need to see which
-        index, cp = later.vocab_index, code_points(later.text)
+        index = later.vocab_index
         if not kernels.load("_pairs").changed_number(
             _kernel_codes(later, None), n, _NO_INDEX if index is None else index, later.vocab,
             earlier.vocab, cfg.cjk_width, cfg.word_width, cp, unit_classes(), astral_words(cp),
@@ -771,7 +772,7 @@ def _numbers_by_shingles(later: Sketch, earlier: Sketch, cfg: DedupConfig) -> fl
     if len(inside) == 0 or len(inside) == inside[-1] - inside[0] + 1:
         return 1.0  # nothing shared, or nothing changed between the first and last shared
     where, covered = where[inside[0] : inside[-1] + 1], covered[inside[0] : inside[-1] + 1]
-    num = _IS_NUMERAL[np.minimum(code_points(later.text)[where], 0xFFFF)]
+    num = _IS_NUMERAL[np.minimum(cp[where], 0xFFFF)]
     if not num.any():
         return 1.0
     hit = _changed_numbers(~covered, num)

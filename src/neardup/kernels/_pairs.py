@@ -208,6 +208,8 @@ def placement(
     chrome = _chrome(codes, kind, counts, limit, slot_ids, firsts, seconds, at, passage, mask)
     for i in range(size):
         code = codes[i]
+        # (the shared lookup is made in each branch: made once before them, for every
+        # shingle, the loop ran three times slower — docs/measurements.md, Scaling)
         if chrome[i]:
             if _shared_at(i, code, found, index, other):
                 e = _end(i, code, n, cjk_width, word_width)

@@ -184,11 +184,12 @@ def verify_pairs(
     """``verify(later, earlier)`` on each pair (``i`` earlier, ``j`` later) with the template
     guard ``table`` as j sees it: the same-story verdicts (every verdict with ``keep_all``).
 
-    Only pairs compared as titles or both short, or whose figures may disagree, carry the prepared texts
-    through the join, and the later text travels where it has a numeral or quoted lines (the
-    copy decision reads where they are);
-    otherwise verification reads shingles, signatures and figures alone. ``few_pairs`` (a few million at
-    most) broadcasts their positions so that only the sketches they need are shuffled.
+    Only pairs compared as titles or both short, or whose figures may disagree, carry the
+    prepared texts through the join, and the later text travels where it has a numeral, a
+    figure the earlier lacks or quoted lines (the copy decision reads where they are);
+    otherwise verification reads shingles, signatures and figures alone. ``few_pairs`` (a
+    few million at most) broadcasts their positions so that only the sketches they need are
+    shuffled.
     """
     from pyspark.sql import functions as F
 
@@ -362,10 +363,10 @@ class Grouped:
     template round's pairs at risk) is one pass over them, no shuffle.
 
     A sketch travels with its text where verify may read it: the pair is compared as titles
-    or both texts are short (:data:`~neardup.engine.verify.CHARACTER_UNITS`), or one side has two figures or more (``numbers``: sorted positions and how many figures
-    each has; None: always), or it is the later document and has a figure (for the copy
-    decision), a numeral or quoted lines — a superset of where the texts travel in
-    :func:`verify_pairs`."""
+    or both texts are short (:data:`~neardup.engine.verify.CHARACTER_UNITS`), or one side
+    has two figures or more (``numbers``: sorted positions and how many figures each has;
+    None: always), or it is the later document and has a figure (for the copy decision), a
+    numeral or quoted lines — a superset of where the texts travel in :func:`verify_pairs`."""
 
     def __init__(
         self,
