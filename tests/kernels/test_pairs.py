@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from unittest import mock
 
@@ -66,7 +67,8 @@ def pairs(draw: st.DrawFn) -> tuple[Sketch, Sketch, list[Sketch]]:
 
 def _index_only(sk: Sketch) -> Sketch:
     """The same sketch holding its vocabulary index instead of its shingle codes."""
-    index = np.searchsorted(sk.vocab, sk.shingles).astype(np.uint16)
+    index = np.searchsorted(sk.vocab, sk.shingles)
+    index = index.astype(np.uint16 if len(index) <= 1 << 16 else np.int32)  # as sketches do
     kept = Sketch(sk.text, None, sk.n_units, sk.signature, sk.bands, sk.vocab, sk.numbers, index)
     assert not kept.keeps_shingles and np.array_equal(kept.shingles, sk.shingles)
     return kept
@@ -644,3 +646,34 @@ def test_passages_match_numpy(runs: tuple[list[bool], int], other: int) -> None:
         codes, 1, guard.counts, guard.limit, no_slots, no_slots, no_slots, 0, passage, no_mask
     )
     assert np.array_equal(got, expected)
+
+
+def test_placements_in_a_threads_spare_arrays_are_the_references() -> None:
+    """The pair kernels work in arrays each thread keeps from one call to the next: a
+    shorter text after a longer one whose flags were left set, a text too long for them,
+    and threads placing texts at once, get the reference's placements."""
+    sentences = [
+        "河边新修的步道今天向市民开放，全长四公里。",
+        "沿途种了两百棵樱花树，春天会很热闹。",
+        "The ferry to the island now runs every hour in summer.",
+        "管理处说，晚上十点以后步道的路灯会调暗。",
+        "Tickets cost less for children and for riders over sixty.",
+    ]
+    long_text = "".join(sentences * 6)
+    numbered = "".join(f"第{i}段。" for i in range(12_000))  # more shingles than they hold
+    texts = [long_text, sentences[1] + sentences[3], "".join(sentences[1:4]), long_text[:90]]
+    texts += [numbered + sentences[0], sentences[0] + numbered[:5_000]]
+    sketches = _numpy_sketches([prepare(t, CFG) for t in texts], CFG)
+    sketches += [_index_only(sk) for sk in sketches]
+    guard = CommonShingles(limit=1, passage=1)  # every shingle seen is chrome: flags set
+    for sk in sketches[:2]:
+        guard.add(sk.vocab)
+    # each pair with that guard, then without one (whose chrome, none, is left unwritten)
+    asked = [(a, b, g) for a in sketches for b in sketches if a is not b for g in (guard, None)]
+    expected = [v._numpy_placement(a, b, CFG, g) for a, b, g in asked]
+    assert [v._placed(a, b, CFG, g, True)[0] for a, b, g in asked] == expected
+    with ThreadPoolExecutor(4) as pool:
+        results = list(
+            pool.map(lambda abg: v._placed(abg[0], abg[1], CFG, abg[2], True)[0], asked * 4)
+        )
+    assert results == expected * 4

@@ -49,17 +49,30 @@ _PASSAGE_REST = 0.25  # templates.PASSAGE_REST
 @jit
 def _chrome(codes, kind, counts, limit, slot_ids, firsts, seconds, at, passage, mask):
     """Which of a text's ``codes`` (in text order) are chrome for the guard: common, or in
-    a passage of ``passage`` seen shingles. The count table is large, and lookups that do
-    not wait on one another overlap in a tight loop."""
+    a passage of ``passage`` seen shingles (a new array: see :func:`_chrome_into`)."""
     size = len(codes)
-    out = np.zeros(size, dtype=np.bool_)
+    flags = np.zeros(2 * size, dtype=np.bool_)
+    out = flags[:size]
+    _chrome_into(codes, kind, counts, limit, slot_ids, firsts, seconds, at, passage, mask, flags)
+    return out
+
+
+@jit
+def _chrome_into(codes, kind, counts, limit, slot_ids, firsts, seconds, at, passage, mask, flags):
+    """:func:`_chrome` into ``flags[:size]`` (``size``: the codes), with ``flags[size:2 *
+    size]`` to work in; ``flags`` all False. The count table is large, and lookups that do
+    not wait on one another overlap in a tight loop. (A placement's arrays come from one
+    allocation: in a run that holds gigabytes, each allocation of its own cost the kernel
+    an eighth of its time in ``malloc``.)"""
+    size = len(codes)
+    out = flags[:size]
     if kind == 0:
-        return out
+        return
     if kind == 3:
         for i in range(size):
             out[i] = mask[i]
-        return out
-    seen = np.zeros(size if passage > 0 else 0, dtype=np.bool_)
+        return
+    seen = flags[size : 2 * size]
     if kind == 1:
         for i in range(size):
             c = counts[codes[i] >> _SHIFT]
@@ -76,37 +89,34 @@ def _chrome(codes, kind, counts, limit, slot_ids, firsts, seconds, at, passage, 
                     seen[i] = seconds[j] < at
     if passage > 0 and size >= passage:
         _passages(seen, passage, out)
-    return out
 
 
 @jit
 def _passages(seen, passage, out):
     """Mark as chrome in ``out`` the passages — runs of at least ``passage`` ``seen``
-    shingles — unless they hold more than ``1 - _PASSAGE_REST`` of the text. One pass finds
-    them (the run's length kept without a branch on each shingle: only the end of a long
-    enough run, rare, is a branch taken)."""
+    shingles — unless they hold more than ``1 - _PASSAGE_REST`` of the text. One pass
+    counts the shingles in them (the run's length kept without a branch on each shingle:
+    only the end of a long enough run, rare, is a branch taken), and a second marks them
+    when they are to be marked."""
     size = len(seen)
-    runs = np.empty(2 * (size // passage + 1), dtype=np.int64)  # [start, end) of each
-    found = 0
     inside = 0  # shingles in passages
     run = 0
     for i in range(size):
         s = np.int64(seen[i])
         if s == 0 and run >= passage:
-            runs[2 * found] = i - run
-            runs[2 * found + 1] = i
-            found += 1
             inside += run
         run = (run + 1) * s
     if run >= passage:
-        runs[2 * found] = size - run
-        runs[2 * found + 1] = size
-        found += 1
         inside += run
-    if found > 0 and size - inside >= _PASSAGE_REST * size:
-        for r in range(found):
-            for k in range(runs[2 * r], runs[2 * r + 1]):
+    if inside == 0 or size - inside < _PASSAGE_REST * size:
+        return
+    run = 0
+    for i in range(size + 1):
+        s = np.int64(seen[i]) if i < size else np.int64(0)
+        if s == 0 and run >= passage:
+            for k in range(i - run, i):
                 out[k] = True
+        run = (run + 1) * s
 
 
 @jit
@@ -135,14 +145,28 @@ def _found(mine, theirs, out):
 
 
 @jit
-def _found_vocab(index, vocab, other, size):
+def _found_vocab(index, vocab, other, size, flags):
     """Whether each of a text's sorted distinct codes (``vocab``) is in ``other``, when the
-    text is read through its vocabulary ``index`` (as long as its ``size`` codes); else
-    empty (each code is looked up by :func:`_shared_at`)."""
-    found = np.empty(len(vocab) if len(index) == size else 0, dtype=np.bool_)
+    text is read through its vocabulary ``index`` (as long as its ``size`` codes), in
+    ``flags[2 * size:]`` (as long as ``vocab``); else empty (each code is looked up by
+    :func:`_shared_at`)."""
+    found = flags[2 * size : 2 * size + (len(vocab) if len(index) == size else 0)]
     if len(index) == size:
         _found(vocab, other, found)
     return found
+
+
+@jit
+def _flags_in(spare, size, vocab):
+    """The flags a placement of ``size`` codes works in, taken from ``spare`` when it is
+    long enough (see :func:`placement`), else new: the chrome and the seen, all False
+    (:func:`_chrome_into`), then whether each of ``vocab`` is found (:func:`_found_vocab`)."""
+    want = 2 * size + len(vocab)
+    if len(spare) < want:
+        return np.zeros(want, dtype=np.bool_)
+    flags = spare[:want]
+    flags[: 2 * size] = False
+    return flags
 
 
 @jit
@@ -180,18 +204,24 @@ def placement(
     at,
     passage,
     mask,
+    spare_codes,  # uint32: where the codes are made when ``codes`` is empty
+    spare_flags,  # bool: the flags worked in (2 * the codes + the vocabulary)
 ):
     """(head, tail, gap, total, shared, first, last, holes): the document's
     :class:`~neardup.engine.verify.Placement`, the first and last of its units inside a
     shingle ``other`` has too that is not chrome ((1, 0) when none is), and whether some of
     its units lie outside every shingle it shares with ``other``, chrome or not, between
     units inside one (what :func:`changed_number` reads: without such units no number
-    changed). ``codes`` may be empty when ``index`` is given: they are ``vocab[index]``."""
-    codes = _in_order(codes, index, vocab)
+    changed). ``codes`` may be empty when ``index`` is given: they are ``vocab[index]``.
+    It works in ``spare_codes`` and ``spare_flags`` where they are long enough, arrays
+    the caller keeps from one call to the next: in a run that holds gigabytes, allocating
+    them anew cost the kernel an eighth of its time in ``malloc``."""
+    codes = _in_order_into(codes, index, vocab, spare_codes)
     size = len(codes)
     if size == 0 or len(other) == 0:
         return n, 0, 0, n, 0, 1, 0, False
-    found = _found_vocab(index, vocab, other, size)
+    flags = _flags_in(spare_flags, size, vocab)
+    found = _found_vocab(index, vocab, other, size, flags)
     total_closed = 0  # units of the own runs (not chrome) before the current one
     c_begin = -1
     c_reach = -1
@@ -205,7 +235,8 @@ def placement(
     first = -1
     reach = -1  # one past the last unit the shared shingles so far cover, chrome or not
     holes = False
-    chrome = _chrome(codes, kind, counts, limit, slot_ids, firsts, seconds, at, passage, mask)
+    _chrome_into(codes, kind, counts, limit, slot_ids, firsts, seconds, at, passage, mask, flags)
+    chrome = flags[:size]
     for i in range(size):
         code = codes[i]
         # (the shared lookup is made in each branch: made once before them, for every
@@ -253,6 +284,19 @@ def placement(
     shared_units += s_reach - s_begin
     stop = run_before + s_reach - run_begin
     return head, total - stop, gap, total, shared_units, first, s_reach - 1, holes
+
+
+@jit
+def _in_order_into(codes, index, vocab, spare):
+    """:func:`_in_order`, made in ``spare`` when it is made and ``spare`` is long enough."""
+    if len(codes) > 0 or len(index) == 0:
+        return codes
+    if len(spare) < len(index):
+        return _in_order(codes, index, vocab)
+    out = spare[: len(index)]
+    for i in range(len(index)):
+        out[i] = vocab[index[i]]
+    return out
 
 
 @jit
@@ -572,17 +616,19 @@ def changed_number(
     classes,
     astral_words,
     numeral,  # bool by BMP code point: a numeral
+    spare_codes,  # as :func:`placement`'s
+    spare_flags,
 ):
     """Whether a run of the later document's units that ``other`` does not cover, between
     units it covers, is all numerals (:func:`neardup.engine.verify.numbers_kept`'s changed
     numbers, before it sets aside those on labelled lines): one pass over the text, each
     unit covered when a shared shingle starting at or before it reaches past it. ``codes``
     may be empty when ``index`` is given: they are ``vocab[index]``."""
-    codes = _in_order(codes, index, vocab)
+    codes = _in_order_into(codes, index, vocab, spare_codes)
     size = len(codes)
     if size == 0 or len(other) == 0:
         return False
-    found = _found_vocab(index, vocab, other, size)
+    found = _found_vocab(index, vocab, other, size, _flags_in(spare_flags, size, vocab))
     reach = 0  # one past the last unit the shared shingles so far cover
     u = 0  # the units so far
     seen = False  # a covered unit so far
@@ -632,15 +678,19 @@ def unquoted_placement(
     at,
     passage,
     mask,
+    spare_codes,  # as :func:`placement`'s
+    spare_flags,
 ):
     """(head, tail, gap, total, shared) of the document's units that are its own — not
     quoted, inside a shingle that is not chrome — against ``other``, counted in those
     units, as :func:`neardup.engine.verify._unquoted` works it out; total -1 when fewer
     than ``short_units`` such units are left. ``codes`` (or ``index``) must not be empty."""
-    codes = _in_order(codes, index, vocab)
+    codes = _in_order_into(codes, index, vocab, spare_codes)
     size = len(codes)
-    chrome = _chrome(codes, kind, counts, limit, slot_ids, firsts, seconds, at, passage, mask)
-    found = _found_vocab(index, vocab, other, size)
+    flags = _flags_in(spare_flags, size, vocab)
+    _chrome_into(codes, kind, counts, limit, slot_ids, firsts, seconds, at, passage, mask, flags)
+    chrome = flags[:size]
+    found = _found_vocab(index, vocab, other, size, flags)
     rare_reach = 0  # one past the last unit inside a shingle not chrome so far
     shared_reach = 0  # ... inside one that ``other`` has too
     total = 0
