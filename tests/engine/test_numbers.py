@@ -22,14 +22,16 @@ TEXT = st.text(alphabet=NUMERALS + WORDS, min_size=1, max_size=60)
 @settings(max_examples=300)
 @given(TEXT, st.data())
 def test_one_numeral_replaced_by_another_changes_a_number(text: str, data: st.DataObject) -> None:
-    """Of two texts that differ in one numeral only, the later changed a number (its share
-    under 1); a text against itself changed none."""
+    """Of two texts that differ in one numeral only (for one of the same kind: a digit, or
+    a Chinese digit), the later changed a number (its share under 1); a text against
+    itself changed none."""
     assert v._numbers_by_characters(text, text) == 1.0
-    at = [i for i, c in enumerate(text) if c in NUMERALS]
+    at = [i for i, c in enumerate(text) if c in "0123456789一二三四五六七八九"]
     if not at:
         return
     i = data.draw(st.sampled_from(at))
-    other = data.draw(st.sampled_from([c for c in NUMERALS if c != text[i]]))
+    kind = "0123456789" if text[i].isascii() else "一二三四五六七八九"
+    other = data.draw(st.sampled_from([c for c in kind if c != text[i]]))
     later = text[:i] + other + text[i + 1 :]
     assert v._numbers_by_characters(later, text) < 1.0
 
@@ -53,6 +55,36 @@ def test_numerals_replaced_beside_other_edits_change_a_number(
     chars[data.draw(st.sampled_from(words))] = data.draw(st.sampled_from(["", "届", "Q"]))
     later = "".join(chars)
     assert v._numbers_by_characters(later, text) < 1.0, later
+
+
+def _chinese(n: int) -> str:
+    """``n`` (0 to 99) in Chinese numerals, as a title writes it: 十五, 二十, 七."""
+    digits = "〇一二三四五六七八九"
+    if n < 10:
+        return digits[n]
+    tens, ones = divmod(n, 10)
+    return ("" if tens == 1 else digits[tens]) + "十" + (digits[ones] if ones else "")
+
+
+@given(st.integers(0, 99), st.integers(0, 99), st.sampled_from(["第{}集", "{}人受伤", "之{}"]))
+def test_a_number_spelt_another_way_is_the_same_number(n: int, m: int, frame: str) -> None:
+    """A number written in digits after the same number in Chinese numerals (or the other
+    way round) is no change; another number, however written, is."""
+    digits, chinese = frame.format(n), frame.format(_chinese(n))
+    assert v._numbers_by_characters(digits, chinese) == 1.0
+    assert v._numbers_by_characters(chinese, digits) == 1.0
+    if m != n:
+        assert v._numbers_by_characters(frame.format(m), chinese) == 0.0
+        assert v._numbers_by_characters(frame.format(_chinese(m)), digits) == 0.0
+
+
+def test_runs_of_numerals_are_read_whole() -> None:
+    """The runs around a changed stretch are compared whole: "二〇二五" and "2025" are one
+    year, "1一" is no number, and "〇" and "零" are both nought."""
+    assert v._numbers_by_characters("2025年报告", "二〇二五年报告") == 1.0
+    assert v._numbers_by_characters("二零二五年报告", "二〇二五年报告") == 1.0
+    assert v._numbers_by_characters("第1一集", "第十一集") == 0.0
+    assert v._numbers_by_characters("第12集", "第十一集") == 0.0
 
 
 def test_two_changes_an_alignment_would_pair_otherwise() -> None:
@@ -90,3 +122,13 @@ def test_longer_texts_are_read_from_their_shingles() -> None:
     assert a.n_units >= v.CHARACTER_UNITS
     assert v.numbers_kept(middle, a, CFG) < 1.0
     assert v.numbers_kept(start, a, CFG) == 1.0
+
+
+@given(st.text(alphabet=NUMERALS, max_size=8))
+def test_every_run_of_numerals_has_a_value_or_none(run: str) -> None:
+    """Any run of numerals reads as a number or as none, never as an error; digits read as
+    Python reads them."""
+    value = v._numeral_value(run)
+    assert value is None or value >= 0
+    if run and run.isascii():
+        assert value == int(run)

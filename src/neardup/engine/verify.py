@@ -816,6 +816,9 @@ def _numbers_by_characters(later: str, earlier: str) -> float:
     which an alignment of the characters themselves would pair by their "三").
     One changed number is enough (0.0): a short item's numbers say which item it is — the
     part of a series whose title holds three numbers more, the report of another minute.
+    A number spelt another way is the same number: where all that changed is numerals, and
+    the runs of numerals they lie in have one value ("第1集" after "第一集", "25" after
+    "二十五": :func:`_numeral_value`), nothing changed.
 
     >>> _numbers_by_characters("天网2026行动启动", "天网2025行动启动"), _numbers_by_characters("a 5 b", "a 5 c")
     (0.0, 1.0)
@@ -832,6 +835,8 @@ def _numbers_by_characters(later: str, earlier: str) -> float:
         return 1.0
     changed: range | set[int]
     if _NUMERAL_SET.issuperset(middle):
+        if _same_value(later, head, stop, earlier, head, len(earlier) - tail):
+            return 1.0  # one number spelt another way: "第1集" after "第一集"
         changed = range(head, stop)
     else:  # several changes: align what lies between, every numeral alike
         before = earlier[head : len(earlier) - tail]
@@ -850,6 +855,46 @@ def _numbers_by_characters(later: str, earlier: str) -> float:
     if not any(news[i] in _NUMERAL_SET for i in changed):
         return 1.0  # on a labelled line ("views: 72009"), in an address
     return 0.0
+
+
+_DIGIT_OF = {c: i for i, c in enumerate("〇一二三四五六七八九")} | {"零": 0}
+
+
+def _numeral_value(run: str) -> int | None:
+    """The value of a run of numerals written one way: digits ("25"), Chinese digits one
+    by one ("二〇二五") or tens with 十 ("二十五", "十"); None for any other run.
+
+    >>> [_numeral_value(r) for r in ("25", "二十五", "十", "二〇二五", "1一", "十十")]
+    [25, 25, 10, 2025, None, None]
+    """
+    if run.isascii():
+        return int(run) if run.isdigit() else None
+    if any(c.isascii() for c in run):
+        return None  # digits of both kinds in one run
+    tens, ten, ones = run.partition("十")
+    if not ten:
+        return int("".join(str(_DIGIT_OF[c]) for c in run)) if run else None
+    digits = [_DIGIT_OF.get(c, 0) for c in tens + ones]  # (another 十, a nought: 0)
+    if len(tens) > 1 or len(ones) > 1 or 0 in digits:
+        return None
+    return (_DIGIT_OF[tens] if tens else 1) * 10 + (_DIGIT_OF[ones] if ones else 0)
+
+
+def _same_value(a: str, a_lo: int, a_hi: int, b: str, b_lo: int, b_hi: int) -> bool:
+    """Whether ``a[a_lo:a_hi]`` and ``b[b_lo:b_hi]``, both numerals, lie in runs of numerals
+    (widened to the numerals around them) of the same value spelt differently."""
+    if b_hi <= b_lo or not _NUMERAL_SET.issuperset(b[b_lo:b_hi]):
+        return False
+    while a_lo > 0 and a[a_lo - 1] in _NUMERAL_SET:
+        a_lo -= 1
+    while a_hi < len(a) and a[a_hi] in _NUMERAL_SET:
+        a_hi += 1
+    while b_lo > 0 and b[b_lo - 1] in _NUMERAL_SET:
+        b_lo -= 1
+    while b_hi < len(b) and b[b_hi] in _NUMERAL_SET:
+        b_hi += 1
+    x, y = _numeral_value(a[a_lo:a_hi]), _numeral_value(b[b_lo:b_hi])
+    return x is not None and x == y
 
 
 def _shared_length(a: str, b: str, most: int, *, suffix: bool = False) -> int:
