@@ -885,16 +885,17 @@ def _same_value(a: str, a_lo: int, a_hi: int, b: str, b_lo: int, b_hi: int) -> b
     (widened to the numerals around them) of the same value spelt differently."""
     if b_hi <= b_lo or not _NUMERAL_SET.issuperset(b[b_lo:b_hi]):
         return False
-    while a_lo > 0 and a[a_lo - 1] in _NUMERAL_SET:
-        a_lo -= 1
-    while a_hi < len(a) and a[a_hi] in _NUMERAL_SET:
-        a_hi += 1
-    while b_lo > 0 and b[b_lo - 1] in _NUMERAL_SET:
-        b_lo -= 1
-    while b_hi < len(b) and b[b_hi] in _NUMERAL_SET:
-        b_hi += 1
-    x, y = _numeral_value(a[a_lo:a_hi]), _numeral_value(b[b_lo:b_hi])
+    x, y = _numeral_value(_run_around(a, a_lo, a_hi)), _numeral_value(_run_around(b, b_lo, b_hi))
     return x is not None and x == y
+
+
+def _run_around(text: str, lo: int, hi: int) -> str:
+    """``text[lo:hi]`` widened to the numerals on either side of it."""
+    while lo > 0 and text[lo - 1] in _NUMERAL_SET:
+        lo -= 1
+    while hi < len(text) and text[hi] in _NUMERAL_SET:
+        hi += 1
+    return text[lo:hi]
 
 
 def _shared_length(a: str, b: str, most: int, *, suffix: bool = False) -> int:
