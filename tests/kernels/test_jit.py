@@ -43,3 +43,30 @@ def test_numpy_support_loaded_before_is_left_alone() -> None:
         "print(jit._numpy_support(), arraymath._HAVE_BLAS == have)\n"
     )
     assert _run(code) == "False True"
+
+
+def test_prefetch_compiles_for_every_table_and_index_and_changes_nothing() -> None:
+    """``prefetch`` (LLVM's ``llvm.prefetch``, which this numba and LLVM must accept) of
+    every element of tables of the kernels' types, by indexes of their types — the first,
+    the last, and a table of one element — leaves the values read as they are."""
+    import numba
+    import numpy as np
+
+    from neardup.kernels._jit import prefetch
+
+    @numba.njit
+    def asked_and_summed(table, at):  # type: ignore[no-untyped-def]
+        total = 0
+        for i in range(len(at)):
+            prefetch(table, at[i])
+            if i + 1 < len(at):
+                prefetch(table, at[i + 1])
+            total += table[at[i]]
+        return total
+
+    for dtype in (np.uint8, np.uint32, np.int64, np.uint64):
+        for size in (1, 7, 1 << 20):
+            table = (np.arange(size) % 251).astype(dtype)
+            for index in (np.int64, np.uint32, np.uint64, np.intp):
+                at = np.array([0, size - 1, size // 2, 0], dtype=index)
+                assert asked_and_summed(table, at) == int(table[at.astype(np.int64)].sum())

@@ -445,19 +445,23 @@ def test_a_storys_codes_read_through_its_vocabulary_are_its_unquoted_codes(
     st.lists(st.integers(0, 2**32 - 1), max_size=40),
     st.lists(st.integers(0, 63), max_size=10),
     st.integers(0, 3),
+    st.sampled_from([0.0, 40 / (1 << templates.SLOT_BITS)]),
 )
 def test_counting_a_story_compiled_gives_numpys_counts(
-    codes: list[int], near: list[int], rounds: int
+    codes: list[int], near: list[int], rounds: int, window: float
 ) -> None:
     """A story's codes counted by the kernel leave the table numpy's fancy-index
-    assignment leaves: a slot several codes share counts once, and counts stop at 255."""
+    assignment leaves: a slot several codes share counts once, and counts stop at 255 —
+    in a guard that never forgets, and in one that turns every 40 counts or so (its two
+    tables, each counted by the kernel). More than ``_AHEAD`` codes a story: the kernels
+    ask for the slots ahead of the one they count."""
     from neardup import kernels
 
     # codes that share a slot with the first one (the low bits are not the slot's)
     vocab = np.array(codes + [(codes[0] & ~63) | k for k in near] if codes else [], dtype=np.uint32)
     start = np.zeros(1 << templates.SLOT_BITS, dtype=np.uint8)
     start[slots(vocab)] = 253  # near saturation
-    fast, slow = CommonShingles(limit=5), CommonShingles(limit=5)
+    fast, slow = CommonShingles(limit=5, window=window), CommonShingles(limit=5, window=window)
     fast.counts, slow.counts = start.copy(), start.copy()
     for _ in range(rounds + 1):
         with mock.patch.object(kernels, "wanted", return_value=True):
@@ -465,6 +469,8 @@ def test_counting_a_story_compiled_gives_numpys_counts(
         with mock.patch.object(kernels, "wanted", return_value=False):
             slow.add(vocab)
         assert np.array_equal(fast.counts, slow.counts)
+        assert (fast.filled, fast.turns) == (slow.filled, slow.turns)
+        assert np.array_equal(fast.this_turn(), slow.this_turn())
 
 
 @settings(max_examples=300)

@@ -2,6 +2,10 @@
 machine code where numba finds a writable place for it (the package's ``__pycache__``, else
 the user's cache folder, ``~/.cache/numba`` on Linux), so a later process loads it instead.
 
+``prefetch`` asks the CPU for an element of an array ahead of its use: the kernels that look
+codes up in a large table (the template guard's counts) ask for the ones a few shingles
+ahead, so the cache misses overlap instead of waiting one after another.
+
 Importing this module imports numba (about 0.3 s); :mod:`neardup.kernels` imports it only
 when a call is large enough to pay for it. It also loads numba's numpy support without
 numba's probe for SciPy's BLAS (:func:`_numpy_support`), which no kernel uses.
@@ -14,8 +18,11 @@ from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
 import numba
+from llvmlite import ir
+from numba.core import types
+from numba.extending import intrinsic
 
-__all__ = ["jit"]
+__all__ = ["jit", "prefetch"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -105,3 +112,28 @@ def jit(func: F) -> F:
         if _QUICK_LOADS is not None and type(cache) is _QUICK_LOADS.__base__:
             setattr(compiled, "_cache", _QUICK_LOADS(compiled.py_func))  # noqa: B010
     return cast(F, compiled)
+
+
+@intrinsic
+def prefetch(typingctx: Any, array: Any, index: Any) -> Any:
+    """Ask the CPU to bring ``array[index]`` into its caches (LLVM's ``llvm.prefetch``: a
+    read, to be kept close): a hint, which changes no result and never faults, whatever
+    the address. A kernel that looks up codes in a table much larger than the caches at
+    random (the template guard's 64 MiB of counts) asks for the slot of the code some places
+    ahead of the one it reads: 1,500 lookups took 24 µs one after another, 15 µs so."""
+    sig = types.void(array, index)
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        data = context.make_array(signature.args[0])(context, builder, args[0]).data
+        at = context.cast(builder, args[1], signature.args[1], types.intp)
+        byte = ir.IntType(8).as_pointer()
+        i32 = ir.IntType(32)
+        fn = builder.module.declare_intrinsic(
+            "llvm.prefetch", [byte], ir.FunctionType(ir.VoidType(), [byte, i32, i32, i32])
+        )
+        where = builder.bitcast(builder.gep(data, [at]), byte)
+        # (address, 0: a read, 3: keep it in every cache level, 1: data, not code)
+        builder.call(fn, [where, ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)])
+        return context.get_dummy_value()
+
+    return sig, codegen

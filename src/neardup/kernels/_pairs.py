@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._hash import chained, table_size
-from ._jit import jit
+from ._jit import jit, prefetch
 from ._sketch import _CJK, _WORD, unit_class
 
 __all__ = [
@@ -44,6 +44,11 @@ _SHIFT = np.uint32(6)  # templates.SLOT_BITS = 26 of the 32 bits of a code
 _BUCKET_SHIFT = np.int64(6)  # templates.BUCKET_SHIFT: a bucket of the index is 2^6 slots
 _PASSAGE_STORIES = 2  # templates.PASSAGE_STORIES
 _PASSAGE_REST = 0.25  # templates.PASSAGE_REST
+#: how many codes ahead of the one a loop looks up in a count table it asks for
+#: (:func:`~neardup.kernels._jit.prefetch`)
+_AHEAD = 16
+#: and how many pairs ahead a loop over pairs of rows asks for a row
+_AHEAD_ROWS = 8
 
 
 @jit
@@ -74,7 +79,10 @@ def _chrome_into(codes, kind, counts, limit, slot_ids, firsts, seconds, at, pass
         return
     seen = flags[size : 2 * size]
     if kind == 1:
+        _ask_first(counts, codes)
         for i in range(size):
+            if i + _AHEAD < size:
+                prefetch(counts, codes[i + _AHEAD] >> _SHIFT)
             c = counts[codes[i] >> _SHIFT]
             out[i] = c >= limit
             if passage > 0:
@@ -89,6 +97,14 @@ def _chrome_into(codes, kind, counts, limit, slot_ids, firsts, seconds, at, pass
                     seen[i] = seconds[j] < at
     if passage > 0 and size >= passage:
         _passages(seen, passage, out)
+
+
+@jit
+def _ask_first(table, codes):
+    """Ask for the slots of the first :data:`_AHEAD` of ``codes`` in ``table`` (a loop over
+    them then asks for each slot that many codes ahead)."""
+    for i in range(min(len(codes), _AHEAD)):
+        prefetch(table, codes[i] >> _SHIFT)
 
 
 @jit
@@ -414,10 +430,18 @@ def any_shared(
 def alike_rows(light, a, b):
     """For each pair of rows (``a[k]``, ``b[k]``) of ``light`` (one light signature a row),
     the share of their values that are equal (what ``decide.alike`` gives for
-    ``light[a]``, ``light[b]``), without gathering the rows."""
+    ``light[a]``, ``light[b]``), without gathering the rows. The pairs come sorted by
+    ``a``, so the rows of ``b`` lie anywhere in the table: each is asked for
+    :data:`_AHEAD_ROWS` pairs before it is read (4.4 million pairs of 192,000 rows: 0.24 ->
+    0.13 s)."""
     width = light.shape[1]
+    line = max(1, 64 // light.itemsize)  # the values of a row in a cache line of 64 bytes
     out = np.empty(len(a), dtype=np.float64)
     for k in range(len(a)):
+        if k + _AHEAD_ROWS < len(a):  # ``b``'s rows lie anywhere in the table: asked ahead
+            ahead = light[b[k + _AHEAD_ROWS]]
+            for t in range(0, width, line):
+                prefetch(ahead, t)
         x = light[a[k]]
         y = light[b[k]]
         same = 0
@@ -479,7 +503,10 @@ def count_story(counts, codes):
     :meth:`~neardup.engine.templates.CommonShingles.add` does with numpy (every count read
     before any is written, as a fancy-index assignment does)."""
     old = np.empty(len(codes), dtype=np.uint8)
+    _ask_first(counts, codes)
     for i in range(len(codes)):  # the reads do not wait on one another
+        if i + _AHEAD < len(codes):
+            prefetch(counts, codes[i + _AHEAD] >> _SHIFT)
         old[i] = counts[codes[i] >> _SHIFT]
     for i in range(len(codes)):
         c = old[i]
@@ -495,7 +522,12 @@ def count_story_turning(counts, fresh, codes):
     with a window (``fresh`` may be ``counts`` itself: the first turn). Returns how many of
     ``fresh``'s counts went up."""
     old = np.empty(len(codes), dtype=np.uint8)
-    for i in range(len(codes)):
+    _ask_first(fresh, codes)
+    _ask_first(counts, codes)
+    for i in range(len(codes)):  # and the slots of ``counts``, read in the second loop
+        if i + _AHEAD < len(codes):
+            prefetch(fresh, codes[i + _AHEAD] >> _SHIFT)
+            prefetch(counts, codes[i + _AHEAD] >> _SHIFT)
         old[i] = fresh[codes[i] >> _SHIFT]
     added = 0
     for i in range(len(codes)):
