@@ -132,3 +132,33 @@ def test_every_run_of_numerals_has_a_value_or_none(run: str) -> None:
     assert value is None or value >= 0
     if run and run.isascii():
         assert value == int(run)
+
+
+@st.composite
+def _news_line(draw: st.DrawFn) -> str:
+    """A line around the labelled lines' bounds: a label of 0 to 26 characters, what may
+    follow it (a colon, "://", a digit), and a rest that makes the line as long as the
+    bounds (79 to 81, 159 to 161 characters) or not, with colons, digits and "。"."""
+    size = draw(st.sampled_from([0, 1, 2, 12, 23, 24, 25, 26]))
+    label = draw(st.text(alphabet="ab7٣ 中/.w", min_size=size, max_size=size))
+    after = draw(st.sampled_from(["", ":", ": ", ":\t", "://", ":7", ":٣", "::"]))
+    rest = draw(st.text(alphabet="ab7٣ 。/w.(中:\t", max_size=12))
+    end = draw(st.sampled_from(["", ":", ": \t", "\u3000", "www.x", " http://a.b/1"]))
+    total = draw(st.sampled_from([None, 79, 80, 81, 159, 160, 161]))
+    fill = max(0, total - len(label + after + rest + end)) if total else 0
+    return label + after + rest + "a" * fill + end
+
+
+@settings(max_examples=2000)
+@given(st.lists(_news_line(), min_size=1, max_size=4), st.sampled_from(["", "\n", " "]))
+def test_labelled_lines_and_addresses_are_blanked_as_the_expressions_blank_them(
+    lines: list[str], edge: str
+) -> None:
+    """The line-by-line blanking of labelled lines and addresses gives the text the regular
+    expressions give, whatever the lines' lengths (at 24, 80 and 160 characters and either
+    side), colons, digits (any decimal digit, "٣" too), "//", "。", spaces and addresses;
+    a text of one line has its addresses blanked alone."""
+    text = edge + "\n".join(lines) + edge
+    blank = v._ADDRESSES if "\n" not in text.strip() else v._NOT_NEWS
+    want = blank.sub(lambda m: " " * len(m.group()), text)
+    assert v._news(text) == want

@@ -701,9 +701,46 @@ def _news(text: str) -> str:
     'Soybean report 11:00 EDT'
     >>> _news("Update: 12 hurt")
     'Update: 12 hurt'
+
+    What ``_NOT_NEWS`` blanks (or ``_ADDRESSES``, in a text of one line), worked out line by
+    line: each of its matches lies within a line, and a labelled line is one whole; only a
+    line holding a ":" or "www." can hold either (an hkcnews article, most of which have
+    some, 106 -> 8 µs; a 20 Newsgroups post 131 -> 9 µs).
     """
-    one_line = "\n" not in text.strip()
-    return (_ADDRESSES if one_line else _NOT_NEWS).sub(lambda m: " " * len(m.group()), text)
+    if "\n" not in text.strip():
+        return _without_addresses(text)
+    if ":" not in text and "www." not in text:
+        return text
+    lines = text.split("\n")
+    for k, line in enumerate(lines):
+        if ":" in line or "www." in line:
+            lines[k] = " " * len(line) if _labelled(line) else _without_addresses(line)
+    return "\n".join(lines)
+
+
+def _labelled(line: str) -> bool:
+    """Whether a line (no line break in it) is one ``_LABELLED`` matches whole: at most 80
+    characters, its first colon after 1 to 24 of them, not before "//", not between two
+    digits, and no "。" after it; or at most 160, and a colon at its end (spaces and tabs
+    after it)."""
+    n = len(line)
+    if n <= 80:
+        i = line.find(":")
+        if (
+            1 <= i <= 24
+            and not line.startswith("//", i + 1)
+            and not (line[i - 1].isdecimal() and line[i + 1 : i + 2].isdecimal())
+            and "。" not in line[i + 1 :]
+        ):
+            return True
+    return n <= 160 and line.rstrip(" \t").endswith(":")
+
+
+def _without_addresses(text: str) -> str:
+    """``text`` with what ``_ADDRESSES`` matches blanked (each match holds "://" or "www.")."""
+    if "://" not in text and "www." not in text:
+        return text
+    return _ADDRESSES.sub(lambda m: " " * len(m.group()), text)
 
 
 #: A numeral: a digit, or a Chinese numeral from 〇 to 十 (as a prepared text spells them).
