@@ -162,3 +162,20 @@ def test_labelled_lines_and_addresses_are_blanked_as_the_expressions_blank_them(
     blank = v._ADDRESSES if "\n" not in text.strip() else v._NOT_NEWS
     want = blank.sub(lambda m: " " * len(m.group()), text)
     assert v._news(text) == want
+
+
+def test_a_titles_figures_are_read_once_for_all_its_candidates() -> None:
+    """A short text verified against many candidates (whole, as titles, each lacking one of
+    its figures) reads its units and figures once, and every verdict is the one worked out
+    afresh: "第 123 楼 reply 45" against floors that lack its 45 are copies of none."""
+    from unittest import mock
+
+    later = make_sketch("第 123 楼 reply 45 已经更新", CFG)
+    earlier = [make_sketch(f"第 123 楼 reply {k} 已经更新", CFG) for k in range(46, 56)]
+    v._remembered_figures.cache_clear()
+    with mock.patch.object(v, "unit_chars", wraps=v.unit_chars) as read:
+        verdicts = [v.verify(later, e, CFG) for e in earlier]
+    assert read.call_count == 1
+    with mock.patch.object(v, "_remembered_figures", v._figures_inside):
+        assert [v.verify(later, e, CFG) for e in earlier] == verdicts
+    assert all(x.is_duplicate and not x.is_copy for x in verdicts)

@@ -25,6 +25,7 @@ advise for titles instead.
 from __future__ import annotations
 
 import difflib
+import functools
 import re
 import threading
 from dataclasses import dataclass
@@ -662,14 +663,32 @@ def _agreeing(
     if agree >= bar:
         return score
     first, last = _shared_span(short, other, cfg, guard) if span is None else span
-    chars = None if first > last else unit_chars(short.text, first, last)
-    if chars is None:
+    read = _remembered_figures if len(short.text) <= _REMEMBERED_CHARS else _figures_inside
+    inside = read(short.text, first, last, copy)
+    if inside is None:
         return min(score, agree)
-    inside = figures_within(_news(short.text) if copy else short.text, *chars)
     if len(inside) < least:
         return score
     agree = len(inside & other.numbers) / len(inside)
     return min(score, agree) if agree < bar else score
+
+
+def _figures_inside(text: str, first: int, last: int, news: bool) -> frozenset[str] | None:
+    """The figures of ``text`` that start inside its units ``first`` to ``last`` (in its
+    news alone when ``news``: :func:`_news`); None when it has no such units."""
+    chars = None if first > last else unit_chars(text, first, last)
+    if chars is None:
+        return None
+    return frozenset(figures_within(_news(text) if news else text, *chars))
+
+
+#: :func:`_figures_inside` of a text of up to _REMEMBERED_CHARS characters is remembered
+#: (the latest _REMEMBERED_FIGURES): a title is compared whole with each of its candidates,
+#: the same span of the same text each time (in a flood of a million short records, this
+#: was half of the titles' verification).
+_REMEMBERED_CHARS = 256
+_REMEMBERED_FIGURES = 4096
+_remembered_figures = functools.lru_cache(maxsize=_REMEMBERED_FIGURES)(_figures_inside)
 
 
 #: A line that labels a value — a header field, a byline, a counter ("lines: 15", "posted by:
