@@ -7,7 +7,6 @@ import contextlib
 import importlib.util
 import os
 from collections.abc import Iterator
-from random import Random
 
 import numpy as np
 import pytest
@@ -389,18 +388,23 @@ def test_compiled_bucket_ids_equal_numpy(rows: list[list[int]]) -> None:
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.integers(0, 5), min_size=0, max_size=200), st.randoms(use_true_random=False))
-def test_ties_are_ordered_as_lexsort_orders_them(groups: list[int], rnd: Random) -> None:
-    """The compiled walk that puts the positions of equal keys back in order (runs of a
-    few, and runs longer than its insertion sort takes) gives lexsort's order."""
+@given(
+    st.lists(
+        st.sampled_from([0, 1, 4095, 4096, 2**24 - 1, 2**24, 2**36 + 5, 2**47, 2**48 - 1])
+        | st.integers(0, 2**48 - 1),
+        max_size=300,
+    )
+)
+def test_the_join_keys_radix_sort_is_a_stable_argsort(values: list[int]) -> None:
+    """The compiled sort of a block's join keys (48 bits, by digits of 12) gives numpy's
+    stable order — equal keys in the order they came — and the keys in it: many ties, keys
+    at the digits' bounds, none."""
     if KERNEL_MODES[-1] != "on":
         pytest.skip("numba is not installed")
     from neardup import kernels
 
-    keys = np.sort(np.array(groups, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15))
-    order = np.arange(len(keys), dtype=np.int64)
-    rnd.shuffle(order)  # type: ignore[arg-type]
-    want = order[np.lexsort((order, keys))]
-    got = order.copy()
-    kernels.load("_join").order_ties(keys, got)
-    assert got.tolist() == want.tolist()
+    keys = np.array(values, dtype=np.uint64)
+    order, ordered = kernels.load("_join").sorted_stably(keys, 48)
+    want = np.argsort(keys, kind="stable")
+    assert order.dtype == np.int64 and order.tolist() == want.tolist()
+    assert ordered.dtype == np.uint64 and ordered.tolist() == keys[want].tolist()

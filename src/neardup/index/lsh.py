@@ -57,6 +57,7 @@ _TOP = 16  # bits of a join key in a run's directory
 _SLOTS = 1 << _TOP
 _LOW = np.uint64(0xFFFFFFFF)
 _JOIN_SHIFT = np.uint64(16)  # a bucket id's bits the join drops: it keeps 48
+_JOIN_BITS = 48
 
 
 @functools.lru_cache(maxsize=64)
@@ -404,14 +405,15 @@ class LSHJoin:
         rows: Pos = np.arange(first_ord, self._count, dtype=np.int64 if wide else np.int32)  # type: ignore[assignment]
         flat = bucket_ids(keys2d).ravel()  # row by row: equal keys in ordinal order
         flat >>= _JOIN_SHIFT  # the join keys: 48 bits
-        order = np.argsort(flat)  # not stable (6x quicker); equal keys are put back in order
-        keys = flat[order]
-        del flat
-        work = len(keys) + sum(len(run[1]) for run in self._runs)
+        work = len(flat) + sum(len(run[1]) for run in self._runs)
         fast = self._split and kernels.wanted(work)
-        if fast:
-            kernels.load("_join").order_ties(keys, order)
+        order: I64
+        keys: U64
+        if fast:  # one stable radix sort
+            order, keys = kernels.load("_join").sorted_stably(flat, _JOIN_BITS)
         else:
+            order = np.argsort(flat)  # not stable (6x quicker); equal keys put back in order
+            keys = flat[order]
             kernels.work_done(work)
             tied = np.flatnonzero(keys[1:] == keys[:-1])
             if len(tied):
@@ -419,6 +421,7 @@ class LSHJoin:
                 in_run[tied] = in_run[tied + 1] = True
                 runs = np.flatnonzero(in_run)
                 order[runs] = order[runs][np.lexsort((order[runs], keys[runs]))]
+        del flat
         pos: Pos = np.repeat(rows, n_bands)[order]  # type: ignore[assignment]
         cap = self.bucket_cap
         before = np.zeros(len(keys), dtype=np.int64)  # the bucket's members in earlier blocks

@@ -24,8 +24,8 @@ __all__ = [
     "bucket_ids",
     "bucket_pairs",
     "merge_back",
-    "order_ties",
     "sorted_ranges",
+    "sorted_stably",
 ]
 
 _M1 = np.uint64(0xBF58476D1CE4E5B9)  # hashing.mix's SplitMix64 constants
@@ -55,29 +55,45 @@ def bucket_ids(keys):
     return out
 
 
+#: the bits a pass of :func:`sorted_stably` sorts by: 4,096 counts, a table the cache holds
+_DIGIT = 12
+
+
 @jit
-def order_ties(keys, order):
-    """Put ``order`` in ascending order within each run of equal ``keys`` (``keys`` sorted,
-    ``order`` distinct): what :class:`~neardup.index.lsh.LSHJoin` does with ``np.lexsort``
-    to the positions that an unstable sort left in any order among equal keys, in one walk
-    (a run of a few, by insertion; a longer one sorted)."""
+def sorted_stably(keys, bits):
+    """(order, sorted keys) of ``keys`` (uint64, each below ``2^bits``), equal keys in the
+    order they come: ``np.argsort(keys, kind="stable")`` and ``keys[order]``, by a radix
+    sort from the lowest digit up, the keys moved with their positions in each pass (a
+    chunk's 128,000 join keys of 48 bits: 1.4 ms, against 7-8 ms for ``np.argsort`` and
+    putting the ties back in order)."""
     n = len(keys)
-    i = 0
-    while i < n:
-        j = i + 1
-        while j < n and keys[j] == keys[i]:
-            j += 1
-        if j - i > 16:
-            order[i:j] = np.sort(order[i:j])
-        elif j - i > 1:
-            for a in range(i + 1, j):
-                v = order[a]
-                b = a - 1
-                while b >= i and order[b] > v:
-                    order[b + 1] = order[b]
-                    b -= 1
-                order[b + 1] = v
-        i = j
+    order = np.arange(n, dtype=np.int64)
+    spare = np.empty(n, dtype=np.int64)
+    ordered = keys.copy()
+    moved = np.empty(n, dtype=np.uint64)
+    counts = np.empty(1 << _DIGIT, dtype=np.int64)
+    mask = np.uint64((1 << _DIGIT) - 1)
+    shift = 0
+    while shift < bits:
+        s = np.uint64(shift)
+        counts[:] = 0
+        for i in range(n):
+            counts[(ordered[i] >> s) & mask] += 1
+        total = 0
+        for d in range(len(counts)):  # where each digit's keys start
+            c = counts[d]
+            counts[d] = total
+            total += c
+        for i in range(n):
+            key = ordered[i]
+            at = counts[(key >> s) & mask]
+            moved[at] = key
+            spare[at] = order[i]
+            counts[(key >> s) & mask] = at + 1
+        order, spare = spare, order
+        ordered, moved = moved, ordered
+        shift += _DIGIT
+    return order, ordered
 
 
 @jit
