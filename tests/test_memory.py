@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import platform
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -27,6 +29,57 @@ def test_trim_gives_the_free_pages_inside_the_heap_back() -> None:
     assert trim()
     assert before - _rss() >= 50 * 2**20
     assert kept.sum() == 100_000
+
+
+_FAULTS = """
+import os, resource, sys
+import numpy as np
+from neardup.memory import set_huge_pages
+set_huge_pages(False)
+if sys.argv[1] == "keep_freed":
+    from neardup.memory import keep_freed
+    assert keep_freed()
+elif sys.argv[1] == "worker":
+    from neardup.batch import _worker_start
+    _worker_start(os.getppid())
+before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+for i in range(40):  # a chunk's arrays: a few MiB, a little larger each time
+    a = np.ones((1 << 20) + i * 4096, dtype=np.uint32)
+    b = np.ones(1 << 19, dtype=np.uint64)
+    del a, b
+print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+"""
+
+
+def _faults(how: str) -> int:
+    """The page faults of a fresh process making and freeing a chunk's arrays 40 times."""
+    done = subprocess.run(
+        [sys.executable, "-c", _FAULTS, how], capture_output=True, text=True, check=True
+    )
+    return int(done.stdout)
+
+
+@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="mallopt is glibc's")
+@pytest.mark.parametrize("how", ["keep_freed", "worker"])
+def test_keep_freed_serves_a_chunks_arrays_from_pages_already_faulted_in(how: str) -> None:
+    """Arrays of a few MiB, freed and made again a little larger, come from the heap that
+    the ones before them left (not from fresh pages, a thousand faults for each 4 MiB),
+    once ``keep_freed`` is called; a sketch worker calls it as it starts."""
+    plain, kept = _faults("plain"), _faults(how)
+    assert plain > 40 * 1024  # each array of 4 MiB faulted in afresh
+    assert kept < plain // 4
+
+
+def test_keep_freed_answers_everywhere() -> None:
+    """Where the C library has no ``mallopt``, nothing is set and nothing fails (run in a
+    process of its own: the setting is for good)."""
+    done = subprocess.run(
+        [sys.executable, "-c", "from neardup.memory import keep_freed; print(keep_freed())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert done.stdout.strip() in ("True", "False")
 
 
 def test_trim_answers_everywhere() -> None:

@@ -70,7 +70,7 @@ from .engine.warm import load_kernels
 from .errors import ConfigError, InputError, WorkersLost, shielded
 from .index.lsh import LSHJoin, Pos, _merge
 from .machine import machine_cpus
-from .memory import grown, set_huge_pages, trim
+from .memory import grown, keep_freed, set_huge_pages, trim
 from .passages import Passage
 from .shelf import Shelf, default_budget
 from .timing import Stages
@@ -1001,6 +1001,7 @@ def _worker_start(parent: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     set_huge_pages(False)  # a chunk's arrays are made and freed: neardup.memory
+    keep_freed()  # and the heap they come from kept for the next chunk's: neardup.memory
     if sys.platform.startswith("linux"):
         import ctypes
         import os

@@ -9,6 +9,15 @@ memory: some hundreds of MB by the end of a million tiny records. :func:`trim` a
 its free pages back (``malloc_trim``) where the C library has it (glibc); elsewhere it does
 nothing.
 
+A sketch worker is the other way round: it makes and frees the same few arrays for each
+chunk, of sizes that change from chunk to chunk (code points, shingles, vocabularies: a few
+MiB each). glibc gives a block above its mmap threshold pages of its own, fresh each time
+(each page faulted in: a 4 MiB block is a thousand faults), and it raises the threshold
+only to the size of a block freed. :func:`keep_freed` (the workers call it as they start)
+has malloc serve every block of up to 32 MiB from its heap and keep up to 64 MiB of it free
+for the next chunk: on 20 Newsgroups the run's page faults go from some 300,000 to 196,000
+and its system time down by about a quarter (``mallopt``; glibc only).
+
 :func:`grown` makes room in an array that grows by doubling: ``np.resize`` fills the new
 rows with copies of the old ones, so every page of the doubled array is written and
 resident at once; the rows :func:`grown` adds are left unwritten, and the system gives them
@@ -50,6 +59,7 @@ import numpy.typing as npt
 __all__ = [
     "grown",
     "huge_pages",
+    "keep_freed",
     "set_huge_pages",
     "table_copy",
     "table_zeros",
@@ -59,20 +69,22 @@ __all__ = [
 _A = TypeVar("_A", bound=np.ndarray[Any, Any])
 
 
-def _malloc_trim() -> Callable[[int], int] | None:
-    """glibc's ``malloc_trim``, or None where the C library has none."""
+def _libc(name: str, *argtypes: Any) -> Any:
+    """The Linux C library's function ``name`` (returning an int, taking ``argtypes``), or
+    None elsewhere or where that library has none (glibc's ``malloc_trim`` and ``mallopt``
+    are not musl's)."""
     if not sys.platform.startswith("linux"):
         return None
     try:
-        found = ctypes.CDLL(None).malloc_trim
+        found = getattr(ctypes.CDLL(None, use_errno=True), name)
     except (OSError, AttributeError):  # pragma: no cover - another C library (musl)
         return None
-    found.argtypes = [ctypes.c_size_t]
+    found.argtypes = list(argtypes)
     found.restype = ctypes.c_int
     return found
 
 
-_MALLOC_TRIM = _malloc_trim()
+_MALLOC_TRIM: Callable[[int], int] | None = _libc("malloc_trim", ctypes.c_size_t)
 
 
 def trim() -> bool:
@@ -81,6 +93,27 @@ def trim() -> bool:
     if _MALLOC_TRIM is None:
         return False
     return bool(_MALLOC_TRIM(0))
+
+
+#: mallopt's parameters (glibc's malloc.h), and what :func:`keep_freed` sets them to
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+_FROM_HEAP = 32 << 20  # the most glibc allows (half its arenas' heap size)
+_KEEP_FREE = 64 << 20
+
+
+_MALLOPT: Callable[[int, int], int] | None = _libc("mallopt", ctypes.c_int, ctypes.c_int)
+
+
+def keep_freed() -> bool:
+    """Have malloc serve every block of up to 32 MiB from its heap, and keep up to 64 MiB of
+    the heap free rather than give it back, for good in this process (for a process that
+    makes and frees arrays of a few MiB over and over: see the module's docstring); whether
+    the C library took both settings."""
+    if _MALLOPT is None:
+        return False
+    return bool(_MALLOPT(_M_MMAP_THRESHOLD, _FROM_HEAP)) & bool(
+        _MALLOPT(_M_TRIM_THRESHOLD, _KEEP_FREE)
+    )
 
 
 def grown(a: _A, rows: int) -> _A:
@@ -127,20 +160,10 @@ def huge_pages(on: bool = True) -> Iterator[None]:
         set_huge_pages(before)
 
 
-def _madvise() -> Callable[[int, int, int], int] | None:
-    """The C library's ``madvise``, where Linux has huge pages to ask for; else None."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        found = ctypes.CDLL(None, use_errno=True).madvise
-    except (OSError, AttributeError):  # pragma: no cover - a C library without it
-        return None
-    found.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-    found.restype = ctypes.c_int
-    return found
-
-
-_MADVISE = _madvise()
+#: the C library's ``madvise``, where Linux has huge pages to ask for; else None
+_MADVISE: Callable[[int, int, int], int] | None = _libc(
+    "madvise", ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int
+)
 _MADV_HUGEPAGE = 14  # Linux's value (asm-generic/mman-common.h)
 _PAGE = 4096
 
