@@ -188,6 +188,46 @@ def test_compiled_lookups_and_merges_equal_numpy(run: list[int], keys: list[int]
     assert got[2].dtype == np.int32
 
 
+@pytest.mark.skipif("on" not in KERNEL_MODES, reason="numba is not installed")
+@given(
+    st.integers(0, 2**32 - 1),
+    st.sampled_from(["even", "clustered", "one slot", "few values"]),
+    st.integers(1, 3_000),
+)
+@FAST
+def test_compiled_lookups_in_runs_of_any_spread_equal_numpy(seed: int, spread: str, n: int) -> None:
+    """Wherever a run's keys are (spread evenly, clustered low bits, one directory slot,
+    many equal keys) and whatever is looked for (members, keys beside them or missing from
+    the run), the galloping lookups' ranges are np.searchsorted's."""
+    from neardup.index.lsh import _run
+    from neardup.kernels import _join
+
+    rng = np.random.default_rng(seed)
+    if spread == "even":
+        r = rng.integers(0, 1 << 48, n, dtype=np.uint64)
+    elif spread == "clustered":  # low bits bunched near a few values in a few slots
+        r = (rng.integers(0, 4, n, dtype=np.uint64) << np.uint64(32)) | rng.choice(
+            np.array([5, 1 << 20, 0xFFFF0000], dtype=np.uint64), n
+        ) + rng.integers(0, 64, n, dtype=np.uint64)
+    elif spread == "one slot":
+        r = (np.uint64(7) << np.uint64(32)) | rng.integers(0, 1 << 32, n, dtype=np.uint64)
+    else:
+        r = rng.choice(np.array([3, 7 << 32, (7 << 32) | 9], dtype=np.uint64), n)
+    r.sort()
+    near = np.concatenate((r[:3] - np.uint64(1), r[-3:] + np.uint64(1), r[rng.integers(0, n, 50)]))
+    k = np.concatenate((
+        r[rng.integers(0, n, 50)],  # in the run
+        near[near < np.uint64(1 << 48)],  # beside its ends, or one bit off a member
+        near ^ np.uint64(1),
+        rng.integers(0, 1 << 48, 50, dtype=np.uint64),  # anywhere
+    ))  # fmt: skip
+    k = np.sort(k[k < np.uint64(1 << 48)])  # join keys: 48 bits
+    run = _run(r, np.arange(n, dtype=np.int32))
+    lo, hi = _join.sorted_ranges(run[0], run[1], k)
+    assert lo.tolist() == np.searchsorted(r, k, "left").tolist()
+    assert hi.tolist() == np.searchsorted(r, k, "right").tolist()
+
+
 def test_runs_keep_a_directory_only_where_the_kernels_can_read_it() -> None:
     """Without the kernels (turned off, or numba missing) a run keeps its keys whole, as
     numpy searches them (a directory would have numpy make every run's keys whole again for
