@@ -8,7 +8,7 @@ from __future__ import annotations
 import importlib
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from neardup import normalize
@@ -97,6 +97,70 @@ def test_quoted_lines_and_breadcrumbs_are_stripped_as_the_reference(texts: list[
         mp.setenv("NEARDUP_KERNELS", "off")
         normalized = [normalize(t) for t in texts]
     assert stripped(normalized, "on") == stripped(normalized, "off")
+
+
+#: section datelines as wide as the pattern lets them be, and a little wider: up to 20
+#: characters of label (digits, spaces and separators among them), a separator, a date of
+#: 4, 1-2 and 1-2 digits (ASCII, full-width or Arabic-Indic) with separators, 日, a space at
+#: any of their places
+_DIGITS = st.sampled_from(["1", "2", "0", "９", "٣"])
+_SPACE = st.sampled_from(["", " ", "  ", "\t"])
+_DATE_SEP = st.sampled_from(["年", "月", "-", "/", ".", "|"])
+_LABEL = st.sampled_from("ab 1/|·-新闻。.")
+DATELINES = st.tuples(
+    st.integers(0, 24).flatmap(lambda n: st.lists(_LABEL, min_size=n, max_size=n)).map("".join),
+    st.sampled_from(["", "/", "|", "·", "-"]),
+    _SPACE,
+    st.lists(_DIGITS, min_size=3, max_size=5).map("".join),
+    _SPACE, _DATE_SEP, _SPACE,
+    st.lists(_DIGITS, min_size=1, max_size=3).map("".join),
+    _SPACE, _DATE_SEP, _SPACE,
+    st.lists(_DIGITS, min_size=1, max_size=3).map("".join),
+    _SPACE,
+    st.sampled_from(["", "日", "日 ", "x"]),
+).map("".join)  # fmt: skip
+
+
+#: the widest section dateline of a folded line (38 characters), and one character more
+WIDEST = "local news section a| 2026 - 03 - 13 日"
+WIDER = "local news section ab| 2026 - 03 - 13 日"
+
+
+@settings(max_examples=400)
+@example([WIDEST, WIDER, f"a\n{WIDEST}\nb", WIDEST.replace(" ", "  ")])
+@given(
+    st.lists(
+        st.lists(DATELINES | TEXTS, min_size=1, max_size=4).map("\n".join), min_size=1, max_size=4
+    )
+)
+def test_datelines_are_stripped_as_the_reference(texts: list[str]) -> None:
+    """Section datelines of every width the pattern allows, beside other lines: raw and
+    normalized, the compiled scan strips what the regular expressions strip (it flags a
+    folded text's line as a possible dateline only up to 38 characters and with 6 digits)."""
+    assert stripped(texts, "on") == stripped(texts, "off")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("NEARDUP_KERNELS", "off")
+        normalized = [normalize(t) for t in texts]
+    assert stripped(normalized, "on") == stripped(normalized, "off")
+
+
+@settings(max_examples=600)
+@example(WIDEST)
+@example(WIDER)
+@given(DATELINES)
+def test_a_folded_dateline_is_as_short_and_has_the_digits_the_scan_asks(line: str) -> None:
+    """Every line of a folded text that the dateline pattern matches has at most
+    ``_DATE_MOST`` characters and ``_DATE_DIGITS`` decimal digits: the scan's bounds follow
+    from the pattern (a wider pattern would need wider bounds)."""
+    from neardup.boilerplate import _DATELINE
+    from neardup.kernels import _text
+    from neardup.normalize import fold_whitespace
+
+    folded = fold_whitespace(line)
+    assert "\n" not in folded
+    if _DATELINE.match(folded):
+        assert len(folded) <= _text._DATE_MOST
+        assert sum(c.isdecimal() for c in folded) >= _text._DATE_DIGITS
 
 
 @settings(max_examples=400)

@@ -32,6 +32,11 @@ WS_STAR, IN_SET, WS_ONE, REGEX = 1, 2, 4, 8
 #: the table of literal beginnings _hit tries has 2^GRAM_BITS entries
 GRAM_BITS = 16
 _NL, _SP, _GT, _DOT, _DAY = 10, 32, 62, 46, 0x65E5  # "\n", " ", ">", ".", "日"
+#: A section dateline (``boilerplate._DATELINE``: up to 20 characters, a separator, a date
+#: of 4, 1-2 and 1-2 digits with two separators, 日) on a line of a folded text, whose only
+#: whitespace is single spaces, one at most at each of its six places: at most 38
+#: characters, and at least the date's 6 digits.
+_DATE_MOST, _DATE_DIGITS = 38, 6
 #: the most characters a breadcrumb has between two ">", and after the last (boilerplate._BREADCRUMB)
 _CRUMB = 20
 
@@ -146,7 +151,9 @@ def scan_texts(
     ".", which end every sentence but a line's last) or the line's last character other
     than whitespace at most ``_CRUMB`` characters after the second or a later one (nested
     quotes, "> > ...", with a long sentence after them are not flagged); DATE_END for a
-    line that ends in 日 or a decimal digit. And ``folded``: no double space, no empty
+    line that may be a section dateline (``boilerplate._DATELINE``) if its text is folded:
+    one that ends in 日 or a decimal digit, holds at most ``_DATE_MOST`` characters and at
+    least ``_DATE_DIGITS`` decimal digits. And ``folded``: no double space, no empty
     line, no space at either end of a line, and nothing but printable characters and line
     breaks (see ``boilerplate._is_folded``). Returns how many lines were written to ``where`` and
     ``what`` (those with a flag)."""
@@ -177,10 +184,15 @@ def scan_texts(
                 f = hf
                 if crumb or (near >= 0 and seen - near <= _CRUMB):
                     f |= TWO_GT
-                if p > start:
+                if 0 < p - start <= _DATE_MOST:
                     last = text[p - 1]
                     if last == _DAY or (table[last] & DECIMAL) != 0:
-                        f |= DATE_END
+                        digits = 0
+                        for q in range(start, p):
+                            if (table[text[q]] & DECIMAL) != 0:
+                                digits += 1
+                        if digits >= _DATE_DIGITS:
+                            f |= DATE_END
                 if pf & HIT:
                     f |= PREFIX_HIT
                 if pf & CONFIRM:
