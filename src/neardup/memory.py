@@ -15,8 +15,8 @@ MiB each). glibc gives a block above its mmap threshold pages of its own, fresh 
 (each page faulted in: a 4 MiB block is a thousand faults), and it raises the threshold
 only to the size of a block freed. :func:`keep_freed` (the workers call it as they start)
 has malloc serve every block of up to 32 MiB from its heap and keep up to 64 MiB of it free
-for the next chunk: on 20 Newsgroups the run's page faults go from some 300,000 to 196,000
-and its system time down by about a quarter (``mallopt``; glibc only).
+for the next chunk: on 20 Newsgroups the run's page faults go from some 297,000 to 194,000
+and its system time down by about a fifth (``mallopt``; glibc only).
 
 :func:`grown` makes room in an array that grows by doubling: ``np.resize`` fills the new
 rows with copies of the old ones, so every page of the doubled array is written and
@@ -99,8 +99,6 @@ def trim() -> bool:
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
 _FROM_HEAP = 32 << 20  # the most glibc allows (half its arenas' heap size)
 _KEEP_FREE = 64 << 20
-
-
 _MALLOPT: Callable[[int, int], int] | None = _libc("mallopt", ctypes.c_int, ctypes.c_int)
 
 
