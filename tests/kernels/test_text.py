@@ -26,6 +26,16 @@ def stripped(texts: list[str], mode: str) -> list[str]:
         return strip_boilerplate_all(texts)
 
 
+def assert_strips_as_reference(texts: list[str]) -> None:
+    """Raw and normalized (as the engine strips them), the compiled scan strips ``texts``
+    as the regular expressions do."""
+    assert stripped(texts, "on") == stripped(texts, "off")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("NEARDUP_KERNELS", "off")
+        normalized = [normalize(t) for t in texts]
+    assert stripped(normalized, "on") == stripped(normalized, "off")
+
+
 @settings(max_examples=300)
 @given(st.lists(TEXTS, min_size=1, max_size=5))
 def test_boilerplate_scan_matches_reference(texts: list[str]) -> None:
@@ -71,11 +81,7 @@ def test_hints_before_any_character_are_stripped_as_the_reference(texts: list[st
     """Every hint's and dateline prefix's literal, before ASCII, CJK or a line end, and
     lines of bracketed labels: raw and normalized, the compiled scan strips what the
     regular expressions strip."""
-    assert stripped(texts, "on") == stripped(texts, "off")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("NEARDUP_KERNELS", "off")
-        normalized = [normalize(t) for t in texts]
-    assert stripped(normalized, "on") == stripped(normalized, "off")
+    assert_strips_as_reference(texts)
 
 
 #: quoted replies and breadcrumbs: runs of ">" with words and sentence ends at every distance
@@ -92,11 +98,49 @@ QUOTED = st.lists(st.sampled_from(_QUOTE_PIECES), max_size=50).map("".join)
 def test_quoted_lines_and_breadcrumbs_are_stripped_as_the_reference(texts: list[str]) -> None:
     """Lines of ">" the scan leaves out unless they may hold a breadcrumb: raw and
     normalized, the compiled scan strips what the regular expressions strip."""
-    assert stripped(texts, "on") == stripped(texts, "off")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("NEARDUP_KERNELS", "off")
-        normalized = [normalize(t) for t in texts]
-    assert stripped(normalized, "on") == stripped(normalized, "off")
+    assert_strips_as_reference(texts)
+
+
+#: "by " where a sentence starts and where one does not: after words, sentence ends,
+#: brackets, whitespace of every kind, and each character a dateline prefix ends with
+_BY_PIECES = [
+    "by ", "by jane doe, x", "by jane doe", "nearby ", "caused by ", "by\tjoe smith|", "a",
+    "word", ". ", ".", "。", "!", "?", "！", "？", "(", "[", "【", "<", ")", "]", "】", " ",
+    "  ", "\t", "\u3000", "-", "–", "—", "电", "讯", ",", "，", "x)", "(reuters) - ",
+    "london (ap) — ", "新华社北京3月2日电", "新华社北京3月2日电(记者李明)", "人民网2021-09-22消息,",
+    "【新华网讯】", "(本文转载自《晨报》)", "\n",
+]  # fmt: skip
+BYLINES = st.lists(st.sampled_from(_BY_PIECES), max_size=14).map("".join)
+
+
+@settings(max_examples=500)
+@example(["nearby jane doe, x\n(reuters) - by jane doe, x\nok. by jane doe, y"])
+@given(st.lists(BYLINES, min_size=1, max_size=4))
+def test_bylines_where_a_sentence_may_start_are_stripped_as_the_reference(
+    texts: list[str],
+) -> None:
+    """The scan takes "by " for a hint only where a sentence may start (the line's start, a
+    sentence end, a bracket, a dateline prefix's end, whitespace between): raw and
+    normalized, it strips what the regular expressions strip."""
+    assert_strips_as_reference(texts)
+
+
+#: what may come before a sentence's byline, and what may not
+_BEFORE_A_BYLINE = [
+    "", "ok. ", "ok.  ", "好。", "ok!", "ok?", "好！", "好？", "(", "[", "【", "<", "( ", "ok. [ ",
+    "x)", "x] ", "x】", "新华社北京3月2日电", "新华社北京3月2日电(记者李明)", "人民网2021-09-22消息,",
+    "人民网2021-09-22消息，", "(reuters) - ", "london (ap) — ", "(ap) – ", "\t", "\u3000",
+    "(转自晨报)", "(转自晨报]", "(转自晨报】", "新华社北京3月2日讯", "near", "caused ", "word (", "1",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("before", _BEFORE_A_BYLINE)
+def test_a_byline_after_anything_is_stripped_as_the_reference(before: str) -> None:
+    """A byline after each thing that may end what comes before a sentence (and after some
+    that may not), in a line of its own and after another line: raw and normalized, the
+    compiled scan strips what the regular expressions strip."""
+    texts = [f"{before}by jane doe, x", f"story.\n{before}by jane doe, x\nmore"]
+    assert_strips_as_reference(texts)
 
 
 #: section datelines as wide as the pattern lets them be, and a little wider: up to 20
@@ -137,11 +181,7 @@ def test_datelines_are_stripped_as_the_reference(texts: list[str]) -> None:
     """Section datelines of every width the pattern allows, beside other lines: raw and
     normalized, the compiled scan strips what the regular expressions strip (it flags a
     folded text's line as a possible dateline only up to 38 characters and with 6 digits)."""
-    assert stripped(texts, "on") == stripped(texts, "off")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("NEARDUP_KERNELS", "off")
-        normalized = [normalize(t) for t in texts]
-    assert stripped(normalized, "on") == stripped(normalized, "off")
+    assert_strips_as_reference(texts)
 
 
 @settings(max_examples=600)

@@ -28,7 +28,7 @@ SPACE, PRINTABLE, DECIMAL = 1, 2, 4
 # line flags of scan_texts (boilerplate._HIT and the others)
 HIT, CONFIRM, TWO_GT, DATE_END, PREFIX_HIT, PREFIX_CONFIRM = 1, 2, 8, 16, 32, 64
 # literal programs (what must follow a literal): bits
-WS_STAR, IN_SET, WS_ONE, REGEX = 1, 2, 4, 8
+WS_STAR, IN_SET, WS_ONE, REGEX, AT_START = 1, 2, 4, 8, 16
 #: the table of literal beginnings _hit tries has 2^GRAM_BITS entries
 GRAM_BITS = 16
 _NL, _SP, _GT, _DOT, _DAY = 10, 32, 62, 46, 0x65E5  # "\n", " ", ">", ".", "日"
@@ -78,7 +78,44 @@ def _matches(cp, p, lit_cp, lo, hi, prog, set_cp, set_lo, set_hi, table):
     if prog & WS_ONE:
         if e >= n or not _ws(cp[e], table):
             return 0
+    if prog & AT_START and not _may_start_sentence(cp, p, table):
+        return 0
     return 1
+
+
+@jit
+def _may_start_sentence(cp, p, table):
+    """Whether a sentence of its line, as ``boilerplate._strip_line`` cuts it after taking
+    off a dateline prefix, may begin at ``p`` and after it, a bracket of ``[【(<`` and
+    whitespace (what ``boilerplate._STARTS`` allows before a byline): what comes before,
+    whitespace and one such bracket left out, is the line's start, a sentence end
+    (``。!?！？.``) or the last character a dateline prefix (``boilerplate._PREFIXES``)
+    ends with (``]】)电讯,，-–—``)."""
+    q = p - 1
+    while q >= 0 and _ws(cp[q], table):
+        q -= 1
+    if q >= 0 and (cp[q] == 0x5B or cp[q] == 0x3010 or cp[q] == 0x28 or cp[q] == 0x3C):
+        q -= 1  # [【(<
+        while q >= 0 and _ws(cp[q], table):
+            q -= 1
+    if q < 0:
+        return True
+    c = cp[q]
+    return (
+        c == _NL
+        or c == _DOT
+        or _is_end(c)
+        or c == 0x5D  # ]
+        or c == 0x3011  # 】
+        or c == 0x29  # )
+        or c == 0x7535  # 电
+        or c == 0x8BAF  # 讯
+        or c == 0x2C  # ,
+        or c == 0xFF0C  # ，
+        or c == 0x2D  # -
+        or c == 0x2013  # –
+        or c == 0x2014  # —
+    )
 
 
 @jit
