@@ -135,11 +135,15 @@ _BEFORE_A_BYLINE = [
 
 
 @pytest.mark.parametrize("before", _BEFORE_A_BYLINE)
-def test_a_byline_after_anything_is_stripped_as_the_reference(before: str) -> None:
-    """A byline after each thing that may end what comes before a sentence (and after some
-    that may not), in a line of its own and after another line: raw and normalized, the
-    compiled scan strips what the regular expressions strip."""
-    texts = [f"{before}by jane doe, x", f"story.\n{before}by jane doe, x\nmore"]
+@pytest.mark.parametrize("line", ["by jane doe, x", "[纠错] [图集]", "【纠错】【图集】 "])
+def test_a_byline_or_labels_after_anything_are_stripped_as_the_reference(
+    before: str, line: str
+) -> None:
+    """A byline or a row of bracketed labels after each thing that may end what comes
+    before a sentence (and after some that may not), in a line of its own and after
+    another line: raw and normalized, the compiled scan strips what the regular
+    expressions strip."""
+    texts = [f"{before}{line}", f"story.\n{before}{line}\nmore"]
     assert_strips_as_reference(texts)
 
 

@@ -86,8 +86,9 @@ def _matches(cp, p, lit_cp, lo, hi, prog, set_cp, set_lo, set_hi, table):
 @jit
 def _may_start_sentence(cp, p, table):
     """Whether a sentence of its line, as ``boilerplate._strip_line`` cuts it after taking
-    off a dateline prefix, may begin at ``p`` and after it, a bracket of ``[【(<`` and
-    whitespace (what ``boilerplate._STARTS`` allows before a byline): what comes before,
+    off a dateline prefix, may begin at ``p`` or before it, at a bracket of ``[【(<`` and
+    whitespace (what ``boilerplate._STARTS`` allows before a byline; a row of labels,
+    ``boilerplate._LABELS``, begins at its first bracket): what comes before,
     whitespace and one such bracket left out, is the line's start, a sentence end
     (``。!?！？.``) or the last character a dateline prefix (``boilerplate._PREFIXES``)
     ends with (``]】)电讯,，-–—``)."""
