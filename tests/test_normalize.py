@@ -251,10 +251,14 @@ def reference_fold(text: str) -> str:
     return re.sub(r"\s*\n\s*", "\n", text).strip()
 
 
-SPACE_TEXT = st.text(
-    alphabet="ab中 \n\t\r\x0b\x0c\x1c\x1f\x00\x07\x85\xa0\u2028\u2029\u3000\u200b\u2060",
-    max_size=60,
-) | st.text(max_size=40)
+SPACE_TEXT = (
+    st.text(
+        alphabet="ab中 \n\t\r\x0b\x0c\x1c\x1f\x00\x07\x85\xa0\u2028\u2029\u3000\u200b\u2060",
+        max_size=60,
+    )
+    | st.text(max_size=40)
+    | st.text(alphabet="ab. \n", max_size=60)  # spaces and line breaks alone: printable
+)
 
 
 @settings(max_examples=400, deadline=None)
@@ -266,8 +270,11 @@ def test_fold_whitespace_equals_regex_definition(text: str) -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["a\nb", "a\n\nb", "\na b\n", "a  b", "a \nb", "a\n b", " a", "a ", "a\u3000b", "a\x00b", ""],
-)
+    [
+        "a\nb", "a\n\nb", "\na b\n", "a  b", "a \nb", "a\n b", " a", "a ", "a\u3000b", "a\x00b", "",
+        "\n \n", "a \n \n b", "  a  \n\n  b  ", " \n", "\n ", "a   \n   b", " ", "\n", "  \n  ",
+    ],
+)  # fmt: skip
 def test_fold_whitespace_cases(text: str) -> None:
     """The usual case and each thing that takes it off the fast path."""
     assert fold_whitespace(text) == reference_fold(text)
