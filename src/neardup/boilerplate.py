@@ -582,8 +582,8 @@ def _scan_all(texts: Sequence[str]) -> list[_Scan]:
     """What :func:`_strip` needs of each text, from one compiled scan of them all: its
     lines, those holding a _HINT and those holding a _PREFIX_HINT (as :func:`_lines_with`
     finds them, but a hint of _AT_A_SENTENCE_START only where a sentence may start: a
-    line judged for nothing else gives no sentence to strip), whether it is folded (:func:`_is_folded`) and, if it is, its lines that
-    may be datelines.
+    line judged for nothing else gives no sentence to strip), whether it is folded
+    (:func:`_is_folded`) and, if it is, its lines that may be datelines.
 
     A line whose only hints are ">" is left out of the first unless it may hold a
     breadcrumb (see :func:`~neardup.kernels._text.scan_texts`: two ">" near each other,
