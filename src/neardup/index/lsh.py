@@ -56,8 +56,8 @@ Run = tuple[I64 | None, npt.NDArray[np.uint32] | U64, Pos]
 _TOP = 16  # bits of a join key in a run's directory
 _SLOTS = 1 << _TOP
 _LOW = np.uint64(0xFFFFFFFF)
-_JOIN_SHIFT = np.uint64(16)  # a bucket id's bits the join drops: it keeps 48
-_JOIN_BITS = 48
+_JOIN_BITS = 48  # a bucket id's top bits the join keeps as its key
+_JOIN_SHIFT = np.uint64(64 - _JOIN_BITS)  # and the bits it drops
 
 
 @functools.lru_cache(maxsize=64)
