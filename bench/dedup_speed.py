@@ -10,8 +10,9 @@
 ``../shared/corpus/hkcnews-zh-hans.jsonl.gz`` as a process of its own, end to end (start-up,
 reading the gzipped file, writing its clusters), timed from outside: wall seconds and the
 child's peak RSS (``os.wait4``). Contenders run one after another, never at once, in a rotated
-order each round; the speed-up over datasketch is the median of the per-round ratios, so a
-machine that drifts during the run moves both sides. The contenders:
+order each round, after an untimed round of each (``--warmup``: their files in the page
+cache); the speed-up over datasketch is the median of the per-round ratios, so a machine
+that drifts during the run moves both sides. The contenders:
 
 - ``neardup``: the ``neardup dedup`` command when it exists (``-o`` unique, ``--clusters``),
   else ``neardup.deduper.dedup_batch`` in ``bench/peers_dedup.py``;
@@ -218,11 +219,24 @@ def duplicates(clusters: dict[str, str]) -> int:
 
 
 def speed(
-    contenders: list[Contender], corpus: Path, runs: int, scratch: Path, lang: str = "zh"
+    contenders: list[Contender],
+    corpus: Path,
+    runs: int,
+    scratch: Path,
+    lang: str = "zh",
+    warmup: int = 1,
 ) -> dict[str, Tally]:
     """Time every contender ``runs`` times on ``corpus`` (in ``lang``), one at a time, in
-    rotated order."""
+    rotated order, after ``warmup`` untimed rounds: a process started on files the page
+    cache no longer holds (its interpreter's, its libraries', the input) waits for the
+    disk — 0.7-1.3 s more for neardup on hkcnews 10k after ``drop_caches`` — and the first
+    timed round would charge that to whichever contender ran first after another's."""
     tallies = {c.name: Tally() for c in contenders}
+    for w in range(warmup):
+        for c in contenders:
+            run = timed(c.command(corpus, scratch / f"{c.name}-clusters.jsonl", scratch, lang),
+                        scratch / f"{c.name}.log")  # fmt: skip
+            print(f"  warm-up {w + 1}/{warmup}: {c.name:<10} {run.seconds:7.2f} s", file=sys.stderr)
     for r in range(runs):
         order = contenders[r % len(contenders) :] + contenders[: r % len(contenders)]
         for c in order:
@@ -367,6 +381,13 @@ def main() -> int:
         default=3,
         help="timed runs of each contender (default 3; median quoted)",
     )
+    ap.add_argument(
+        "--warmup",
+        type=int,
+        default=1,
+        help="untimed rounds before them, so every contender starts with its files cached "
+        "(default 1)",
+    )
     ap.add_argument("--full", action="store_true", help="also run neardup once on the whole corpus")
     ap.add_argument("--skip-peers", action="store_true", help="time neardup alone")
     ap.add_argument(
@@ -376,13 +397,17 @@ def main() -> int:
     )
     args = ap.parse_args()
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]  # keep tables and progress in order
-    if args.runs < 1 or args.limit < 1:
-        ap.error("--runs and --limit must be at least 1")
+    if args.runs < 1 or args.limit < 1 or args.warmup < 0:
+        ap.error("--runs and --limit must be at least 1, --warmup at least 0")
 
     nd = neardup_contender()
     peers = [peer(name) for name in PEERS if importlib.util.find_spec(name) is not None]
     contenders = [nd] if args.skip_peers else [nd, *peers]
-    extra = {"runs": str(args.runs), "load": " ".join(f"{x:.2f}" for x in os.getloadavg())}
+    extra = {
+        "runs": str(args.runs),
+        "warm-up": str(args.warmup),
+        "load": " ".join(f"{x:.2f}" for x in os.getloadavg()),
+    }
     print(header("Batch dedup speed against the peers", extra))
     try:
         with tempfile.TemporaryDirectory(prefix="neardup-speed-") as tmp:
@@ -392,12 +417,13 @@ def main() -> int:
                 f"  timing {len(contenders)} contenders x {args.runs} runs on {docs:,} articles",
                 file=sys.stderr,
             )
-            tallies = speed(contenders, corpus, args.runs, scratch)
+            tallies = speed(contenders, corpus, args.runs, scratch, warmup=args.warmup)
             nd_stages = stages(scratch)
             scores = quality(contenders, scratch)
             print(
                 f"### (a) hkcnews-zh-hans, first {docs:,} articles ({nbytes / MB:.1f} MB of text): "
-                f"whole processes, {args.runs} run{'s' if args.runs > 1 else ''} each, interleaved\n"
+                f"whole processes, {args.runs} run{'s' if args.runs > 1 else ''} each, interleaved, "
+                f"after {args.warmup} untimed\n"
             )
             print_speed_table(contenders, tallies, scores, docs, nbytes)
             if nd_stages:
@@ -417,7 +443,7 @@ def main() -> int:
                 ng = shared_path(NG_CORPUS)
                 ng_docs, ng_bytes = corpus_size(ng)
                 print(f"  timing on 20 Newsgroups, {ng_docs:,} posts", file=sys.stderr)
-                ng_tallies = speed(contenders, ng, args.runs, scratch, "en")
+                ng_tallies = speed(contenders, ng, args.runs, scratch, "en", args.warmup)
                 ng_stages = stages(scratch)
                 print(
                     f"\n### (a') 20newsgroups-en, all {ng_docs:,} posts ({ng_bytes / MB:.1f} MB "
