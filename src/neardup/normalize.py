@@ -167,28 +167,29 @@ def fold_whitespace(text: str) -> str:
     'a b c\nd'
     """
     # The usual case: no whitespace but single spaces inside lines, and line breaks; then only
-    # empty lines go. isprintable() is False for controls and for every whitespace but " ".
-    printable = text.replace("\n", " ").isprintable()
-    if (
-        printable
-        and "  " not in text
-        and " \n" not in text
-        and "\n " not in text
-        and text[:1] != " "
-        and text[-1:] != " "
-    ):
+    # empty lines go. isprintable() is False for controls and for every whitespace but " "
+    # (and asked last: a text with a double space, the most common reason to fold, skips it).
+    spaced = "  " in text or " \n" in text or "\n " in text or text[:1] == " " or text[-1:] == " "
+    printable = not spaced and text.replace("\n", " ").isprintable()
+    if printable:
         if "\n\n" not in text and text[:1] != "\n" and text[-1:] != "\n":
             return text
         return "\n".join([line for line in text.split("\n") if line])
-    if kernels.wanted(0):  # loaded (a long run): one compiled pass over the code points
+    if kernels.wanted(0):  # loaded (a long run): one compiled pass over the characters
         from .kernels import tables
 
+        fold = kernels.load("_text").fold_whitespace
+        if text.isascii():  # a byte a character: four times less to copy in and out
+            chars = np.frombuffer(text.encode("ascii"), dtype=np.uint8)
+            out8 = np.empty(len(chars), dtype=np.uint8)
+            n = fold(chars, tables.props_table(), out8)
+            return out8[:n].tobytes().decode("ascii")
         cp = tables.code_points(text)
         out = np.empty(len(cp), dtype=np.uint32)
-        n = kernels.load("_text").fold_whitespace(cp, tables.props_table(), out)
+        n = fold(cp, tables.props_table(), out)
         return out[:n].tobytes().decode("utf-32-le", "surrogatepass")
     # otherwise line by line: str.split() splits at the same whitespace as the regex \s
-    if not printable:
+    if not spaced or not text.replace("\n", " ").isprintable():  # (unspaced: not, above)
         text = _CONTROLS.sub(" ", text)
     lines = (" ".join(line.split()) for line in text.split("\n"))
     return "\n".join([line for line in lines if line])

@@ -64,3 +64,16 @@ def test_the_warm_up_compiles_what_a_store_save_calls() -> None:
         " bool(_codes.rice_body.signatures))\n"
     )
     assert _run(code, "on") == "True True True"
+
+
+def test_the_warm_up_readies_the_fold_of_both_kinds_of_text() -> None:
+    """A forked sketch worker folds ASCII texts as bytes and others as code points: the
+    warm-up loads both versions of the fold, so no worker loads one again."""
+    code = (
+        "from neardup.engine import DedupConfig\n"
+        "from neardup.engine.warm import load_kernels\n"
+        "from neardup.kernels import _text\n"
+        "load_kernels(DedupConfig(), store=False)\n"
+        "print(sorted(str(s[0].dtype) for s in _text.fold_whitespace.signatures))\n"
+    )
+    assert _run(code, "on") == "['uint32', 'uint8']"

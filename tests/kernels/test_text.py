@@ -276,10 +276,16 @@ _SPACED = st.lists(
     ),
     max_size=40,
 ).map("".join)  # fmt: skip
+#: and of ASCII alone (folded as bytes)
+_SPACED_ASCII = st.lists(
+    st.sampled_from([" ", "  ", "\t", "\n", "\n\n", " \n ", "\r\n", "\x00", "\x0b", "\x1f",
+                     "\x7f", "a", "ab c", "~"]),
+    max_size=40,
+).map("".join)  # fmt: skip
 
 
 @settings(max_examples=400)
-@given(st.one_of(_SPACED, TEXTS))
+@given(st.one_of(_SPACED, _SPACED_ASCII, TEXTS))
 def test_whitespace_folds_as_the_reference(text: str) -> None:
     """The compiled fold (a loaded process's) gives what the line-by-line reference gives."""
     fold = importlib.import_module("neardup.normalize").fold_whitespace

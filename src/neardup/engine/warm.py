@@ -19,11 +19,13 @@ __all__ = ["load_kernels"]
 
 #: Two short related texts (Chinese and English, figures, a boilerplate line, and in the first
 #: a double space for the whitespace fold) that take every kernel a run uses through its
-#: code, with the argument types of a real run.
+#: code, with the argument types of a real run; and an ASCII text to fold (its bytes, not
+#: its code points: ``normalize.fold_whitespace``).
 _WARM_UP = (
     "来源：示例网\n临江地铁5号线一期今日开通运营，全长25.6公里。 The line  opens today.",
     "临江地铁5号线一期今日开通运营，全长25.6公里，设站18座。 The line opens today.",
 )
+_WARM_UP_ASCII = "The line  opens today."
 
 
 def load_kernels(cfg: DedupConfig, *, store: bool = True) -> bool:
@@ -44,7 +46,7 @@ def load_kernels(cfg: DedupConfig, *, store: bool = True) -> bool:
         return False
     for name in ("_sketch", "_pairs", "_text", "_codes"):
         kernels.load(name)
-    a, b = make_sketches(list(_WARM_UP), cfg)
+    a, b, _ = make_sketches([*_WARM_UP, _WARM_UP_ASCII], cfg)
     verify(b, a, cfg, None)
     verify(a, b, cfg, None)
     if not store:
