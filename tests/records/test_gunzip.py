@@ -8,9 +8,11 @@ import gzip
 import io
 import random
 import struct
+import threading
 import zlib
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -201,3 +203,38 @@ def test_corrupt_data_gives_every_line_inflated_before_it(inflater: str, tmp_pat
         assert got == most[: most.rfind(b"\n") + 1]
         assert got.startswith(want)
     assert corrupt >= 10
+
+
+def test_the_thread_inflating_ahead_ends_when_the_input_is_closed(tmp_path: Path) -> None:
+    """A run that stops reading early (a stop, an error) closes its input: the thread that
+    inflates it ahead ends, though the blocks it holds were never read; a caller that reads
+    the file itself (the WARC reader) never starts one."""
+    path = tmp_path / "big.gz"
+    path.write_bytes(gzip.compress(b"".join(b"line %d\n" % i for i in range(1_500_000))))
+    with ExitStack() as stack:
+        opened = open_bytes(str(path), stack, text=False)
+        assert opened.raw is not None and opened.raw.read(2) == b"\x1f\x8b"
+        assert not _inflating_threads()
+    with ExitStack() as stack:
+        opened = open_bytes(str(path), stack, text=False)
+        assert opened.stream.readline() == b"line 0\n"
+        (thread,) = _inflating_threads()  # more blocks ahead than it holds: it waits
+    thread.join(2)
+    assert not thread.is_alive()
+
+
+def _inflating_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "neardup-inflate" and t.is_alive()]
+
+
+def test_zstd_input_inflated_ahead_reads_whole(tmp_path: Path) -> None:
+    """zstd input is inflated ahead the same way: every byte of a file of more blocks than
+    are held ahead, in order."""
+    zstandard = pytest.importorskip("zstandard")
+    data = b"".join(b"%d,\xe5\x8c\x97\xe4\xba\xac\n" % i for i in range(800_000))
+    path = tmp_path / "big.zst"
+    path.write_bytes(zstandard.ZstdCompressor().compress(data))
+    with ExitStack() as stack:
+        opened = open_bytes(str(path), stack, text=False)
+        assert opened.compression == "zstd"
+        assert b"".join(opened.stream) == data

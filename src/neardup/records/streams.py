@@ -13,9 +13,11 @@ import codecs
 import contextlib
 import gzip
 import io
+import queue
 import re
 import struct
 import sys
+import threading
 import zlib
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -343,6 +345,107 @@ class _Gunzip(io.RawIOBase):
                 return
 
 
+class _Ahead(io.RawIOBase):
+    """What a stream that inflates (``_Gunzip``, zstd's reader) gives, inflated ahead by a
+    thread of its own, a few blocks ahead of the reader: the same bytes, then the same
+    error or end. Inflating lets go of the GIL, so it runs beside the process's own work
+    instead of on its path (hkcnews 10k: 45.8 MB inflated in about 0.07 s; 20 Newsgroups
+    0.18 s). The thread starts at the first read (a caller that reads the file itself, as
+    the WARC reader does, never starts it) and stops when the stream is closed."""
+
+    def __init__(self, inner: Any) -> None:  # a _Gunzip, or zstd's reader: ``readinto``
+        super().__init__()
+        self._blocks: queue.Queue[bytearray | BaseException | None] = queue.Queue(AHEAD_BLOCKS)
+        self._stop = threading.Event()
+        self._block: memoryview | None = None  # the block being read, from ``_at``
+        self._at = 0
+        self._end: BaseException | None = None  # the inner stream's error, once reached
+        self._ended = False
+        self._started = False
+        self._thread = threading.Thread(
+            target=_inflate_ahead,
+            args=(inner.readinto, self._blocks, self._stop),
+            name="neardup-inflate",
+            daemon=True,
+        )
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        block = self._block
+        if not self._started:  # the first read
+            self._started = True
+            self._thread.start()
+        while block is None or self._at >= len(block):
+            if self._end is not None:
+                raise self._end
+            if self._ended:
+                return 0
+            item = self._blocks.get()
+            if item is None:
+                self._ended = True
+                return 0
+            if isinstance(item, BaseException):
+                self._end = item
+                raise item
+            block, self._at = memoryview(item), 0
+            self._block = block
+        n = min(len(buffer), len(block) - self._at)
+        buffer[:n] = block[self._at : self._at + n]
+        self._at += n
+        return n
+
+    def close(self) -> None:
+        self._stop.set()
+        with contextlib.suppress(queue.Empty):  # a block the thread waits to put
+            self._blocks.get_nowait()
+        # it ends once the block it is inflating is done; one waiting on a pipe (standard
+        # input) that gives nothing more is let be (a daemon: it ends with the process)
+        if self._started:
+            self._thread.join(_AHEAD_JOIN)
+        super().close()
+
+
+#: bytes of inflated input :class:`_Ahead` reads at a time, and how many such blocks it holds
+AHEAD_BLOCK = 1 << 20
+AHEAD_BLOCKS = 4
+_AHEAD_JOIN = 1.0  # seconds a closed stream waits for its thread
+
+
+def _inflate_ahead(
+    readinto: Any, blocks: queue.Queue[bytearray | BaseException | None], stop: threading.Event
+) -> None:
+    """The thread of :class:`_Ahead`: each block ``readinto`` fills, then None at the end, or
+    the error it raised, into ``blocks``, until ``stop``."""
+    item: bytearray | BaseException | None
+    while not stop.is_set():
+        block = bytearray(AHEAD_BLOCK)
+        try:
+            n = readinto(block)
+        except BaseException as e:  # given to the reader, at the place it was raised
+            item = e
+        else:
+            del block[n:]
+            item = block if n else None
+        while not stop.is_set():
+            try:
+                blocks.put(item, timeout=0.1)
+                break
+            except queue.Full:
+                continue
+        if not isinstance(item, bytearray):
+            return
+
+
+def _inflated_ahead(inner: Any, stack: ExitStack) -> IO[bytes]:
+    """What ``inner`` inflates, read through :class:`_Ahead` (closed with ``stack``, before
+    what was entered in it so far: the file, or the reader its thread may be reading)."""
+    ahead = _Ahead(inner)
+    stack.callback(ahead.close)
+    return cast(IO[bytes], io.BufferedReader(ahead, buffer_size=READ_BUFFER))
+
+
 def open_bytes(path: str, stack: ExitStack, *, text: bool = True) -> Opened:
     """Open ``path`` (``-``: standard input, left open) for reading records from it.
 
@@ -368,7 +471,7 @@ def open_bytes(path: str, stack: ExitStack, *, text: bool = True) -> Opened:
     compression = None
     if head.startswith(_GZIP):
         compression = "gzip"
-        stream = cast(IO[bytes], io.BufferedReader(_Gunzip(stream), buffer_size=READ_BUFFER))
+        stream = _inflated_ahead(_Gunzip(stream), stack)
     elif head.startswith(_ZSTD):
         compression = "zstd"
         try:
@@ -381,7 +484,8 @@ def open_bytes(path: str, stack: ExitStack, *, text: bool = True) -> Opened:
         reader = zstandard.ZstdDecompressor().stream_reader(
             stream, read_across_frames=True, closefd=False
         )
-        stream = cast(IO[bytes], stack.enter_context(io.BufferedReader(reader)))
+        stack.enter_context(reader)
+        stream = _inflated_ahead(reader, stack)
     encoding = None
     if text:
         try:
