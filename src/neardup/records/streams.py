@@ -10,14 +10,16 @@ UTF-16 and UTF-32 text turned into UTF-8, and cut into lines no longer than a ca
 from __future__ import annotations
 
 import codecs
+import collections
 import contextlib
 import gzip
 import io
-import queue
+import os
 import re
 import struct
 import sys
 import threading
+import weakref
 import zlib
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -347,42 +349,50 @@ class _Gunzip(io.RawIOBase):
 
 class _Ahead(io.RawIOBase):
     """What a stream that inflates (``_Gunzip``, zstd's reader) gives, inflated ahead by a
-    thread of its own, a few blocks ahead of the reader: the same bytes, then the same
-    error or end. Inflating lets go of the GIL, so it runs beside the process's own work
-    instead of on its path (hkcnews 10k: 45.8 MB inflated in about 0.07 s; 20 Newsgroups
-    0.18 s). The thread starts at the first read (a caller that reads the file itself, as
-    the WARC reader does, never starts it) and stops when the stream is closed."""
+    thread of its own, up to :data:`AHEAD_BLOCKS` blocks ahead of the reader: the same
+    bytes, then the same error or end. Inflating lets go of the GIL, so it runs beside the
+    process's own work instead of on its path (hkcnews 10k: 45.8 MB inflated in about
+    0.07 s; 20 Newsgroups 0.18 s). The thread starts at the first read (a caller that reads
+    the file itself, as the WARC reader does, never starts it) and stops when the stream
+    is closed; it is paused while the process forks (a batch run's sketch workers), so
+    that no thread is running then (a fork copies no thread, and Python 3.12 warns of one
+    running: see :func:`_pause_all`)."""
 
     def __init__(self, inner: Any) -> None:  # a _Gunzip, or zstd's reader: ``readinto``
         super().__init__()
-        self._blocks: queue.Queue[bytearray | BaseException | None] = queue.Queue(AHEAD_BLOCKS)
-        self._stop = threading.Event()
+        self._inner = inner
+        self._lock = threading.Condition()
+        self._blocks: collections.deque[bytearray | BaseException | None] = collections.deque()
+        self._stop = False  # the thread is to stop (pausing, or closed)
+        self._closed = False
+        self._held: bytearray | BaseException | None = None  # a block the thread stopped with
+        self._holding = False
+        self._finished = False  # the thread has given the end, or the error
+        self._running = False  # a thread is inflating (set and cleared under the lock)
+        self._thread: threading.Thread | None = None
         self._block: memoryview | None = None  # the block being read, from ``_at``
         self._at = 0
         self._end: BaseException | None = None  # the inner stream's error, once reached
         self._ended = False
-        self._started = False
-        self._thread = threading.Thread(
-            target=_inflate_ahead,
-            args=(inner.readinto, self._blocks, self._stop),
-            name="neardup-inflate",
-            daemon=True,
-        )
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, buffer: Any) -> int:
+        if self._thread is None:  # the first read
+            _LIVE.add(self)
+            self._start()
         block = self._block
-        if not self._started:  # the first read
-            self._started = True
-            self._thread.start()
         while block is None or self._at >= len(block):
             if self._end is not None:
                 raise self._end
             if self._ended:
                 return 0
-            item = self._blocks.get()
+            with self._lock:
+                while not self._blocks:
+                    self._lock.wait()
+                item = self._blocks.popleft()
+                self._lock.notify_all()
             if item is None:
                 self._ended = True
                 return 0
@@ -396,46 +406,98 @@ class _Ahead(io.RawIOBase):
         self._at += n
         return n
 
+    def _start(self) -> None:
+        self._stop, self._running = False, True
+        self._thread = threading.Thread(target=self._run, name="neardup-inflate", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        """The thread: each block the inner stream fills, then None at its end or the error
+        it raised (given to the reader where it was raised), until told to stop."""
+        item: bytearray | BaseException | None
+        while True:
+            if self._holding:
+                item, self._held, self._holding = self._held, None, False
+            else:
+                try:
+                    block = bytearray(AHEAD_BLOCK)
+                    n = self._inner.readinto(block)
+                except BaseException as e:
+                    item = e
+                else:
+                    del block[n:]
+                    item = block if n else None
+            with self._lock:
+                while len(self._blocks) >= AHEAD_BLOCKS and not self._stop:
+                    self._lock.wait()
+                if self._stop:  # kept for the thread that resumes
+                    self._held, self._holding, self._running = item, True, False
+                    return
+                self._blocks.append(item)
+                self._lock.notify_all()
+                if not isinstance(item, bytearray):
+                    self._finished, self._running = True, False
+                    return
+
+    def _halt(self) -> None:
+        """Stop the thread, and wait for it (it ends once the block it is inflating is done;
+        one waiting on a pipe that gives nothing more is let be: a daemon)."""
+        thread = self._thread
+        with self._lock:
+            self._stop = True
+            self._lock.notify_all()
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(_AHEAD_JOIN)
+
+    def pause(self) -> None:
+        """Stop the thread until :meth:`resume` (its block kept)."""
+        if not self._closed and not self._finished:
+            self._halt()
+
+    def resume(self) -> None:
+        """Let the thread go on after :meth:`pause`: a new one, or the one that was still
+        finishing its block (a pipe that was slow to give it)."""
+        with self._lock:
+            if self._closed or self._finished or self._thread is None:
+                return
+            self._stop = False
+            self._lock.notify_all()
+            if self._running:
+                return
+        self._start()
+
     def close(self) -> None:
-        self._stop.set()
-        with contextlib.suppress(queue.Empty):  # a block the thread waits to put
-            self._blocks.get_nowait()
-        # it ends once the block it is inflating is done; one waiting on a pipe (standard
-        # input) that gives nothing more is let be (a daemon: it ends with the process)
-        if self._started:
-            self._thread.join(_AHEAD_JOIN)
+        if not self._closed:
+            self._closed = True
+            _LIVE.discard(self)
+            self._halt()
         super().close()
 
 
 #: bytes of inflated input :class:`_Ahead` reads at a time, and how many such blocks it holds
 AHEAD_BLOCK = 1 << 20
 AHEAD_BLOCKS = 4
-_AHEAD_JOIN = 1.0  # seconds a closed stream waits for its thread
+_AHEAD_JOIN = 1.0  # seconds a closed or pausing stream waits for its thread
+#: the streams whose threads have started and that are not closed
+_LIVE: weakref.WeakSet[_Ahead] = weakref.WeakSet()
 
 
-def _inflate_ahead(
-    readinto: Any, blocks: queue.Queue[bytearray | BaseException | None], stop: threading.Event
-) -> None:
-    """The thread of :class:`_Ahead`: each block ``readinto`` fills, then None at the end, or
-    the error it raised, into ``blocks``, until ``stop``."""
-    item: bytearray | BaseException | None
-    while not stop.is_set():
-        block = bytearray(AHEAD_BLOCK)
-        try:
-            n = readinto(block)
-        except BaseException as e:  # given to the reader, at the place it was raised
-            item = e
-        else:
-            del block[n:]
-            item = block if n else None
-        while not stop.is_set():
-            try:
-                blocks.put(item, timeout=0.1)
-                break
-            except queue.Full:
-                continue
-        if not isinstance(item, bytearray):
-            return
+def _pause_all() -> None:
+    """Before this process forks: pause every stream's thread inflating ahead. A forked child
+    has none of its threads, only their memory, and on Python 3.12 and later ``os.fork`` warns
+    when the process has threads (a lock one held is held for ever in the child)."""
+    for ahead in list(_LIVE):
+        ahead.pause()
+
+
+def _resume_all() -> None:
+    """After this process forked (in the parent): their threads go on."""
+    for ahead in list(_LIVE):
+        ahead.resume()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(before=_pause_all, after_in_parent=_resume_all)
 
 
 def _inflated_ahead(inner: Any, stack: ExitStack) -> IO[bytes]:
