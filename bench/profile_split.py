@@ -15,12 +15,12 @@ figure). Each
 sample goes to the first part, in the order below, one of whose functions is on its stack:
 
 - main process: start-up (imports, and loading the compiled kernels), the guard's table
-  copied after the workers fork, reading the input (its own thread: parsing and checking
-  records), the exact-copy keys, sending texts to the workers (and the pool's feeder
-  thread), the LSH join (its own thread), verification (placement — the compiled walk over
-  a pair's shingles — and the rest of it: the prefilter, the figure rule, Python), counting
-  stories into the template guard, a story's own codes, the rest of deciding, taking the
-  sketches back from the workers, writing the outputs;
+  copied after the workers fork, inflating compressed input (a thread of its own), reading
+  the input (parsing and checking records), the exact-copy keys, sending texts to the
+  workers (and the pool's feeder thread), the LSH join (its own thread), verification
+  (placement — the compiled walk over a pair's shingles — and the rest of it: the prefilter,
+  the figure rule, Python), counting stories into the template guard, a story's own codes,
+  the rest of deciding, taking the sketches back from the workers, writing the outputs;
 - sketch workers: normalization, boilerplate stripping, the sketch kernel (units, shingles,
   MinHash, vocabulary), the figures, packing into shared memory.
 
@@ -52,7 +52,8 @@ from dedup_speed import NG_CORPUS, slice_corpus
 PARTS: list[tuple[str, str, tuple[str, ...]]] = [
     ("start-up: imports, loading the kernels", "main", ("load_kernels", "_find_and_load")),
     ("the guard's table copied after the fork", "main", ("_own_pages",)),
-    ("read and check records (reader thread)", "main", ("RecordReader",)),
+    ("inflate compressed input (its thread)", "main", ("_Ahead._run",)),
+    ("read and check records", "main", ("RecordReader",)),
     ("exact-copy keys", "main", ("text_key",)),
     ("send texts to the workers", "main", ("BatchRun._send", "Queue._feed")),
     ("LSH join (join thread)", "main", ("BatchRun._candidates",)),
