@@ -170,8 +170,8 @@ def fold_whitespace(text: str) -> str:
     # empty lines go. isprintable() is False for controls and for every whitespace but " "
     # (and asked last: a text with a double space, the most common reason to fold, skips it).
     spaced = "  " in text or " \n" in text or "\n " in text or text[:1] == " " or text[-1:] == " "
-    printable = not spaced and text.replace("\n", " ").isprintable()
-    if printable:
+    plain = not spaced and text.replace("\n", " ").isprintable()
+    if plain:
         if "\n\n" not in text and text[:1] != "\n" and text[-1:] != "\n":
             return text
         return "\n".join([line for line in text.split("\n") if line])

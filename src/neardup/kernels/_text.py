@@ -292,9 +292,9 @@ def scan_texts(
 def fold_whitespace(cp, table, out):
     """``normalize.fold_whitespace`` of a text's code points ``cp`` (not keyed: a character
     beyond the BMP is never whitespace; or an ASCII text's bytes, ``out`` then bytes too),
-    written to ``out`` (as long as ``cp``); returns how
-    many were written. A control character (``normalize._CONTROLS``) is a space; a run of
-    whitespace inside a line is one space, none at either end of a line; empty lines go."""
+    written to ``out`` (as long as ``cp``); returns how many were written. A control
+    character (``normalize._CONTROLS``) is a space; a run of whitespace inside a line is one
+    space, none at either end of a line; empty lines go."""
     n = 0
     line_start = True  # nothing of the current line written yet
     space = False  # whitespace since the line's last character written
