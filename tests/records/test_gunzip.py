@@ -4,6 +4,7 @@ kind of error after them."""
 
 from __future__ import annotations
 
+import gc
 import gzip
 import io
 import os
@@ -22,6 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neardup.records import streams
+from neardup.records.readers import read_records
 from neardup.records.streams import BrokenOff, open_bytes
 
 
@@ -282,3 +284,21 @@ def test_a_fork_pauses_the_thread_inflating_ahead(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["2", "1", str(len(data))]
+
+
+def test_a_reader_let_go_unclosed_stops_its_thread(tmp_path: Path) -> None:
+    """A library caller that stops iterating ``read_records`` and drops it without closing
+    it leaves no thread inflating behind (the buffer over the stream closes it as it goes)."""
+    path = tmp_path / "big.jsonl.gz"
+    path.write_bytes(
+        gzip.compress(
+            b"".join(b'{"id": "%d", "text": "line %d"}\n' % (i, i) for i in range(300_000))
+        )
+    )
+    reader = read_records(str(path))
+    assert next(iter(reader)).text == "line 0"
+    (thread,) = _inflating_threads()
+    del reader
+    gc.collect()
+    thread.join(2)
+    assert not thread.is_alive()
