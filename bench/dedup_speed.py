@@ -232,16 +232,19 @@ def speed(
     disk — 0.7-1.3 s more for neardup on hkcnews 10k after ``drop_caches`` — and the first
     timed round would charge that to whichever contender ran first after another's."""
     tallies = {c.name: Tally() for c in contenders}
+
+    def once(c: Contender) -> tuple[Run, Path]:
+        out = scratch / f"{c.name}-clusters.jsonl"
+        return timed(c.command(corpus, out, scratch, lang), scratch / f"{c.name}.log"), out
+
     for w in range(warmup):
         for c in contenders:
-            run = timed(c.command(corpus, scratch / f"{c.name}-clusters.jsonl", scratch, lang),
-                        scratch / f"{c.name}.log")  # fmt: skip
+            run, _ = once(c)
             print(f"  warm-up {w + 1}/{warmup}: {c.name:<10} {run.seconds:7.2f} s", file=sys.stderr)
     for r in range(runs):
         order = contenders[r % len(contenders) :] + contenders[: r % len(contenders)]
         for c in order:
-            out = scratch / f"{c.name}-clusters.jsonl"
-            run = timed(c.command(corpus, out, scratch, lang), scratch / f"{c.name}.log")
+            run, out = once(c)
             tallies[c.name].runs.append(run)
             print(
                 f"  round {r + 1}/{runs}: {c.name:<10} {run.seconds:7.2f} s  CPU {run.cpu:7.2f} s"
