@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import importlib
 import re
 import unicodedata
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -309,3 +311,93 @@ def test_ascii_text_is_what_opencc_makes_of_it(text: str) -> None:
     from neardup.normalize import _opencc, to_simplified
 
     assert to_simplified(text) == _opencc("t2s").convert(text) == text  # type: ignore[attr-defined]
+
+
+# Characters OpenCC's t2s changes alone (漢 後 乾 髮), ones it changes only inside a phrase
+# (瞭 of 一目瞭然, 沈 of 沈浸, 藉 of 慰藉), the other characters of those phrases, characters
+# it leaves alone (北 京 一 然 隆), a compatibility ideograph (U+F900, normalized first), a
+# character past the BMP it changes (U+30EDE) and one it does not (an emoji), and line
+# breaks, spaces and ASCII between them.
+T2S_ALPHABET = "漢後乾髮瞭一目然沈浸藉慰北京隆\uf900\U00030ede\U0001f600\n\n a1"
+
+
+def _whole(text: str) -> str:
+    from neardup.normalize import _opencc
+
+    return _opencc("t2s").convert(text)  # type: ignore[attr-defined,no-any-return]
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.text(alphabet=T2S_ALPHABET, max_size=60)
+    | st.lists(
+        st.sampled_from(
+            ["一目瞭然", "沈浸", "乾隆", "慰藉", "北京", "頭髮", "\n", "a", "\U00030ede"]
+        ),
+        max_size=12,
+    ).map("".join)
+)
+def test_to_simplified_equals_opencc_on_the_whole_text(text: str) -> None:
+    """to_simplified, which converts only the lines holding a trigger character (or the
+    whole text where they are most of it), gives what OpenCC gives of the whole text."""
+    from neardup.normalize import to_simplified
+
+    assert to_simplified(text) == _whole(text)
+
+
+def test_to_simplified_converts_only_lines_that_may_change() -> None:
+    """With the installed OpenCC's dictionaries (the ones of data/t2s_triggers.json), a
+    simplified text's lines without a trigger never reach OpenCC, and a line whose only
+    trigger changes in a phrase does."""
+    from unittest import mock
+
+    n = importlib.import_module("neardup.normalize")  # (neardup.normalize is a function)
+
+    if n._t2s_triggers() is None:  # (the next tests check that this is right)
+        pytest.skip("the installed OpenCC's t2s dictionaries are not those of "
+                    "data/t2s_triggers.json: scripts/t2s_triggers.py writes theirs")  # fmt: skip
+    text = "北京今天晴\n一目瞭然\n上海多云\n" + "广州小雨\n" * 5
+    real = n._opencc("t2s")
+    with mock.patch.object(n, "_opencc") as opencc:
+        opencc.return_value.convert.side_effect = real.convert  # type: ignore[attr-defined]
+        out = n.to_simplified(text)
+    assert out == text.replace("瞭", "了") == _whole(text)
+    assert [c.args for c in opencc.return_value.convert.call_args_list] == [("一目瞭然",)]
+
+
+def test_to_simplified_without_known_dictionaries_converts_whole_texts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Where the installed dictionaries are not the ones the triggers were read from, no
+    line is skipped: whole texts go to OpenCC."""
+    n = importlib.import_module("neardup.normalize")  # (neardup.normalize is a function)
+
+    monkeypatch.setattr(n, "_t2s_triggers", lambda: None)
+    assert n.to_simplified("一目瞭然\n漢語") == "一目了然\n汉语" == _whole("一目瞭然\n漢語")
+
+
+def test_t2s_triggers_file_is_what_the_installed_opencc_makes(tmp_path: Path) -> None:
+    """scripts/t2s_triggers.py, run on the installed OpenCC, writes the shipped file again
+    (its digests, so the fast path is on) — or one with other digests, in which case the
+    shipped one is refused (a newer OpenCC: whole texts are converted, as before)."""
+    import json
+    import subprocess
+    import sys
+
+    n = importlib.import_module("neardup.normalize")  # (neardup.normalize is a function)
+
+    root = Path(__file__).resolve().parent.parent
+    out = tmp_path / "t2s_triggers.json"
+    subprocess.run(
+        [sys.executable, str(root / "scripts" / "t2s_triggers.py"), "--out", str(out)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    made = json.loads(out.read_text(encoding="utf-8"))
+    shipped = json.loads(
+        (root / "src" / "neardup" / "data" / "t2s_triggers.json").read_text(encoding="utf-8")
+    )
+    if made["files"] == shipped["files"]:
+        assert made == shipped
+        assert n._t2s_triggers() is not None
+    else:
+        assert n._t2s_triggers() is None

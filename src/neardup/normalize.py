@@ -13,11 +13,15 @@ from __future__ import annotations
 
 import functools
 import html
+import json
 import re
 import unicodedata
 from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
 
 import numpy as np
+import xxhash
 
 from . import kernels
 from .errors import InputError
@@ -92,6 +96,37 @@ def _opencc(config: str) -> object:
     return opencc.OpenCC(config)
 
 
+@functools.cache
+def _t2s_triggers() -> tuple[re.Pattern[str], frozenset[str]] | None:
+    """A pattern that finds the characters without which OpenCC's ``t2s`` leaves a text as
+    it is (``data/t2s_triggers.json``, written by ``scripts/t2s_triggers.py`` from OpenCC's
+    dictionaries), and those of them past the BMP (the pattern finds every such character:
+    a class of a few hundred of them would be searched one by one). None where the installed
+    OpenCC's dictionaries are not the ones the file was written from (their xxh3 digests):
+    then whole texts are converted."""
+    try:
+        import opencc
+
+        found = json.loads(
+            resources.files("neardup").joinpath("data/t2s_triggers.json").read_text("utf-8")
+        )
+        share = Path(opencc.__file__).resolve().parent / "clib" / "share" / "opencc"
+        for name, digest in found["files"].items():
+            if xxhash.xxh3_64_hexdigest((share / name).read_bytes()) != digest:
+                return None
+        chars = str(found["triggers"])
+    except (OSError, ValueError, KeyError, TypeError, ImportError):
+        return None
+    runs: list[list[int]] = []  # of consecutive code points, for a shorter class
+    for c in sorted({ord(c) for c in chars if c <= "\uffff"}):
+        if runs and runs[-1][1] == c - 1:
+            runs[-1][1] = c
+        else:
+            runs.append([c, c])
+    bmp = "".join(re.escape(chr(a)) + (f"-{re.escape(chr(b))}" if b > a else "") for a, b in runs)
+    return re.compile(f"[{bmp}\U00010000-\U0010ffff]"), frozenset(c for c in chars if c > "\uffff")
+
+
 def to_simplified(text: str) -> str:
     """Traditional Chinese folded to Simplified (OpenCC ``t2s``).
 
@@ -99,12 +134,53 @@ def to_simplified(text: str) -> str:
     '汉语转换'
 
     An ASCII text is given back as it is, without OpenCC: its dictionaries hold Chinese
-    only, so it cannot change one (most English posts and articles are ASCII).
+    only, so it cannot change one (most English posts and articles are ASCII). Of any
+    other text, OpenCC converts only the lines that hold a character it may change
+    (:func:`_t2s_triggers`: one it changes alone, or one a phrase changes, such as 瞭 of
+    一目瞭然), all of them in one call: no key of its dictionaries holds a line break, so a
+    line converts as it does within the text, and a line without such a character is
+    matched only by keys that leave it as it is. A text already simplified has few such
+    lines (hkcnews: 1 character in 20 is on one); where they hold half the text, or most of
+    the lines read (a traditional text), the text is converted whole.
+
+    >>> to_simplified("一目瞭然\\n北京\\n後來")
+    '一目了然\\n北京\\n后来'
     """
     if text.isascii():
         return text
     converter = _opencc("t2s")
-    return converter.convert(text)  # type: ignore[attr-defined,no-any-return]
+    found = _t2s_triggers()
+    if found is None:
+        return converter.convert(text)  # type: ignore[attr-defined,no-any-return]
+    pattern, astral = found
+    search, n = pattern.search, len(text)
+    spans: list[tuple[int, int]] = []
+    taken = 0
+    m = search(text)
+    while m is not None:
+        at = m.start()
+        if text[at] > "\uffff" and text[at] not in astral:
+            m = search(text, at + 1)
+            continue
+        lo = text.rfind("\n", 0, at) + 1
+        hi = text.find("\n", at)
+        hi = n if hi < 0 else hi
+        spans.append((lo, hi))
+        taken += hi - lo
+        if 2 * taken >= n or (len(spans) >= 2 and 4 * taken >= 3 * hi):
+            # half the text, or most of what was read, is to convert: all of it at once
+            return converter.convert(text)  # type: ignore[attr-defined,no-any-return]
+        m = search(text, hi)
+    if not spans:
+        return text
+    lines = converter.convert("\n".join([text[lo:hi] for lo, hi in spans])).split("\n")  # type: ignore[attr-defined]
+    out: list[str] = []
+    at = 0
+    for (lo, hi), line in zip(spans, lines, strict=True):
+        out += (text[at:lo], line)
+        at = hi
+    out.append(text[at:])
+    return "".join(out)
 
 
 # NFKC of one character at a time, for the characters in the blocks that hold nearly every

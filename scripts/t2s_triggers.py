@@ -1,0 +1,113 @@
+"""Write ``src/neardup/data/t2s_triggers.json``: the characters without which OpenCC's
+``t2s`` conversion leaves a text as it is, for the installed OpenCC's dictionaries.
+
+    python scripts/t2s_triggers.py            # after an OpenCC whose dictionaries changed
+    python scripts/t2s_triggers.py --out F    # somewhere else (the tests compare)
+
+``neardup.normalize.to_simplified`` hands OpenCC only the lines of a text that hold one of
+these characters (no key of the dictionaries holds a line break, so a line converts as it
+does inside its text), and only while the installed dictionaries are the ones the file
+names (their xxh3 digests); with any other dictionaries it converts whole texts, as before.
+
+A character is a trigger if OpenCC changes it alone (every code point is converted, one a
+line, in one call), if it is a key of the normalization dictionaries (applied first, a
+character at a time), or if it is a character a phrase key changes where none of the
+phrase's characters changes alone ("瞭" of "一目瞭然" → "一目了然", "沈" of "沈浸" →
+"沉浸"): every key whose value differs from it then holds a trigger, so a line without one
+is matched only by keys that leave it as it is. The keys are read with the ``opencc_dict``
+tool of the OpenCC wheel (its ``.ocd2`` files are tries).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import opencc
+import xxhash
+
+OUT = Path(__file__).resolve().parent.parent / "src" / "neardup" / "data" / "t2s_triggers.json"
+
+
+def dictionaries(config: dict[str, object]) -> tuple[list[str], list[str]]:
+    """The files of a configuration's normalization dictionaries and of its conversion
+    chain's, in order."""
+
+    def files(node: object) -> list[str]:
+        if isinstance(node, dict):
+            if "file" in node:
+                return [str(node["file"])]
+            return [f for v in node.values() for f in files(v)]
+        if isinstance(node, list):
+            return [f for v in node for f in files(v)]
+        return []
+
+    return files(config.get("normalization", [])), files(config.get("conversion_chain", []))
+
+
+def keys(tool: Path, ocd2: Path) -> list[str]:
+    """The keys of an ``.ocd2`` dictionary, through ``opencc_dict``."""
+    with tempfile.TemporaryDirectory() as tmp:
+        text = Path(tmp) / "dict.txt"
+        subprocess.run(
+            [str(tool), "-i", str(ocd2), "-o", str(text), "-f", "ocd2", "-t", "text"],
+            check=True,
+            capture_output=True,
+        )
+        lines = text.read_text(encoding="utf-8").splitlines()
+    return [line.split("\t", 1)[0] for line in lines if line]
+
+
+def triggers() -> dict[str, object]:
+    """The trigger characters of the installed OpenCC's ``t2s``, with the digests of the
+    files they were read from."""
+    root = Path(opencc.__file__).resolve().parent / "clib"
+    share, tool = root / "share" / "opencc", root / "bin" / "opencc_dict"
+    config = json.loads((share / "t2s.json").read_text(encoding="utf-8"))
+    normal, chain = dictionaries(config)
+    convert = opencc.OpenCC("t2s").convert
+    chars = [chr(c) for c in range(0x80, 0x110000) if not 0xD800 <= c <= 0xDFFF]
+    alone = {
+        c for c, out in zip(chars, convert("\n".join(chars)).split("\n"), strict=True) if c != out
+    }
+    found = set(alone)
+    for name in normal:
+        found.update(k for k in keys(tool, share / name))
+    for name in chain:
+        for key in keys(tool, share / name):
+            if len(key) < 2 or set(key) & alone:
+                continue
+            value = convert(key)
+            if value == key:
+                continue
+            if len(value) == len(key):
+                found.update(a for a, b in zip(key, value, strict=True) if a != b)
+            else:
+                found.update(key)
+    assert not any(c.isspace() for c in found)
+    for name in normal + chain:
+        assert not any(ch.isspace() for k in keys(tool, share / name) for ch in k), name
+    digests = {
+        name: xxhash.xxh3_64_hexdigest((share / name).read_bytes())
+        for name in ["t2s.json", *normal, *chain]
+    }
+    version = getattr(opencc, "__version__", "")
+    return {"opencc": version, "files": digests, "triggers": "".join(sorted(found))}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--out", type=Path, default=OUT, help=f"where to write them (default {OUT})")
+    args = p.parse_args(argv)
+    found = triggers()
+    args.out.write_text(json.dumps(found, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    print(f"{len(str(found['triggers'])):,} characters (OpenCC {found['opencc']}) -> {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
