@@ -21,12 +21,21 @@ from importlib import resources
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 import xxhash
 
 from . import kernels
 from .errors import InputError
 
-__all__ = ["Normalizer", "fold_whitespace", "html_to_text", "looks_like_html", "nfkc", "normalize"]
+__all__ = [
+    "Normalizer",
+    "fold_whitespace",
+    "html_to_text",
+    "looks_like_html",
+    "nfkc",
+    "nfkc_casefold",
+    "normalize",
+]
 
 # Markup, not a "<Company Inc>" mention: a closing tag, a comment or doctype, or a common tag.
 _HTML_HINT = re.compile(
@@ -235,6 +244,121 @@ def nfkc(text: str) -> str:
     return unicodedata.normalize("NFKC", text)
 
 
+#: What a character of the compiled NFKC-and-case-fold table may become: characters of
+#: no combining class outside the blocks that hold the characters of combining class 0 that
+#: compose with the one before them (Indic vowel signs, Tibetan, Myanmar, Hangul jamo,
+#: Balinese: 0x0900-0x1DFF), in the BMP (a test checks the rule against the Unicode data).
+def _inert(c: str) -> bool:
+    return unicodedata.combining(c) == 0 and not 0x0900 <= ord(c) < 0x1E00 and c <= "\uffff"
+
+
+#: The blocks whose characters the table holds one by one, where their NFKC is inert
+#: (ASCII, Latin, Greek and Cyrillic; punctuation, letterlike and number forms, arrows,
+#: enclosed alphanumerics, box drawing, shapes and symbols; CJK symbols and punctuation,
+#: kana, compatibility jamo, enclosed CJK and compatibility; CJK compatibility, small and
+#: vertical forms; half- and full-width forms) ...
+_FOLD_BLOCKS = (
+    (0x0000, 0x04FF), (0x2000, 0x27BF), (0x3000, 0x33FF), (0xFE10, 0xFE6F), (0xFF00, 0xFFEF),
+)  # fmt: skip
+#: ... and the ranges of characters that are themselves, checked as the table is made (no
+#: decomposition, no case): CJK Unified Ideographs and Extension A, Hangul syllables
+_SAME_BMP = ((0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xAC00, 0xD7A3))
+#: and beyond the BMP: CJK Extensions B to G, emoji and pictographs
+_SAME_FAR = (
+    (0x20000, 0x2A6DF), (0x2A700, 0x2EBEF), (0x30000, 0x3134F),
+    (0x1F300, 0x1F64F), (0x1F680, 0x1F6FF), (0x1F900, 0x1FAFF),
+)  # fmt: skip
+#: the most characters a character of the table becomes (a longer one stays out of it)
+_FOLD_MOST = 4
+
+_U32 = npt.NDArray[np.uint32]
+
+
+def _same(lo: int, hi: int) -> bool:
+    """Whether every character from ``lo`` to ``hi`` is its own NFKC and case fold, and of
+    no combining class: NFD, NFKC and case folding leave them as they are, together."""
+    chars = np.arange(lo, hi + 1, dtype="<u4").tobytes().decode("utf-32-le")
+    return (
+        unicodedata.is_normalized("NFKC", chars)
+        and unicodedata.is_normalized("NFD", chars)
+        and chars.casefold() == chars
+    )
+
+
+@functools.cache
+def _fold_table() -> tuple[_U32, npt.NDArray[np.int32], _U32, _U32]:
+    """The table of the compiled :func:`nfkc_casefold` (``kernels._text.nfkc_casefold``
+    reads it): for each BMP code point ``c``, ``casefold(NFKC(c))`` if it is one character,
+    else ``_MORE + k`` with the characters in ``more[more_at[k]:more_at[k + 1]]``, or
+    ``_NONE`` where the table does not hold ``c``; and ``far``, the ranges beyond the BMP
+    held as themselves. It holds the characters of :data:`_FOLD_BLOCKS` whose NFKC is
+    :func:`_inert` characters (at most :data:`_FOLD_MOST`) and the ranges of
+    :data:`_SAME_BMP` and :data:`_SAME_FAR` that :func:`_same` confirms.
+
+    For a text of those characters only, NFKC is character by character: NFKC of a text is
+    NFKC of its characters' NFKC one after another, and that string is already in NFKC —
+    no character in it is reordered (all of combining class 0) or composed with the one
+    before it (none is the second of a composition) — so NFKC leaves it as it is; case
+    folding is character by character anyway."""
+    none, more_mark = 0xFFFFFFFF, 0x80000000  # (kernels._text._NONE, _MORE)
+    table = np.full(0x10000, none, dtype=np.uint32)
+    for lo, hi in _SAME_BMP:
+        if _same(lo, hi):
+            table[lo : hi + 1] = np.arange(lo, hi + 1, dtype=np.uint32)
+    more: list[str] = []
+    table[0] = 0  # (NUL is its own, and the separator below)
+    codes = [
+        c
+        for lo, hi in _FOLD_BLOCKS
+        for c in range(lo, hi + 1)
+        if c > 0 and not 0xD800 <= c <= 0xDFFF
+    ]
+    # NFKC and case folding of all of them at once: NUL composes with nothing and is no
+    # character's NFKC or case fold, so the pieces between NULs are the characters' own
+    nfkc = unicodedata.normalize("NFKC", "\0".join(map(chr, codes)))
+    inert = [all(map(_inert, piece)) for piece in nfkc.split("\0")]
+    for c, ok, folded in zip(codes, inert, nfkc.casefold().split("\0"), strict=True):
+        if not ok:
+            continue
+        if len(folded) == 1:
+            table[c] = ord(folded)
+        elif len(folded) <= _FOLD_MOST:
+            table[c] = more_mark + len(more)
+            more.append(folded)
+    more_at = np.zeros(len(more) + 1, dtype=np.int32)
+    np.cumsum([len(m) for m in more], out=more_at[1:])
+    chars = np.array([ord(x) for m in more for x in m], dtype=np.uint32)
+    far = np.array([r for r in _SAME_FAR if _same(*r)], dtype=np.uint32).reshape(-1, 2)
+    return table, more_at, chars, far
+
+
+def nfkc_casefold(text: str) -> str:
+    """``nfkc(text).casefold()``: where the kernels are loaded, in one compiled pass over
+    the text's code points from a table (:func:`_fold_table`), if the table holds every
+    character of the text (ASCII, Latin, Greek, Cyrillic, CJK, kana, hangul, emoji, the
+    usual punctuation, symbols and full-width forms); else, and without the kernels, as
+    written.
+
+    >>> nfkc_casefold("ＮＥＷＳ，天氣（晴）…")
+    'news,天氣(晴)...'
+    """
+    if text.isascii():
+        return text.casefold()
+    if kernels.wanted(0):  # loaded (a long run)
+        from .kernels import tables
+
+        fold = kernels.load("_text").nfkc_casefold
+        cp = tables.code_points(text)
+        out = np.empty(len(cp) + 64, dtype=np.uint32)
+        n = fold(cp, *_fold_table(), out)
+        if n == -2:  # more than 64 characters more than it had
+            out = np.empty(len(cp) * _FOLD_MOST, dtype=np.uint32)
+            n = fold(cp, *_fold_table(), out)
+        if n >= 0:
+            return str(memoryview(out[:n]), "utf-32-le")  # type: ignore[arg-type]
+    return nfkc(text).casefold()
+
+
 def fold_whitespace(text: str) -> str:
     r"""Control characters become spaces, runs of whitespace one space, runs holding a line
     break one line break, and the ends are stripped.
@@ -300,9 +424,11 @@ class Normalizer:
                 text = html_to_text(text)
             elif _ENTITY.search(text):
                 text = html.unescape(text)
-        if self.width:
+        if self.width and self.case:
+            text = nfkc_casefold(text)
+        elif self.width:
             text = nfkc(text)
-        if self.case:
+        elif self.case:
             text = text.casefold()
         if self.script:
             text = to_simplified(text)

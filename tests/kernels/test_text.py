@@ -294,3 +294,76 @@ def test_whitespace_folds_as_the_reference(text: str) -> None:
         compiled = fold(text)
         mp.setenv("NEARDUP_KERNELS", "off")
         assert compiled == fold(text)
+
+
+# Characters the NFKC-and-case-fold table holds (letters of each case, full-width forms,
+# "…" that becomes three, "µ", "ß", "İ" that folds to two, kana, hangul, box drawing,
+# emoji, a CJK character beyond the BMP) and ones it must leave to the reference: combining
+# marks after a letter or kana (U+0301, U+3099), the spacing and half-width sound marks
+# whose NFKC holds one (U+309B, U+FF9E), a syllable and a trailing jamo that compose
+# (가 + U+11A8), an Oriya vowel sign that composes with the one before it (U+0B47 +
+# U+0B3E), a ligature and a compatibility ideograph outside its blocks (U+FB01, U+F900),
+# and a lone surrogate.
+_FOLD_ALPHABET = (
+    "Aaé\u00c9ＡＮｅ，（）…µßİΣς中國カｶ가\u2500●😀\U00020bb7"
+    "\u0301\u3099\u309b\uff9e\u11a8\u0b47\u0b3e\ufb01\uf900\ud800 \n"
+)
+
+
+def _nfkc_casefold_both(text: str) -> tuple[str, str]:
+    fold = importlib.import_module("neardup.normalize").nfkc_casefold
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("NEARDUP_KERNELS", "on")
+        compiled = fold(text)
+        mp.setenv("NEARDUP_KERNELS", "off")
+        return compiled, fold(text)
+
+
+@settings(max_examples=500)
+@given(st.text(alphabet=_FOLD_ALPHABET, max_size=40) | TEXTS)
+@example("…" * 200)  # 400 characters more than it had: past the first buffer
+@example("가\u11a8")
+@example("ｶ\uff9e")  # ガ: the half-width sound mark composes with the kana before it
+@example("\u0b47\u0b3e")
+def test_nfkc_casefold_is_nfkc_then_casefold(text: str) -> None:
+    """The compiled NFKC and case fold (from the table) gives what unicodedata's NFKC and
+    str.casefold give, on the characters it holds and beside those it must not."""
+    import unicodedata
+
+    compiled, reference = _nfkc_casefold_both(text)
+    assert compiled == reference == unicodedata.normalize("NFKC", text).casefold()
+
+
+def test_nfkc_casefold_table_holds_each_character_as_unicodedata_has_it() -> None:
+    """Every BMP character the table holds becomes its own NFKC, case folded; every range
+    held beyond the BMP is of characters of no combining class that NFKC and case folding
+    leave alone; and no character the table may make composes with the one before it (the
+    seconds of the Unicode data's canonical pairs of combining class 0, and the Hangul
+    vowel and trailing jamo, fail ``_inert``)."""
+    import unicodedata
+
+    import numpy as np
+
+    n = importlib.import_module("neardup.normalize")
+    table, more_at, more, far = n._fold_table()
+    for c in np.flatnonzero(table != 0xFFFFFFFF).tolist():
+        v = int(table[c])
+        made = (
+            chr(v)
+            if v < 0x80000000
+            else "".join(map(chr, more[more_at[v - 0x80000000] : more_at[v - 0x80000000 + 1]]))
+        )
+        want = unicodedata.normalize("NFKC", chr(c)).casefold()
+        assert made == want, hex(c)
+        assert all(n._inert(x) for x in unicodedata.normalize("NFKC", chr(c))), hex(c)
+    for lo, hi in far.tolist():
+        for c in range(lo, hi + 1):
+            ch = chr(c)
+            assert unicodedata.combining(ch) == 0, hex(c)
+            assert unicodedata.normalize("NFKC", ch).casefold() == ch, hex(c)
+    seconds = {*range(0x1161, 0x1176), *range(0x11A8, 0x11C3)}
+    for c in range(0x110000):
+        parts = unicodedata.decomposition(chr(c)).split()
+        if len(parts) == 2 and not parts[0].startswith("<"):
+            seconds.add(int(parts[1], 16))
+    assert not any(n._inert(chr(s)) for s in seconds)

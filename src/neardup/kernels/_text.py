@@ -20,6 +20,7 @@ __all__ = [
     "figure_spans_all",
     "fold_whitespace",
     "maximal_matches",
+    "nfkc_casefold",
     "scan_texts",
 ]
 
@@ -317,6 +318,57 @@ def fold_whitespace(cp, table, out):
             out[n] = _SP
             n += 1
         space = False
+        out[n] = c
+        n += 1
+    return n
+
+
+#: a character the table of nfkc_casefold does not hold, and the mark of one it makes
+#: more than one character of (the rest of the entry numbers them in ``more_at``)
+_NONE = 0xFFFFFFFF
+_MORE = 0x80000000
+
+
+@jit
+def nfkc_casefold(cp, table, more_at, more, far, out):
+    """``normalize.nfkc(text).casefold()`` of a text's code points ``cp``, character by
+    character (``normalize._fold_table``): a BMP character ``c`` becomes ``table[c]``,
+    or the characters ``more[more_at[k]:more_at[k + 1]]`` where ``table[c]`` is ``_MORE +
+    k``; a character beyond the BMP stays as it is if it lies in one of the ranges ``far``
+    (rows of first and last code point). Written to ``out``; returns how many, -1 at the
+    first character the table does not hold (the caller then takes the reference path),
+    -2 if ``out`` is too short."""
+    n = 0
+    room = len(out)
+    for c in cp:
+        if c < 0x10000:
+            v = table[c]
+            if v < _MORE:
+                if n == room:
+                    return -2
+                out[n] = v
+                n += 1
+                continue
+            if v == _NONE:
+                return -1
+            k = v - _MORE
+            lo = more_at[k]
+            hi = more_at[k + 1]
+            if n + hi - lo > room:
+                return -2
+            for j in range(lo, hi):
+                out[n] = more[j]
+                n += 1
+            continue
+        held = False
+        for r in range(len(far)):
+            if far[r, 0] <= c and c <= far[r, 1]:
+                held = True
+                break
+        if not held:
+            return -1
+        if n == room:
+            return -2
         out[n] = c
         n += 1
     return n
