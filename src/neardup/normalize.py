@@ -244,11 +244,12 @@ def nfkc(text: str) -> str:
     return unicodedata.normalize("NFKC", text)
 
 
-#: What a character of the compiled NFKC-and-case-fold table may become: characters of
-#: no combining class outside the blocks that hold the characters of combining class 0 that
-#: compose with the one before them (Indic vowel signs, Tibetan, Myanmar, Hangul jamo,
-#: Balinese: 0x0900-0x1DFF), in the BMP (a test checks the rule against the Unicode data).
 def _inert(c: str) -> bool:
+    """Whether a character of the compiled NFKC-and-case-fold table may become ``c``: of no
+    combining class, outside the blocks that hold the characters of combining class 0 that
+    compose with the one before them (Indic vowel signs, Tibetan, Myanmar, Hangul jamo,
+    Balinese: 0x0900-0x1DFF), in the BMP (a test checks the rule against the Unicode
+    data)."""
     return unicodedata.combining(c) == 0 and not 0x0900 <= ord(c) < 0x1E00 and c <= "\uffff"
 
 
@@ -300,7 +301,8 @@ def _fold_table() -> tuple[_U32, npt.NDArray[np.int32], _U32, _U32]:
     no character in it is reordered (all of combining class 0) or composed with the one
     before it (none is the second of a composition) — so NFKC leaves it as it is; case
     folding is character by character anyway."""
-    none, more_mark = 0xFFFFFFFF, 0x80000000  # (kernels._text._NONE, _MORE)
+    compiled = kernels.load("_text")  # (its marks: the table is the kernel's)
+    none, more_mark = compiled._NONE, compiled._MORE
     table = np.full(0x10000, none, dtype=np.uint32)
     for lo, hi in _SAME_BMP:
         if _same(lo, hi):
