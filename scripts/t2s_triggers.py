@@ -16,6 +16,10 @@ phrase's characters changes alone ("瞭" of "一目瞭然" → "一目了然", "
 "沉浸"): every key whose value differs from it then holds a trigger, so a line without one
 is matched only by keys that leave it as it is. The keys are read with the ``opencc_dict``
 tool of the OpenCC wheel (its ``.ocd2`` files are tries).
+
+It also checks that no key or value of the dictionaries holds whitespace or a control
+character: then a line converts as it does within its text, and a run of ``neardup``
+may fold a text's whitespace before converting it (``normalize._folded``).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import json
 import subprocess
 import sys
 import tempfile
+import unicodedata
 from pathlib import Path
 
 import opencc
@@ -49,8 +54,9 @@ def dictionaries(config: dict[str, object]) -> tuple[list[str], list[str]]:
     return files(config.get("normalization", [])), files(config.get("conversion_chain", []))
 
 
-def keys(tool: Path, ocd2: Path) -> list[str]:
-    """The keys of an ``.ocd2`` dictionary, through ``opencc_dict``."""
+def entries(tool: Path, ocd2: Path) -> list[str]:
+    """The entries of an ``.ocd2`` dictionary, through ``opencc_dict``: a key, a tab, its
+    values with a space between them."""
     with tempfile.TemporaryDirectory() as tmp:
         text = Path(tmp) / "dict.txt"
         subprocess.run(
@@ -58,8 +64,17 @@ def keys(tool: Path, ocd2: Path) -> list[str]:
             check=True,
             capture_output=True,
         )
-        lines = text.read_text(encoding="utf-8").splitlines()
-    return [line.split("\t", 1)[0] for line in lines if line]
+        return [line for line in text.read_text(encoding="utf-8").split("\n") if line]
+
+
+def keys(tool: Path, ocd2: Path) -> list[str]:
+    """The keys of an ``.ocd2`` dictionary."""
+    return [line.split("\t", 1)[0] for line in entries(tool, ocd2)]
+
+
+def _blank(c: str) -> bool:
+    """Whitespace or a control character: what ``normalize.fold_whitespace`` folds."""
+    return c.isspace() or unicodedata.category(c) == "Cc"
 
 
 def triggers() -> dict[str, object]:
@@ -88,9 +103,12 @@ def triggers() -> dict[str, object]:
                 found.update(a for a, b in zip(key, value, strict=True) if a != b)
             else:
                 found.update(key)
-    assert not any(c.isspace() for c in found)
+    # no key or value holds whitespace or a control character: a line converts as it does
+    # in its text, and folding whitespace before converting gives the same text as after
     for name in normal + chain:
-        assert not any(ch.isspace() for k in keys(tool, share / name) for ch in k), name
+        for line in entries(tool, share / name):
+            key, _, values = line.partition("\t")
+            assert not any(_blank(c) for c in key + values.replace(" ", "")), (name, line)
     digests = {
         name: xxhash.xxh3_64_hexdigest((share / name).read_bytes())
         for name in ["t2s.json", *normal, *chain]

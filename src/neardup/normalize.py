@@ -334,6 +334,35 @@ def _fold_table() -> tuple[_U32, npt.NDArray[np.int32], _U32, _U32]:
     return table, more_at, chars, far
 
 
+def _nfkc_casefold_codes(text: str) -> npt.NDArray[np.uint32] | None:
+    """The code points of ``nfkc(text).casefold()`` of a text that is not ASCII, made by
+    the compiled pass from :func:`_fold_table` where the kernels are loaded and the table
+    holds every character of the text; else None. The array may be written to."""
+    if text.isascii() or not kernels.wanted(0):  # (wanted: loaded, a long run; or on)
+        return None
+    from .kernels import tables
+
+    fold = kernels.load("_text").nfkc_casefold
+    cp = tables.code_points(text)
+    out = np.empty(len(cp) + 64, dtype=np.uint32)
+    n = fold(cp, *_fold_table(), out)
+    if n == -2:  # more than 64 characters more than it had
+        out = np.empty(len(cp) * _FOLD_MOST, dtype=np.uint32)
+        n = fold(cp, *_fold_table(), out)
+    return out[:n] if n >= 0 else None
+
+
+def _text_of(codes: npt.NDArray[np.uint32]) -> str:
+    return str(memoryview(codes), "utf-32-le")  # type: ignore[arg-type]
+
+
+def _nfkc_casefold(text: str, codes: npt.NDArray[np.uint32] | None) -> str:
+    """:func:`nfkc_casefold` of ``text``, whose :func:`_nfkc_casefold_codes` are ``codes``."""
+    if codes is not None:
+        return _text_of(codes)
+    return text.casefold() if text.isascii() else nfkc(text).casefold()
+
+
 def nfkc_casefold(text: str) -> str:
     """``nfkc(text).casefold()``: where the kernels are loaded, in one compiled pass over
     the text's code points from a table (:func:`_fold_table`), if the table holds every
@@ -344,21 +373,22 @@ def nfkc_casefold(text: str) -> str:
     >>> nfkc_casefold("ＮＥＷＳ，天氣（晴）…")
     'news,天氣(晴)...'
     """
-    if text.isascii():
-        return text.casefold()
-    if kernels.wanted(0):  # loaded (a long run)
-        from .kernels import tables
+    return _nfkc_casefold(text, _nfkc_casefold_codes(text))
 
-        fold = kernels.load("_text").nfkc_casefold
-        cp = tables.code_points(text)
-        out = np.empty(len(cp) + 64, dtype=np.uint32)
-        n = fold(cp, *_fold_table(), out)
-        if n == -2:  # more than 64 characters more than it had
-            out = np.empty(len(cp) * _FOLD_MOST, dtype=np.uint32)
-            n = fold(cp, *_fold_table(), out)
-        if n >= 0:
-            return str(memoryview(out[:n]), "utf-32-le")  # type: ignore[arg-type]
-    return nfkc(text).casefold()
+
+def _folded(codes: npt.NDArray[np.uint32]) -> str:
+    """``fold_whitespace`` of the text of ``codes`` (:func:`_nfkc_casefold_codes`), folded
+    in place by the compiled fold (it writes no further than it has read), for
+    :class:`Normalizer` to convert to Simplified after it: the order of the last two steps
+    swapped, which gives the same text where no key or value of OpenCC's dictionaries holds
+    whitespace or a control character (each then converts the runs between whitespace as
+    they are, and folding touches only whitespace and control characters) — true of the
+    installed dictionaries where they are those ``scripts/t2s_triggers.py`` read, which
+    checks it (:func:`_t2s_triggers` is not None)."""
+    from .kernels import tables
+
+    n = kernels.load("_text").fold_whitespace(codes, tables.props_table(), codes)
+    return _text_of(codes[:n])
 
 
 def fold_whitespace(text: str) -> str:
@@ -427,7 +457,15 @@ class Normalizer:
             elif _ENTITY.search(text):
                 text = html.unescape(text)
         if self.width and self.case:
-            text = nfkc_casefold(text)
+            codes = _nfkc_casefold_codes(text)
+            if (
+                codes is not None
+                and self.whitespace
+                and self.script
+                and _t2s_triggers() is not None
+            ):  # folded before it is converted: the same text, one copy less each way
+                return to_simplified(_folded(codes))
+            text = _nfkc_casefold(text, codes)
         elif self.width:
             text = nfkc(text)
         elif self.case:

@@ -67,8 +67,10 @@ def test_the_warm_up_compiles_what_a_store_save_calls() -> None:
 
 
 def test_the_warm_up_readies_the_fold_of_both_kinds_of_text() -> None:
-    """A forked sketch worker folds ASCII texts as bytes and others as code points: the
-    warm-up loads both versions of the fold, so no worker loads one again."""
+    """A forked sketch worker folds ASCII texts as bytes and others as code points — those
+    the compiled NFKC made (an array it writes to) or, for a text its table does not hold,
+    the text's own (read-only): the warm-up loads the three versions of the fold, so no
+    worker loads one again."""
     code = (
         "from neardup.engine import DedupConfig\n"
         "from neardup.engine.warm import load_kernels\n"
@@ -76,4 +78,4 @@ def test_the_warm_up_readies_the_fold_of_both_kinds_of_text() -> None:
         "load_kernels(DedupConfig(), store=False)\n"
         "print(sorted(str(s[0].dtype) for s in _text.fold_whitespace.signatures))\n"
     )
-    assert _run(code, "on") == "['uint32', 'uint8']"
+    assert _run(code, "on") == "['uint32', 'uint32', 'uint8']"

@@ -367,3 +367,24 @@ def test_nfkc_casefold_table_holds_each_character_as_unicodedata_has_it() -> Non
         if len(parts) == 2 and not parts[0].startswith("<"):
             seconds.add(int(parts[1], 16))
     assert not any(n._inert(chr(s)) for s in seconds)
+
+
+# Chinese text, traditional and simplified, with phrases OpenCC changes whole (一目瞭然,
+# 沈浸), full-width forms, whitespace and control characters of every kind between them
+# (a space, an ideographic space, a tab, line breaks, NUL, NEL, the line separator), a
+# combining mark (a text the compiled NFKC leaves to the reference) and an emoji.
+_NORMALIZE_ALPHABET = "一目瞭然沈浸漢語後北京ＡＢ，… \u3000\t\n\n\x00\x85\u2028e\u0301😀"
+
+
+@settings(max_examples=500)
+@given(st.text(alphabet=_NORMALIZE_ALPHABET, max_size=40) | TEXTS)
+@example("一目 瞭然\n\n 沈\x00浸 ")
+def test_normalize_with_the_compiled_passes_is_the_reference(text: str) -> None:
+    """Normalization with the kernels (NFKC, case and whitespace folding in compiled
+    passes over one copy of the code points, whitespace folded before OpenCC) gives what
+    the reference steps give, in their order."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("NEARDUP_KERNELS", "on")
+        compiled = normalize(text)
+        mp.setenv("NEARDUP_KERNELS", "off")
+        assert compiled == normalize(text)
