@@ -20,8 +20,8 @@ if ((${#need[@]})); then
 fi
 
 python3 -m pip install --quiet --disable-pip-version-check -e '.[test]'
-python3 -m ruff check src tests bench conftest.py
-python3 -m ruff format --check src tests bench conftest.py
+python3 -m ruff check src tests bench scripts conftest.py
+python3 -m ruff format --check src tests bench scripts conftest.py
 python3 -m mypy
 # every core: the slow real-service tests run beside the quick ones
 python3 -m pytest -n auto "$@"
