@@ -34,16 +34,13 @@ CORPORA = [
 
 
 def prepared(path: Path, limit: int | None) -> list[str]:
-    """The corpus's texts as normalization hands them to the script step."""
-    n = importlib.import_module("neardup.normalize")  # (neardup.normalize is a function)
-    out = []
+    """The corpus's texts as normalization hands them to the script step: the default
+    normalizer's steps before it (``Normalizer(script=False, whitespace=False)``)."""
+    from neardup import Normalizer
+
+    before = Normalizer(script=False, whitespace=False)
     with gzip.open(path, "rt", encoding="utf-8") as f:
-        for line in itertools.islice(f, limit):
-            text = n._replace_surrogates(json.loads(line)["text"])
-            if n.looks_like_html(text):
-                text = n.html_to_text(text)
-            out.append(n.nfkc(text).casefold())
-    return out
+        return [before(json.loads(line)["text"]) for line in itertools.islice(f, limit)]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -67,11 +67,6 @@ def entries(tool: Path, ocd2: Path) -> list[str]:
         return [line for line in text.read_text(encoding="utf-8").split("\n") if line]
 
 
-def keys(tool: Path, ocd2: Path) -> list[str]:
-    """The keys of an ``.ocd2`` dictionary."""
-    return [line.split("\t", 1)[0] for line in entries(tool, ocd2)]
-
-
 def _blank(c: str) -> bool:
     """Whitespace or a control character: what ``normalize.fold_whitespace`` folds."""
     return c.isspace() or unicodedata.category(c) == "Cc"
@@ -89,11 +84,12 @@ def triggers() -> dict[str, object]:
     alone = {
         c for c, out in zip(chars, convert("\n".join(chars)).split("\n"), strict=True) if c != out
     }
+    read = {name: entries(tool, share / name) for name in normal + chain}
     found = set(alone)
     for name in normal:
-        found.update(k for k in keys(tool, share / name))
+        found.update(line.split("\t", 1)[0] for line in read[name])
     for name in chain:
-        for key in keys(tool, share / name):
+        for key in (line.split("\t", 1)[0] for line in read[name]):
             if len(key) < 2 or set(key) & alone:
                 continue
             value = convert(key)
@@ -105,10 +101,10 @@ def triggers() -> dict[str, object]:
                 found.update(key)
     # no key or value holds whitespace or a control character: a line converts as it does
     # in its text, and folding whitespace before converting gives the same text as after
-    for name in normal + chain:
-        for line in entries(tool, share / name):
+    for lines in read.values():
+        for line in lines:
             key, _, values = line.partition("\t")
-            assert not any(_blank(c) for c in key + values.replace(" ", "")), (name, line)
+            assert not any(_blank(c) for c in key + values.replace(" ", "")), line
     digests = {
         name: xxhash.xxh3_64_hexdigest((share / name).read_bytes())
         for name in ["t2s.json", *normal, *chain]

@@ -276,8 +276,9 @@ _U32 = npt.NDArray[np.uint32]
 
 
 def _same(lo: int, hi: int) -> bool:
-    """Whether every character from ``lo`` to ``hi`` is its own NFKC and case fold, and of
-    no combining class: NFD, NFKC and case folding leave them as they are, together."""
+    """Whether every character from ``lo`` to ``hi`` is its own NFKC and case fold: NFD,
+    NFKC and case folding leave them as they are, together (that they are of no combining
+    class, a test checks against the Unicode data)."""
     chars = np.arange(lo, hi + 1, dtype="<u4").tobytes().decode("utf-32-le")
     return (
         unicodedata.is_normalized("NFKC", chars)
