@@ -5,6 +5,7 @@
     python bench/dedup_speed.py --full           # also the whole corpus (neardup only, once)
     python bench/dedup_speed.py --skip-peers     # neardup alone
     python bench/dedup_speed.py --ng             # also every contender on 20 Newsgroups
+    python bench/dedup_speed.py --datatrove .venv-datatrove/bin/python   # and datatrove
 
 (a) Each contender deduplicates the first ``--limit`` articles of
 ``../shared/corpus/hkcnews-zh-hans.jsonl.gz`` as a process of its own, end to end (start-up,
@@ -20,7 +21,10 @@ that drifts during the run moves both sides. The contenders:
 - ``gaoya``: the Rust gaoya package's MinHashStringIndex (25 bands of 5), its parallel bulk
   insert and query, union-find;
 - ``rensa``: the Rust rensa package's R-MinHash (128) and its LSH (32 bands), union-find;
-- ``simhash``: the simhash package's Simhash and SimhashIndex(k=3), union-find.
+- ``simhash``: the simhash package's Simhash and SimhashIndex(k=3), union-find;
+- ``datatrove`` (``--datatrove PYTHON``, slower, in an environment of its own): Hugging
+  Face datatrove's four-stage MinHash deduplication as its example runs it on one machine
+  (word 5-grams, 14 buckets of 8 hashes, 2 workers for the buckets stage).
 
 A peer whose package is not installed is left out (``pip install -e '.[bench]'``). Each
 process's CPU seconds (user + system, its waited-for children included) are measured too.
@@ -109,12 +113,12 @@ def read_pred_lines(path: Path) -> dict[str, str]:
     return out
 
 
-def peer(name: str) -> Contender:
-    """A contender run by ``bench/peers_dedup.py``."""
+def peer(name: str, python: str = sys.executable, shown_python: str = "python") -> Contender:
+    """A contender run by ``bench/peers_dedup.py`` (by the interpreter ``python``)."""
 
     def command(corpus: Path, out: Path, scratch: Path, lang: str) -> list[str]:
         return [
-            sys.executable,
+            python,
             str(PEERS_SCRIPT),
             name,
             str(corpus),
@@ -128,8 +132,32 @@ def peer(name: str) -> Contender:
         name,
         command,
         read_pred_lines,
-        f"python bench/peers_dedup.py {name} INPUT --out CLUSTERS --lang zh|en",
+        f"{shown_python} bench/peers_dedup.py {name} INPUT --out CLUSTERS --lang zh|en",
     )
+
+
+#: what ``--datatrove`` asks of its interpreter
+DATATROVE_PROBE = "import datatrove.pipeline.dedup, orjson, spacy, jieba"
+DATATROVE_INSTALL = (
+    "python -m venv .venv-datatrove && .venv-datatrove/bin/pip install "
+    "'datatrove[io,processing]' spacy jieba"
+)
+
+
+def datatrove_contender(python: str) -> Contender:
+    """datatrove's MinHash deduplication, run by the interpreter ``python`` (one with
+    datatrove's ``io`` and ``processing`` extras, spaCy and jieba: its ``processing`` extra
+    holds xxhash below 4 and trafilatura below 1.12, so it gets an environment of its own);
+    a clear error when that interpreter lacks them."""
+    probe = subprocess.run([python, "-c", DATATROVE_PROBE], capture_output=True, text=True)
+    if probe.returncode != 0:
+        last = (probe.stderr.strip().splitlines() or ["it did not start"])[-1]
+        raise SystemExit(
+            f"--datatrove: {python} cannot run datatrove's MinHash pipeline ({last}); "
+            f"make an environment for it: {DATATROVE_INSTALL}, then pass "
+            "--datatrove .venv-datatrove/bin/python"
+        )
+    return peer("datatrove", python, "DATATROVE_PYTHON")
 
 
 def neardup_cli_available() -> bool:
@@ -391,6 +419,15 @@ def main() -> int:
         help="untimed rounds before them, so every contender starts with its files cached "
         "(default 1)",
     )
+    ap.add_argument(
+        "--datatrove",
+        metavar="PYTHON",
+        nargs="?",
+        const=sys.executable,
+        help="also time datatrove's four-stage MinHash deduplication (slow: about 45 s a run "
+        "on hkcnews 10k), run by the interpreter PYTHON (default: this one), which needs "
+        f"datatrove[io,processing], spaCy and jieba: {DATATROVE_INSTALL}",
+    )
     ap.add_argument("--full", action="store_true", help="also run neardup once on the whole corpus")
     ap.add_argument("--skip-peers", action="store_true", help="time neardup alone")
     ap.add_argument(
@@ -406,6 +443,8 @@ def main() -> int:
     nd = neardup_contender()
     peers = [peer(name) for name in PEERS if importlib.util.find_spec(name) is not None]
     contenders = [nd] if args.skip_peers else [nd, *peers]
+    if args.datatrove:
+        contenders.append(datatrove_contender(args.datatrove))
     extra = {
         "runs": str(args.runs),
         "warm-up": str(args.warmup),

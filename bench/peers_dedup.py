@@ -7,6 +7,7 @@ near-duplicates, write one ``{"id", "cluster"}`` line per document.
     python bench/peers_dedup.py rensa      CORPUS.jsonl.gz --out pred.jsonl [--lang zh|en]
     python bench/peers_dedup.py neardup    CORPUS.jsonl.gz --out pred.jsonl
     python bench/peers_dedup.py mllib      CORPUS.jsonl.gz --out pred.jsonl [--lang zh|en]
+    python bench/peers_dedup.py datatrove  CORPUS.jsonl.gz --out pred.jsonl [--lang zh|en]
 
 ``bench/dedup_speed.py`` times these commands from outside (wall seconds, peak RSS). The
 peers are written as a user would write them, the way ``../shared/bench/peers.md`` ran them:
@@ -38,6 +39,18 @@ peers are written as a user would write them, the way ``../shared/bench/peers.md
   distance below 0.5, union-find over the pairs on the driver. Spark's own settings
   (``local[*]`` here; ``bench/spark_speed.py`` runs it in its session). A text with no
   shingle (under 5 characters, or 3 words) stays a cluster of its own.
+- ``datatrove``: Hugging Face datatrove's four-stage MinHash deduplication as its example
+  (``examples/minhash_deduplication.py``) runs it on one machine, each stage a
+  ``LocalPipelineExecutor``: ``JsonlReader`` of the input file and
+  ``MinhashDedupSignature`` (1 task: one input file), ``MinhashDedupBuckets`` (a task a
+  bucket, :data:`DATATROVE_WORKERS` at once), ``MinhashDedupCluster`` (1 task, cluster ids
+  saved), then the input read again through ``MinhashDedupFilter`` (cluster ids loaded)
+  into a ``JsonlWriter`` of the kept documents and one of the removed. Its default
+  ``MinhashConfig`` (word 5-grams of its text normalization, 14 buckets of 8 hashes) with
+  the 64-bit hashes the example asks for, and the word tokenizer of ``--lang`` (spaCy's,
+  with jieba for Chinese). Each document's cluster is read from the two outputs
+  (``minhash_cluster_id``); a document its reader skips (no text) stays a cluster of its
+  own. Its files go to a temporary folder.
 - ``neardup``: ``neardup.deduper.dedup_batch(ids, texts)`` with its defaults.
 
 A summary (documents, duplicates, failures) is printed as one JSON line.
@@ -228,6 +241,95 @@ def run_mllib(ids: list[str], texts: list[str], lang: str) -> tuple[Clusters, in
     return mllib_clusters(ids, mllib_pairs(frame, lang)), 0
 
 
+#: datatrove's worker processes for the stages that have many tasks (this machine's cores)
+DATATROVE_WORKERS = 2
+
+
+def run_datatrove(path: str, lang: str, limit: int | None) -> tuple[Clusters, int]:
+    """datatrove's MinHash deduplication of the JSONL file ``path`` (see the module's
+    documentation): each document's cluster, by id, and how many documents its reader
+    skipped."""
+    import os
+    import tempfile
+
+    from datatrove.executor.local import LocalPipelineExecutor
+    from datatrove.pipeline.dedup import MinhashDedupSignature
+    from datatrove.pipeline.dedup.minhash import (
+        MinhashConfig,
+        MinhashDedupBuckets,
+        MinhashDedupCluster,
+        MinhashDedupFilter,
+    )
+    from datatrove.pipeline.readers import JsonlReader
+    from datatrove.pipeline.writers.jsonl import JsonlWriter
+    from datatrove.utils.hashing import HashConfig
+    from datatrove.utils.typeshelper import Languages
+
+    language = Languages.chinese if lang == "zh" else Languages.english
+    config = MinhashConfig(hash_config=HashConfig(precision=64))
+    folder, name = os.path.split(os.path.abspath(path))
+
+    def reader() -> Any:
+        return JsonlReader(folder, glob_pattern=name, limit=-1 if limit is None else limit)
+
+    with tempfile.TemporaryDirectory(prefix="datatrove-") as tmp:
+        stage1 = LocalPipelineExecutor(
+            pipeline=[
+                reader(),
+                MinhashDedupSignature(f"{tmp}/signatures", config=config, language=language),
+            ],
+            tasks=1,
+            logging_dir=f"{tmp}/logs/signatures",
+        )
+        stage2 = LocalPipelineExecutor(
+            pipeline=[MinhashDedupBuckets(f"{tmp}/signatures", f"{tmp}/buckets", config=config)],
+            tasks=config.num_buckets,
+            workers=DATATROVE_WORKERS,
+            logging_dir=f"{tmp}/logs/buckets",
+            depends=stage1,
+        )
+        stage3 = LocalPipelineExecutor(
+            pipeline=[
+                MinhashDedupCluster(
+                    f"{tmp}/buckets", f"{tmp}/remove_ids", config=config, save_cluster_id=True
+                )
+            ],
+            tasks=1,
+            logging_dir=f"{tmp}/logs/clusters",
+            depends=stage2,
+        )
+        stage4 = LocalPipelineExecutor(
+            pipeline=[
+                reader(),
+                MinhashDedupFilter(
+                    f"{tmp}/remove_ids",
+                    exclusion_writer=JsonlWriter(f"{tmp}/removed"),
+                    load_cluster_ids=True,
+                ),
+                JsonlWriter(f"{tmp}/deduplicated"),
+            ],
+            tasks=1,
+            logging_dir=f"{tmp}/logs/filter",
+            depends=stage3,
+        )
+        stage4.run()
+        labels: dict[str, int] = {}
+        for out in ("deduplicated", "removed"):
+            for root, _, files in os.walk(f"{tmp}/{out}"):
+                for file in files:
+                    with gzip.open(os.path.join(root, file), "rt", encoding="utf-8") as f:
+                        for line in f:
+                            row = json.loads(line)
+                            labels[str(row["id"])] = int(row["metadata"]["minhash_cluster_id"])
+    ids, _ = read_corpus(path, limit)
+    first: dict[int, str] = {}
+    clusters: Clusters = {}
+    for doc_id in ids:
+        label = labels.get(doc_id, -1)
+        clusters[doc_id] = doc_id if label < 0 else first.setdefault(label, doc_id)
+    return clusters, sum(1 for doc_id in ids if doc_id not in labels)
+
+
 def run_neardup(ids: list[str], texts: list[str], lang: str) -> tuple[Clusters, int]:
     from neardup.deduper import dedup_batch
 
@@ -249,7 +351,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    ap.add_argument("contender", choices=sorted(CONTENDERS))
+    ap.add_argument("contender", choices=sorted([*CONTENDERS, "datatrove"]))
     ap.add_argument("corpus", help="a JSONL file (.gz or plain) with id and text fields")
     ap.add_argument(
         "--out", required=True, help="where to write one {id, cluster} line per document"
@@ -262,8 +364,12 @@ def main() -> int:
     )
     ap.add_argument("--limit", type=int, help="only the first LIMIT documents")
     args = ap.parse_args()
-    ids, texts = read_corpus(args.corpus, args.limit)
-    clusters, failed = CONTENDERS[args.contender](ids, texts, args.lang)
+    if args.contender == "datatrove":  # it reads the file itself (and its stages, again)
+        clusters, failed = run_datatrove(args.corpus, args.lang, args.limit)
+        ids = list(clusters)
+    else:
+        ids, texts = read_corpus(args.corpus, args.limit)
+        clusters, failed = CONTENDERS[args.contender](ids, texts, args.lang)
     with open(args.out, "w", encoding="utf-8") as f:
         for doc_id in ids:
             f.write(
