@@ -39,9 +39,11 @@ peers are written as a user would write them, the way ``../shared/bench/peers.md
   distance below 0.5, union-find over the pairs on the driver. Spark's own settings
   (``local[*]`` here; ``bench/spark_speed.py`` runs it in its session). A text with no
   shingle (under 5 characters, or 3 words) stays a cluster of its own.
-- ``datatrove``: Hugging Face datatrove's four-stage MinHash deduplication as its example
-  (``examples/minhash_deduplication.py``) runs it on one machine, each stage a
-  ``LocalPipelineExecutor``: ``JsonlReader`` of the input file and
+- ``datatrove``: Hugging Face datatrove's four-stage MinHash deduplication as its examples
+  write it (``examples/minhash_deduplication.py``, on one machine as
+  ``examples/local_minhash_deduplication.py``: each stage a ``LocalPipelineExecutor``; their
+  ``TokensCounter``, which downloads a tokenizer, left out): ``JsonlReader`` of the input
+  file and
   ``MinhashDedupSignature`` (1 task: one input file), ``MinhashDedupBuckets`` (a task a
   bucket, :data:`DATATROVE_WORKERS` at once), ``MinhashDedupCluster`` (1 task, cluster ids
   saved), then the input read again through ``MinhashDedupFilter`` (cluster ids loaded)
