@@ -2,6 +2,7 @@
 
     python bench/service_speed.py                 # 600 articles, 1 and 8 clients, 1 and N workers, SQLite and Redis, 3 runs
     python bench/service_speed.py --docs 300 --runs 1 --stores sqlite --workers 1,2,4
+    python bench/service_speed.py --first --runs 5  # the first request of a server that starts
 
 Each run starts ``neardup serve --workers W`` (access log off) on a fresh store — a SQLite file in a
 temporary folder, or a namespace on a redis-server this script starts on a free loopback port
@@ -15,6 +16,14 @@ With workers, the deciding process's own counts from /metrics (``neardup_decider
 time a document (busy seconds over the documents it decided) and its share of the run's wall
 time (near 1: the decider is what limits the service) — steadier from run to run than
 requests per second on a noisy machine.
+
+``--first``: instead, how long the first document added to a server waits, against the ones
+after it, from one client. Each run starts ``neardup serve --workers W`` on a fresh store and
+posts one article as soon as /healthz answers (the decider of ``--workers`` may still be
+starting); starts another on a fresh store, waits ``PAUSE`` (2 s) after /healthz answers,
+posts one article (its first request) and 20 more one after another (their median), stops it,
+starts it again on that store (now with chrome learned and saved) and, after the same pause,
+posts one more (the first request after a restart). Medians over ``--runs``.
 
 The peer, measured in the same run: the library in process (``Deduper.check_and_add``, one
 thread, the same store kind and articles), so the table shows what HTTP, JSON and the server
@@ -44,6 +53,8 @@ from _data import BenchDataMissing, die, header, read_jsonl
 
 CORPUS = "corpus/hkcnews-zh-hans.jsonl.gz"
 _STARTED = re.compile(r"neardup serve: http://([\d.]+):(\d+)/ ")
+#: ``--first``: how long after /healthz answers a server's first request comes, "after a pause"
+PAUSE = 2.0
 
 
 def articles(n: int) -> list[dict[str, str]]:
@@ -257,6 +268,93 @@ def library(store: str, docs: list[dict[str, str]]) -> float:
         return len(docs) / (time.perf_counter() - t0)
 
 
+def _post(conn: http.client.HTTPConnection, doc: dict[str, str]) -> float:
+    """Milliseconds to add ``doc`` (one request, on ``conn``)."""
+    body = json.dumps(doc).encode()
+    t0 = time.perf_counter()
+    conn.request("POST", "/v1/documents", body, {"Content-Type": "application/json"})
+    r = conn.getresponse()
+    r.read()
+    ms = (time.perf_counter() - t0) * 1000
+    if r.status != 200:
+        raise SystemExit(f"error: POST /v1/documents answered {r.status}")
+    return ms
+
+
+def first_requests(
+    docs: list[dict[str, str]],
+    stores: list[str],
+    workers: list[int],
+    runs: int,
+    layout: dict[str, str],
+) -> None:
+    """``--first``: the first document added to a server that has just started (at once,
+    and after a pause), on a new store and on the same store after a restart, against the
+    20 after the first."""
+    print(
+        header(
+            "The first POST /v1/documents of a server that starts", {"runs": str(runs), **layout}
+        )
+    )
+    print(
+        "| store | workers | first request at once, new store (ms) | first request after "
+        f"{PAUSE:g} s, new store (ms) | the next 20, median (ms) | first request after "
+        f"{PAUSE:g} s, restarted (ms) |"
+    )
+    print("|---|---:|---:|---:|---:|---:|")
+    with tempfile.TemporaryDirectory() as tmp:
+        redis = Redis(tmp) if "redis" in stores else None
+        try:
+            for kind in stores:
+
+                def fresh(kind: str = kind) -> str:
+                    if kind == "redis":
+                        assert redis is not None
+                        url = redis.url()
+                    else:
+                        url = f"sqlite:///{Path(tmp) / uuid.uuid4().hex[:8]}.db"
+                    if layout:
+                        url += ("&" if "?" in url else "?") + f"format={layout['format']}"
+                    return url
+
+                for w in workers:
+                    at_once: list[float] = []
+                    first: list[float] = []
+                    after: list[float] = []
+                    again: list[float] = []
+                    for _ in range(runs):
+                        url = fresh()
+                        for step in ("at once", "paused", "restarted"):
+                            server = Server(fresh() if step == "at once" else url, w)
+                            try:
+                                conn = http.client.HTTPConnection(
+                                    server.host, server.port, timeout=120
+                                )
+                                if step != "at once":
+                                    time.sleep(PAUSE)
+                                if step == "restarted":
+                                    again.append(_post(conn, docs[21]))
+                                    continue
+                                (at_once if step == "at once" else first).append(
+                                    _post(conn, docs[0])
+                                )
+                                if step == "paused":
+                                    after.append(
+                                        statistics.median(_post(conn, d) for d in docs[1:21])
+                                    )
+                            finally:
+                                server.stop()
+                    print(
+                        f"| {kind} | {w} | {statistics.median(at_once):.1f} | "
+                        f"{statistics.median(first):.1f} | {statistics.median(after):.1f} | "
+                        f"{statistics.median(again):.1f} |",
+                        flush=True,
+                    )
+        finally:
+            if redis is not None:
+                redis.stop()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--docs", type=int, default=600, help="articles per run (default 600)")
@@ -275,9 +373,14 @@ def main() -> None:
         help="worker processes of the server (default: 1 and the CPUs, %(default)s; 0 leaves "
         "--workers out, for a neardup from before it)",
     )
+    parser.add_argument(
+        "--first",
+        action="store_true",
+        help="measure the first request of a server that starts, instead (see above)",
+    )
     args = parser.parse_args()
     try:
-        docs = articles(args.docs)
+        docs = articles(max(args.docs, 22) if args.first else args.docs)
     except BenchDataMissing as e:
         die(e)
     kb = sum(len(d["text"].encode()) for d in docs) / len(docs) / 1024
@@ -285,6 +388,9 @@ def main() -> None:
     stores = args.stores.split(",")
     workers = list(dict.fromkeys(int(w) for w in args.workers.split(",")))
     layout = {"format": args.format} if args.format else {}
+    if args.first:
+        first_requests(docs, stores, workers, args.runs, layout)
+        return
     print(header("POST /v1/documents on a loopback server", {"runs": str(args.runs), **layout}))
     print(f"{len(docs)} hkcnews articles of 1–5 KB (mean {kb:.1f} KB), each posted once per run\n")
     print(

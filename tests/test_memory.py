@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import os
 import platform
 import subprocess
@@ -10,7 +11,7 @@ import sys
 import numpy as np
 import pytest
 
-from neardup.memory import huge_pages, set_huge_pages, table_copy, table_zeros, trim
+from neardup.memory import huge_pages, set_huge_pages, table_copy, table_zeros, touch, trim
 
 
 def _rss() -> int:
@@ -143,3 +144,32 @@ def test_a_table_asks_huge_pages_where_other_arrays_do_not() -> None:
     assert _asks_huge_pages(table) and _asks_huge_pages(copied)
     assert table.dtype == copied.dtype == np.uint8 and len(table) == size
     assert int(copied.sum()) == size // 4096 and not np.shares_memory(table, copied)
+
+
+def _resident(a: np.ndarray) -> float:
+    """The share of the pages of ``a`` that have memory (``mincore``)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+    page = os.sysconf("SC_PAGE_SIZE")
+    start = a.ctypes.data // page * page
+    length = a.ctypes.data + a.nbytes - start
+    pages = -(-length // page)
+    vec = (ctypes.c_ubyte * pages)()
+    assert libc.mincore(start, length, vec) == 0, os.strerror(ctypes.get_errno())
+    return float((np.frombuffer(vec, dtype=np.uint8) & 1).mean())
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="mincore as Linux answers it")
+def test_touch_gives_a_table_its_memory_and_keeps_its_counts() -> None:
+    """A count table is mapped but not backed until written; ``touch`` backs every page of
+    it now (what ``Deduper.warm`` does as a service starts, so that its first story does
+    not wait for it), its values unchanged; a read-only array is left as it is."""
+    table = table_zeros(64 * 2**20 + 100)  # not a whole number of pages
+    assert _resident(table) < 0.5
+    table[[5, 12_345_678, len(table) - 1]] = (3, 7, 9)
+    touch(table)
+    assert _resident(table) == 1.0
+    assert int(table.sum()) == 19 and table[12_345_678] == 7 and table[-1] == 9
+    frozen = np.frombuffer(bytes(3 * 4096), dtype=np.uint8)
+    touch(frozen)
+    assert not frozen.any()

@@ -63,6 +63,7 @@ __all__ = [
     "set_huge_pages",
     "table_copy",
     "table_zeros",
+    "touch",
     "trim",
 ]
 
@@ -193,3 +194,17 @@ def table_copy(a: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint8]:
     _ask_huge_pages(out)
     out[...] = a
     return out
+
+
+def touch(a: npt.NDArray[np.uint8]) -> None:
+    """Give every page of ``a`` its memory now: one byte of each page written back as it
+    is (the values unchanged). A table from :func:`table_zeros` is mapped but not backed,
+    and whatever first writes to a page waits while the system clears it (a huge page: 2
+    MiB); reading it would not do, a page only read stays the shared page of zeros. A
+    read-only (or not contiguous) array is left as it is."""
+    if a.size == 0 or not a.flags.writeable or not a.flags.c_contiguous:
+        return
+    flat = a.reshape(-1)  # a view: the array is contiguous
+    every = flat[:: max(1, _PAGE // a.itemsize)]
+    every[...] = every.copy()
+    flat[-1:] = flat[-1:].copy()  # the last page, when the array ends a little past a stride

@@ -743,3 +743,35 @@ async def test_the_page_and_its_files_are_served_locally() -> None:
     for r in (page, js, css):  # no CDN, no fonts or scripts from elsewhere
         assert "http://" not in r.text and "https://" not in r.text and "//cdn" not in r.text
     assert "innerHTML" not in js.text  # crawled texts are inserted as text, never as HTML
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("decider", [None, "decider.sock"])
+async def test_a_service_reads_its_stores_chrome_as_it_starts_where_it_decides(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, decider: str | None
+) -> None:
+    """The process that decides reads the chrome its store has learned as it starts, not in
+    its first request (which waited 0.07-0.43 s for it); a worker of `serve --workers`,
+    which sends what it is asked to its decider, reads none (the decider does)."""
+    url = f"sqlite:///{tmp_path / 'crawl.db'}"
+    rng = random.Random(7)
+    with Deduper(store=url) as dd:
+        dd.check_and_add_many([(f"d{i}", story(rng)) for i in range(20)])
+    where = str(tmp_path / decider) if decider else None
+    app = create_app(store=url, decider=where)
+    store = app.state.service.deduper.store
+    loads: list[object] = []
+    load_common = store.load_common
+
+    def counted() -> object:
+        loads.append(1)
+        return load_common()
+
+    monkeypatch.setattr(store, "load_common", counted)
+    async with app.router.lifespan_context(app):  # the service starts, and stops after
+        assert loads == ([] if decider else [1])
+        if decider is None:
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as c:
+                r = await c.post("/v1/documents", json={"id": "new", "text": story(rng)})
+            assert r.status_code == 200 and loads == [1]

@@ -407,6 +407,10 @@ def serve_decider(
         signal.signal(sig, on_signal)
     try:
         load_kernels(dd.config)
+        try:  # the learned chrome, read and in memory before the first request comes
+            dd.warm()
+        except Exception as exc:  # the store failing now: the requests meet it, answered
+            log.warning("decider: could not read the store's learned chrome at start: %s", exc)
         loop.run()
     finally:
         listener.close()

@@ -102,6 +102,21 @@ class Service:
             Decider(decider, settings.queue_timeout + _DECIDER_MARGIN) if decider else None
         )
 
+    def warm(self) -> None:
+        """Ready the Deduper for its first decision as the service starts
+        (:meth:`~neardup.Deduper.warm`), where this process decides: the decider of ``serve
+        --workers`` warms its own, and its workers decide nothing. A store that fails now
+        is left for the requests to meet, as they would have without this."""
+        if self._decider is not None:
+            return
+        try:
+            with self._lock:
+                self.deduper.warm()
+        except Exception as exc:
+            log.warning(
+                "could not read the store's learned chrome at start: %s", exc or type(exc).__name__
+            )
+
     @property
     def api_key(self) -> str | None:
         """The key writes need, if any."""
