@@ -264,8 +264,8 @@ class Deduper:
         after it, as :meth:`chrome` reads them, saving nothing) and the memory of its count
         table given to this process. For a process that decides for a long time (``neardup
         serve`` calls it as it starts): without it, the first document added waits while a
-        64 MiB table is cleared page by page, or a saved one read and decoded, some
-        0.07-0.43 s on a virtual machine (``python bench/service_speed.py --first``)."""
+        64 MiB table is cleared page by page, or a saved one read and decoded: up to some
+        0.6 s on a virtual machine (``python bench/service_speed.py --first``)."""
         if self.config.common_after <= 0:
             return
         self._sync(save=False)

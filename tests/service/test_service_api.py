@@ -751,7 +751,7 @@ async def test_a_service_reads_its_stores_chrome_as_it_starts_where_it_decides(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, decider: str | None
 ) -> None:
     """The process that decides reads the chrome its store has learned as it starts, not in
-    its first request (which waited 0.07-0.43 s for it); a worker of `serve --workers`,
+    its first request (which waited up to some 0.6 s for it); a worker of `serve --workers`,
     which sends what it is asked to its decider, reads none (the decider does)."""
     url = f"sqlite:///{tmp_path / 'crawl.db'}"
     rng = random.Random(7)

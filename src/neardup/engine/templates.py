@@ -388,7 +388,7 @@ class CommonShingles:
     def touch(self) -> None:
         """Give the count tables their memory now (:func:`~neardup.memory.touch`), rather
         than at the first story counted, which would wait while the system clears some
-        thirty huge pages (0.07-0.4 s on a virtual machine); the counts are unchanged."""
+        thirty huge pages (up to some 0.6 s on a virtual machine); the counts are unchanged."""
         touch(self.counts)
         if self.fresh is not None:
             touch(self.fresh)

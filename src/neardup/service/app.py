@@ -119,7 +119,7 @@ def _application(service: Service) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         # a service runs long: under NEARDUP_KERNELS=auto it loads the compiled kernels as it
         # starts, rather than in the request that crosses their threshold (a stall of ~1 s),
-        # and readies the learned chrome rather than in its first document added (0.07-0.43 s)
+        # and readies the learned chrome rather than in its first document added (up to 0.6 s)
         load_kernels(service.deduper.config)
         service.warm()
         yield
