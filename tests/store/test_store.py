@@ -9,6 +9,7 @@ import json
 import multiprocessing
 import os
 import random
+import re
 import signal
 import sqlite3
 import subprocess
@@ -20,6 +21,7 @@ from collections.abc import Iterator
 from multiprocessing.synchronize import Event
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from neardup import ConfigError, Deduper, StoreError, dedup_batch
@@ -876,3 +878,40 @@ def test_a_redis_store_of_the_first_version_opens(tmp_path: Path) -> None:
     finally:
         proc.kill()
         proc.wait()
+
+
+def _twin(url: str) -> str:
+    """A second store of the same kind and layout beside the store at ``url``."""
+    if url.startswith("sqlite"):
+        return url.replace("store.db", "twin.db")
+    return re.sub(r"namespace=(\w+)", r"namespace=\1twin", url)
+
+
+def test_warm_reads_the_chrome_first_and_changes_no_decision(
+    persistent_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`Deduper.warm` (what `neardup serve` does as it starts) reads the chrome the store
+    has learned — its saved table and the log after it — and gives the count table its
+    memory: the documents added next read no table again, and are decided as a Deduper not
+    warmed decides them."""
+    docs = [(i, t) for i, t, _ in corpus(83, 30, 2)]
+    urls = persistent_url, _twin(persistent_url)
+    for url in urls:  # two stores of the same documents
+        with Deduper(store=url, explain=False) as dd:
+            dd.check_and_add_many(docs[:60])
+    with (
+        Deduper(store=urls[0], explain=False) as cold,
+        Deduper(store=urls[1], explain=False) as warm,
+    ):
+        warm.warm()
+        loads: list[object] = []
+        load_common = warm.store.load_common
+
+        def counted() -> object:
+            loads.append(1)
+            return load_common()
+
+        monkeypatch.setattr(warm.store, "load_common", counted)
+        assert warm.check_and_add_many(docs[60:]) == cold.check_and_add_many(docs[60:])
+        assert loads == []  # read by warm(), not again
+        assert np.array_equal(warm.chrome().counts, cold.chrome().counts)

@@ -653,38 +653,3 @@ def test_a_redis_write_sees_that_the_first_of_an_exact_text_went_meanwhile(
         got = a.check_and_add("y", text)
         assert applied == [0, 1]
         assert not got.is_duplicate and "x" not in a
-
-
-def _twin(url: str) -> str:
-    """A second store of the same kind beside the store at ``url``."""
-    return url.replace("store.db", "twin.db") if url.startswith("sqlite") else f"{url}-twin"
-
-
-def test_warm_reads_the_chrome_first_and_changes_no_decision(
-    compact_url: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """`Deduper.warm` (what `neardup serve` does as it starts) reads the chrome the store
-    has learned — its saved table and the log after it — and gives the count table its
-    memory: the documents added next read no table again, and are decided as a Deduper not
-    warmed decides them."""
-    docs = [(i, t) for i, t, _ in corpus(83, 30, 2)]
-    urls = compact_url, _twin(compact_url)
-    for url in urls:  # two stores of the same documents
-        with Deduper(store=url, explain=False) as dd:
-            dd.check_and_add_many(docs[:60])
-    with (
-        Deduper(store=urls[0], explain=False) as cold,
-        Deduper(store=urls[1], explain=False) as warm,
-    ):
-        warm.warm()
-        loads: list[object] = []
-        load_common = warm.store.load_common
-
-        def counted() -> object:
-            loads.append(1)
-            return load_common()
-
-        monkeypatch.setattr(warm.store, "load_common", counted)
-        assert warm.check_and_add_many(docs[60:]) == cold.check_and_add_many(docs[60:])
-        assert loads == []  # read by warm(), not again
-        assert np.array_equal(warm.chrome().counts, cold.chrome().counts)
