@@ -326,10 +326,8 @@ def first_requests(
                         url = fresh()
                         for step in ("at once", "paused", "restarted"):
                             server = Server(fresh() if step == "at once" else url, w)
+                            conn = http.client.HTTPConnection(server.host, server.port, timeout=120)
                             try:
-                                conn = http.client.HTTPConnection(
-                                    server.host, server.port, timeout=120
-                                )
                                 if step != "at once":
                                     time.sleep(PAUSE)
                                 if step == "restarted":
@@ -343,6 +341,7 @@ def first_requests(
                                         statistics.median(_post(conn, d) for d in docs[1:21])
                                     )
                             finally:
+                                conn.close()
                                 server.stop()
                     print(
                         f"| {kind} | {w} | {statistics.median(at_once):.1f} | "
