@@ -11,6 +11,7 @@ import sys
 import numpy as np
 import pytest
 
+from neardup import memory
 from neardup.memory import huge_pages, set_huge_pages, table_copy, table_zeros, touch, trim
 
 
@@ -160,10 +161,17 @@ def _resident(a: np.ndarray) -> float:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="mincore as Linux answers it")
-def test_touch_gives_a_table_its_memory_and_keeps_its_counts() -> None:
+@pytest.mark.parametrize("how", ["madvise", "writes"])
+def test_touch_gives_a_table_its_memory_and_keeps_its_counts(
+    how: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A count table is mapped but not backed until written; ``touch`` backs every page of
     it now (what ``Deduper.warm`` does as a service starts, so that its first story does
-    not wait for it), its values unchanged; a read-only array is left as it is."""
+    not wait for it), its values unchanged — by ``madvise`` where Linux has
+    MADV_POPULATE_WRITE, else by writing a byte of each page back; a read-only array is
+    left as it is."""
+    if how == "writes":
+        monkeypatch.setattr(memory, "_MADVISE", None)
     table = table_zeros(64 * 2**20 + 100)  # not a whole number of pages
     assert _resident(table) < 0.5
     table[[5, 12_345_678, len(table) - 1]] = (3, 7, 9)

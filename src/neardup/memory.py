@@ -164,6 +164,7 @@ _MADVISE: Callable[[int, int, int], int] | None = _libc(
     "madvise", ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int
 )
 _MADV_HUGEPAGE = 14  # Linux's value (asm-generic/mman-common.h)
+_MADV_POPULATE_WRITE = 23  # Linux 5.14 and later: back the pages as a write would
 _PAGE = 4096
 
 
@@ -200,11 +201,17 @@ def touch(a: npt.NDArray[np.uint8]) -> None:
     """Give every page of ``a`` its memory now: one byte of each page written back as it
     is (the values unchanged). A table from :func:`table_zeros` is mapped but not backed,
     and whatever first writes to a page waits while the system clears it (a huge page: 2
-    MiB); reading it would not do, a page only read stays the shared page of zeros. A
-    read-only (or not contiguous) array is left as it is."""
+    MiB); reading it would not do, a page only read stays the shared page of zeros. Where
+    Linux can (5.14 and later), the system backs them in one ``madvise``, during which the
+    process's other threads run. A read-only (or not contiguous) array is left as it is."""
     if a.size == 0 or not a.flags.writeable or not a.flags.c_contiguous:
         return
-    flat = a.reshape(-1)  # a view: the array is contiguous
+    if _MADVISE is not None:  # one call, in which other threads run on (ctypes lets go of the GIL)
+        at = a.ctypes.data
+        start = at // _PAGE * _PAGE
+        if _MADVISE(start, at + a.nbytes - start, _MADV_POPULATE_WRITE) == 0:
+            return
+    flat = a.reshape(-1)  # a view: the array is contiguous (no madvise, or a kernel before 5.14)
     every = flat[:: max(1, _PAGE // a.itemsize)]
     every[...] = every.copy()
     flat[-1:] = flat[-1:].copy()  # the last page, when the array ends a little past a stride
