@@ -181,7 +181,11 @@ def verify(
         own = _agreeing(own, a, b, cfg, common, span, copy=True)
         if scored or own >= cfg.copy_threshold:
             own = min(own, numbers_kept(a, b, cfg, holes))
-    if own >= cfg.copy_threshold and has_quotes(a.text):
+    # when every unit of the later text's own is shared, so is every one off its quoted
+    # lines (the same shingles, the same chrome): their placement would cap nothing (but
+    # where none is off them and ``short_units`` is 0, which makes that a share of 0)
+    all_shared = later.shared == later.total and cfg.short_units > 0
+    if own >= cfg.copy_threshold and not all_shared and has_quotes(a.text):
         unquoted = _unquoted(a, b, cfg, common, fast)
         if unquoted is not None:
             own = min(own, copy_share(unquoted, cfg))
