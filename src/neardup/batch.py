@@ -254,7 +254,10 @@ class BatchRun:
         self._pool_lost = False  # a worker ended under the run: it sketches alone (_lose_pool)
         self._workers_seen: dict[int, Any] = {}  # the pool's worker processes, by pid
         self._huge_before: bool | None = None  # numpy's huge pages before the run (__enter__)
-        self._blocks: set[str] = set()  # the shared-memory blocks of chunks not yet read
+        # the shared-memory blocks this run named that may be in /dev/shm (freed at its
+        # end): of chunks not yet read, and those read, to be written again (_spare_blocks)
+        self._blocks: set[str] = set()
+        self._spare_blocks: list[str] = []
         self._common = CommonShingles.of(cfg)
         # the thread making the count table this process's own once the workers fork
         # (_send), until the run first reads or counts a story (_guard)
@@ -449,6 +452,10 @@ class BatchRun:
         self._units = np.zeros(0, dtype=np.int64)
         self._first_copy = _FirstTexts()
         self._common = CommonShingles.of(self.cfg)
+        for name in self._spare_blocks:  # every chunk is back
+            free(name)
+            self._blocks.discard(name)
+        self._spare_blocks.clear()
 
     def _guard(self) -> CommonShingles:
         """The template guard, once its count table is this process's own (see _send)."""
@@ -535,14 +542,18 @@ class BatchRun:
                 )
         if self._pool is not None:
             # the block the chunk comes back in is named here, so that this run can free it
-            # whatever happens to the worker
-            name = block_name(os.getpid(), id(self) & 0xFFFFFF, self._sent_docs)
-            self._blocks.add(name)
+            # whatever happens to the worker: one an earlier chunk came back in, if one is
+            # free (its memory is the system's already: a new one's is fresh memory to
+            # clear and fault in, then to free again, for each chunk)
+            if self._spare_blocks:
+                name = self._spare_blocks.pop()
+            else:
+                name = block_name(os.getpid(), id(self) & 0xFFFFFF, self._sent_docs)
+                self._blocks.add(name)
             try:
                 future = self._submit(self._pool, partial(_sketch_packed, texts, self.cfg, name))
             except BrokenProcessPool:  # a worker ended since the last chunk came back
-                self._blocks.discard(name)
-                self._lose_pool()
+                self._lose_pool()  # (the block, if there, is freed at the end with the rest)
             else:
                 # its workers, to say how one ended (the pool forgets them as it breaks)
                 self._workers_seen.update(getattr(self._pool, "_processes", None) or {})
@@ -683,9 +694,9 @@ class BatchRun:
                 self._blocks.discard(item.name)
                 item = make_sketches(item.texts, self.cfg)
             else:
-                packed = take(shipped)
-                if isinstance(shipped, Shared):  # freed now (a stop inside take frees it again)
-                    self._blocks.discard(shipped.name)
+                packed = take(shipped, keep=True)
+                if isinstance(shipped, Shared):  # for the next chunk (freed at the run's end)
+                    self._spare_blocks.append(shipped.name)
                 if owns is not None:
                     self._owns.update(zip(block, owns, strict=True))
         # the band keys are joined once, here: the sketches kept need not hold them; nor

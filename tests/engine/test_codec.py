@@ -3,14 +3,18 @@ read, and the pipe where there is no room for them."""
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
+from neardup import batch
+from neardup.batch import BatchRun, dedup_batch
 from neardup.engine import DedupConfig, codec, make_sketches
 from neardup.engine.codec import Packed, Shared, free, pack, share, take, unpack
 from neardup.engine.sketches import Sketch
@@ -76,25 +80,60 @@ def test_a_sketch_needs_its_shingles_or_their_index() -> None:
         Sketch(sk.text, None, sk.n_units, sk.signature, sk.bands, sk.vocab, sk.numbers, None)
 
 
+def _same(want: Packed, got: Packed) -> None:
+    """Every field of ``got`` is ``want``'s."""
+    for field in Packed._fields:
+        a, b = getattr(want, field), getattr(got, field)
+        if isinstance(a, np.ndarray):
+            assert b.dtype == a.dtype and np.array_equal(b, a), field
+        else:
+            assert b == a, field
+
+
 @linux_shm
 def test_share_then_take_gives_the_same_arrays_and_frees_the_block() -> None:
     p = packed()
     s = share(p)
     assert isinstance(s, Shared) and s.name.lstrip("/") in blocks()
-    back = take(s)
-    for field in Packed._fields:
-        want, got = getattr(p, field), getattr(back, field)
-        if isinstance(want, np.ndarray):
-            assert got.dtype == want.dtype and np.array_equal(got, want), field
-        else:
-            assert got == want, field
+    _same(p, take(s))
     assert s.name.lstrip("/") not in blocks()
     named = share(p, "nd_test_block")
     assert isinstance(named, Shared) and "nd_test_block" in blocks("nd_*")
-    assert share(p, "nd_test_block") is p  # the name is taken: the pipe
     free("nd_test_block")
     free("nd_test_block")  # freeing what is gone does nothing
     assert "nd_test_block" not in blocks("nd_*")
+
+
+def _size(name: str) -> int:
+    return os.stat(os.path.join(codec.SHM_DIR, name)).st_size
+
+
+@linux_shm
+def test_a_block_kept_is_written_again_and_grows_when_too_small() -> None:
+    """A batch run takes each chunk back with ``keep`` and has the next chunk written in the
+    same block (its pages are the system's already): what comes back is always the chunk
+    written last, a block too small for a chunk is made again larger, and ``free`` frees it
+    in the end."""
+    large = pack(make_sketches([text for _, text, _ in corpus(8, 60, 3)], DedupConfig()))
+    tiny = pack(make_sketches([text for _, text, _ in corpus(2, 2, 1)], DedupConfig()))
+    small = packed()
+    name = "nd_test_again"
+    try:
+        first = share(small, name)
+        assert isinstance(first, Shared) and first.name == name
+        size = _size(name)
+        _same(small, take(first, keep=True))
+        assert name in blocks("nd_*") and _size(name) == size  # kept, as it was
+        again = share(tiny, name)
+        assert isinstance(again, Shared) and _size(name) == size  # written in the same one
+        _same(tiny, take(again, keep=True))
+        bigger = share(large, name)
+        assert isinstance(bigger, Shared) and _size(name) > size  # made again, larger
+        _same(large, take(bigger, keep=True))
+        _same(small, take(share(small, name), keep=True))  # and the small one fits it
+    finally:
+        free(name)
+    assert name not in blocks("nd_*")
 
 
 def test_without_room_the_arrays_go_through_the_pipe(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -147,6 +186,37 @@ def test_a_run_and_an_interrupted_run_leave_no_block_and_no_warning() -> None:
     assert out.split()[-1] == "interrupted" and int(out.split()[0]) > 0
     assert err == ""  # no "leaked shared_memory objects" from the resource tracker
     assert not blocks(f"nd{proc.pid}_*")
+
+
+@linux_shm
+def test_a_run_writes_its_chunks_again_in_the_blocks_it_took_back() -> None:
+    """A batch run has each chunk sent back in a block an earlier chunk came back in, once
+    one is free, and frees them all once every document is decided: the same decisions as
+    a run in one process."""
+    rows = corpus(12, 40, 3)
+    names: list[str] = []
+    run = BatchRun(DedupConfig(), workers=2, chunk=8, chars=None)
+    run.MIN_CHUNK = 8
+    submit = run._submit
+
+    def spy(executor: Any, job: Any) -> Any:
+        if isinstance(job, functools.partial) and job.func is batch._sketch_packed:
+            names.append(job.args[2])
+        return submit(executor, job)
+
+    run._submit = spy  # type: ignore[method-assign]
+    run.POLL_EVERY = 1
+    with run:
+        for doc_id, text, _ in rows:
+            run.add(doc_id, text)
+            if len(run._sent) > 1:  # as in a longer run: the oldest chunk back meanwhile
+                run._sent[0][1].future.result()
+        result = run.finish()
+        assert not blocks(f"nd{os.getpid()}_*")  # freed once every document is decided
+    alone = dedup_batch([r[0] for r in rows], [r[1] for r in rows], workers=1)  # no pool
+    assert [d.cluster for d in result.decisions] == [d.cluster for d in alone.decisions]
+    assert [d.is_duplicate for d in result.decisions] == [d.is_duplicate for d in alone.decisions]
+    assert len(names) > 10 and len(set(names)) < len(names) / 2
 
 
 def _dead_pid() -> int:

@@ -227,10 +227,13 @@ def sweep_stale(now: float | None = None) -> int:
 
 
 def share(packed: Packed, name: str | None = None) -> Shared | Packed:
-    """Put ``packed``'s arrays in a new shared-memory block (called ``name``, else a name
-    of Python's choosing), for one :func:`take` to read (and free); each array starts on a
-    64-byte boundary. ``packed`` itself, to be pickled, where there is no room for the block
-    (or no ``/dev/shm``: not Linux, or the name is taken)."""
+    """Put ``packed``'s arrays in a shared-memory block (called ``name``, else a name of
+    Python's choosing), for :func:`take` to read; each array starts on a 64-byte boundary.
+    A block ``name`` that is there already, large enough, is written again (one a run
+    took back with ``keep``: its pages are the system's already, where a new block's are
+    fresh memory to clear and fault in, and to free again), else made anew with a quarter
+    more room than asked. ``packed`` itself, to be pickled, where there is no room for the
+    block (or no ``/dev/shm``: not Linux, or the name is taken by what is no block)."""
     import os
 
     layout, size = [], 0
@@ -239,18 +242,21 @@ def share(packed: Packed, name: str | None = None) -> Shared | Packed:
         size = -(-size // 64) * 64
         layout.append((field, a.dtype.str, tuple(a.shape), size))
         size += a.nbytes
-    try:
-        room = os.statvfs(SHM_DIR)
-    except (OSError, AttributeError):
-        return packed
-    if room.f_bavail * room.f_frsize < SHM_ROOM * size:
-        return packed
     from multiprocessing import shared_memory
 
-    try:
-        block = shared_memory.SharedMemory(name=name, create=True, size=max(size, 1))
-    except OSError:  # /dev/shm read-only, or the name taken: the pipe it is
-        return packed
+    block = None if name is None else _reusable(name, size)
+    if block is None:
+        room_for = -(-(size + size // 4) // _ROOM_STEP) * _ROOM_STEP
+        try:
+            room = os.statvfs(SHM_DIR)
+        except (OSError, AttributeError):
+            return packed
+        if room.f_bavail * room.f_frsize < SHM_ROOM * room_for:
+            return packed
+        try:
+            block = shared_memory.SharedMemory(name=name, create=True, size=room_for)
+        except OSError:  # /dev/shm read-only, or the name taken: the pipe it is
+            return packed
     try:
         for field, dtype, shape, at in layout:
             view = np.ndarray(shape, np.dtype(dtype), buffer=block.buf, offset=at)
@@ -264,9 +270,28 @@ def share(packed: Packed, name: str | None = None) -> Shared | Packed:
     return Shared(block.name, tuple(layout), packed.texts, packed.n_units, packed.numbers)
 
 
+#: a block's size is a multiple of this (so that chunks of about one size fit one block)
+_ROOM_STEP = 1 << 16
+
+
+def _reusable(name: str, size: int) -> Any:
+    """The block ``name``, open, if it is there and holds ``size`` bytes; None otherwise
+    (one too small is freed: it is made again larger)."""
+    from multiprocessing import shared_memory
+
+    try:
+        block = shared_memory.SharedMemory(name=name)
+    except (OSError, ValueError):  # not there (the usual case), or nothing to map
+        return None
+    if block.size >= size:
+        return block
+    _unlink(block)
+    return None
+
+
 def free(name: str) -> None:
-    """Free the shared-memory block ``name`` if it is there (made by :func:`share` and never
-    taken: the run that was to read it was stopped)."""
+    """Free the shared-memory block ``name`` if it is there (made by :func:`share`: never
+    taken, the run that was to read it was stopped; or taken and kept to be written again)."""
     from multiprocessing import shared_memory
 
     try:
@@ -285,9 +310,11 @@ def _unlink(block: Any) -> None:
         block.unlink()
 
 
-def take(shared: Shared | Packed) -> Packed:
+def take(shared: Shared | Packed, *, keep: bool = False) -> Packed:
     """The :class:`Packed` that :func:`share` put in shared memory: its arrays copied out,
-    and the block freed (a Packed that came through the pipe as it is)."""
+    and the block freed — or, with ``keep``, left for :func:`share` to write again under
+    its name (the caller frees it in the end: :func:`free`). A Packed that came through
+    the pipe comes as it is."""
     if isinstance(shared, Packed):
         return shared
     from multiprocessing import shared_memory
@@ -299,7 +326,10 @@ def take(shared: Shared | Packed) -> Packed:
             for name, dtype, shape, at in shared.layout
         }
     finally:
-        _unlink(block)
+        if keep:
+            block.close()
+        else:
+            _unlink(block)
     return Packed(texts=shared.texts, n_units=shared.n_units, numbers=shared.numbers, **arrays)
 
 
