@@ -40,8 +40,11 @@ which slows the process measured). Bytes per character are
 peak RSS over the characters of input text. **New characters** are those of the texts that
 are not byte-identical to an earlier text of the input: the command matches a byte-identical
 copy at once and sketches and may verify only the others, so "CPU × 1x per new char" (the CPU
-ratio over the ratio of new characters) is what an input costs beyond the work it adds. ``--runs N`` runs each input N times and shows
-medians. The machine is shared: run it with ``nice``, alone.
+ratio over the ratio of new characters) is what an input costs beyond the work it adds. ``--runs N`` runs each input N times, in rounds
+(every input once, in order, then again), and shows medians, and "× 1x, by round" the median
+of each round's CPU ratio to hkcnews 1x (what a drift of the machine's speed moves least: the
+ratio of the medians takes the 1x's runs and the 4x's from different minutes of a noisy
+machine). The machine is shared: run it with ``nice``, alone.
 """
 
 from __future__ import annotations
@@ -140,6 +143,8 @@ class Run:
     pss: int
     pairs: int
     stages: dict[str, float]
+    #: the CPU s of each run, round by round (a median run's: its runs')
+    rounds: tuple[float, ...] = ()
 
 
 def _articles() -> list[tuple[str, str]]:
@@ -365,27 +370,34 @@ def median_run(runs: list[Run]) -> Run:
         int(statistics.median(r.pss for r in runs)),
         runs[0].pairs,
         stages,
+        tuple(r.cpu for r in runs),
     )
 
 
 def table(label: str, rows: list[tuple[Input, Run]]) -> str:
-    """The figures of each input; ``× 1x`` the CPU over hkcnews 1x's, and ``new chars ×
-    1x`` the same for the characters not byte-identical to an earlier text (what is
-    sketched): their ratio is what the input's growth costs beyond the work it adds."""
+    """The figures of each input; ``× 1x`` the CPU over hkcnews 1x's (the medians'), ``×
+    1x, by round`` the median of the same ratio round by round (each input's run over the
+    1x's of the same round: what a drift of the machine's speed from one minute to the
+    next moves least), and ``new chars × 1x`` the ratio of the characters not
+    byte-identical to an earlier text (what is sketched): the CPU ratio over it is what
+    the input's growth costs beyond the work it adds."""
     lines = [
         f"| {label}: input | docs | characters | new characters | CPU s | × 1x "
-        "| new chars × 1x | CPU × 1x per new char | wall s | peak RSS MiB | bytes/char "
-        "| PSS MiB | candidate pairs | stages (main process, s) |",
-        "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|",
+        "| × 1x, by round | new chars × 1x | CPU × 1x per new char | wall s | peak RSS MiB "
+        "| bytes/char | PSS MiB | candidate pairs | stages (main process, s) |",
+        "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|",
     ]
     for item, run in rows:
         # the 1x run with the same --sketch-memory (after " · " in the name, if any)
         suffix = item.name.partition(" · ")[2]
         want = "hkcnews 1x" + (f" · {suffix}" if suffix else "")
         base = next(((i, r) for i, r in rows if i.name == want), None)
-        ratio = new_ratio = per_char = "—"
+        ratio = by_round = new_ratio = per_char = "—"
         if base is not None:
             ratio = f"{run.cpu / base[1].cpu:.2f}×"
+            if run.rounds and len(run.rounds) == len(base[1].rounds):
+                each = [a / b for a, b in zip(run.rounds, base[1].rounds, strict=True)]
+                by_round = f"{statistics.median(each):.2f}×"
             if item.new and base[0].new:
                 grown = item.new / base[0].new
                 new_ratio = f"{grown:.2f}×"
@@ -393,7 +405,8 @@ def table(label: str, rows: list[tuple[Input, Run]]) -> str:
         stages = " · ".join(f"{k} {v:.1f}" for k, v in run.stages.items() if v >= 0.05)
         lines.append(
             f"| {item.name} | {item.docs:,} | {item.chars:,} | {item.new:,} | {run.cpu:.1f} "
-            f"| {ratio} | {new_ratio} | {per_char} | {run.wall:.1f} | {run.rss / MIB:,.0f} "
+            f"| {ratio} | {by_round} | {new_ratio} | {per_char} | {run.wall:.1f} "
+            f"| {run.rss / MIB:,.0f} "
             f"| {run.rss / item.chars:.2f} | {run.pss / MIB:,.0f} | {run.pairs:,} | {stages} |"
         )
     return "\n".join(lines)
@@ -441,15 +454,22 @@ def main() -> None:
         del articles
         memories = [m.strip() for m in args.sketch_memory.split(",") if m.strip()]
         rows = []
-        for item in inputs:
-            runs: dict[str, list[Run]] = {m: [] for m in memories}
-            for _ in range(args.runs):
+        # round by round, every input in each: a drift of the machine's speed moves each
+        # input's runs alike, and the ratios of one round's runs least
+        runs: dict[tuple[int, str], list[Run]] = {}
+        for _ in range(args.runs):
+            for k, item in enumerate(inputs):
                 for m in memories:
-                    runs[m].append(measure(item, scratch, m))
+                    runs.setdefault((k, m), []).append(measure(item, scratch, m))
+                    print(
+                        f"  {item.name} · {m}: {runs[k, m][-1].cpu:.1f} CPU-s",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+        for k, item in enumerate(inputs):
             for m in memories:
                 name = item.name if memories == ["default"] else f"{item.name} · {m}"
-                rows.append((replace(item, name=name), median_run(runs[m])))
-                print(f"  {name}: {rows[-1][1].cpu:.1f} CPU-s", file=sys.stderr, flush=True)
+                rows.append((replace(item, name=name), median_run(runs[k, m])))
     print(header("neardup dedup: cost as the corpus grows", {"runs": str(args.runs)}))
     print(table(args.label, rows))
     if args.out:
