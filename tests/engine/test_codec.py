@@ -109,6 +109,22 @@ def _size(name: str) -> int:
 
 
 @linux_shm
+def test_a_chunk_of_no_arrays_comes_back_too() -> None:
+    """Arrays of no bytes at all still make a block (of the least size) and come back."""
+    p = packed()
+    empty = p._replace(
+        texts=[], n_units=[], numbers=[],
+        **{f: getattr(p, f)[:0] for f in codec._ARRAYS},
+    )  # fmt: skip
+    s = share(empty, "nd_test_empty")
+    try:
+        assert isinstance(s, Shared)
+        _same(empty, take(s, keep=True))
+    finally:
+        free("nd_test_empty")
+
+
+@linux_shm
 def test_a_block_kept_is_written_again_and_grows_when_too_small() -> None:
     """A batch run takes each chunk back with ``keep`` and has the next chunk written in the
     same block (its pages are the system's already): what comes back is always the chunk

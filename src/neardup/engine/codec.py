@@ -246,7 +246,7 @@ def share(packed: Packed, name: str | None = None) -> Shared | Packed:
 
     block = None if name is None else _reusable(name, size)
     if block is None:
-        room_for = -(-(size + size // 4) // _ROOM_STEP) * _ROOM_STEP
+        room_for = max(_ROOM_STEP, -(-(size + size // 4) // _ROOM_STEP) * _ROOM_STEP)
         try:
             room = os.statvfs(SHM_DIR)
         except (OSError, AttributeError):
