@@ -23,7 +23,7 @@ from .engine.compact import DamagedGuard
 from .engine.verify import quoted_chars
 from .errors import Interrupted, NeardupError, StoreError, WorkersLost
 from .measures import DEFAULT_PROCESSOR
-from .options import store_options, store_url
+from .options import sqlite_path, store_options, store_url
 from .passages import Passage
 from .records import DEFAULT_MAX_RECORD, FORMATS, Fields, LineWriter, format_size, parse_size
 from .records.writers import OUTPUT_FORMATS
@@ -527,19 +527,25 @@ def _spark_run(
     )
 
 
-def _open_store(args: argparse.Namespace, *, readonly: bool = False) -> Store:
+def _open_store(
+    args: argparse.Namespace, *, readonly: bool = False, existing: bool = False
+) -> Store:
     url = store_url(args)
     if url is None:
         raise CliError("give the store: --db PATH or --store URL")
-    if url.startswith("sqlite:///") and not os.path.exists(url[len("sqlite:///") :]):
-        raise CliError(f"no store at {url[len('sqlite:///') :]}")
-    return open_store(url, readonly=readonly)
+    if url.startswith("sqlite:///") and not os.path.exists(path := sqlite_path(url)[0]):
+        raise CliError(f"no store at {path}")
+    if existing and url.startswith("memory:"):
+        raise CliError("a memory:// store lives in the process that made it: give --db or --store")
+    return open_store(url, readonly=readonly, existing=existing)
 
 
 def _cmd_store(args: argparse.Namespace) -> int:
     if args.action == "check":
         return _check_store(args)
-    with _open_store(args, readonly=args.action == "stats") as store:
+    # only a store that is there: a typo in a path or namespace would otherwise make an
+    # empty store and report on it (and a SQLite file of another program is never written)
+    with _open_store(args, readonly=args.action == "stats", existing=True) as store:
         if args.action == "stats":
             stats = store.stats(full=True)
             guard = chrome_of(store)  # the chrome guard's load: how crowded its table is

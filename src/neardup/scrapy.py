@@ -51,6 +51,7 @@ from .deduper import Decision, Deduper
 from .engine import DedupConfig
 from .engine.templates import crowding
 from .errors import ConfigError, InputError, StoreError
+from .options import sqlite_url
 from .records import no_text
 from .records.extract import main_text_extractor
 from .settings import coerce_setting, make_config
@@ -736,4 +737,4 @@ def default_store(jobdir: str | None) -> str:
         return "memory://"
     folder = os.path.abspath(jobdir)
     os.makedirs(folder, exist_ok=True)
-    return "sqlite:///" + os.path.join(folder, STORE_FILE)
+    return sqlite_url(os.path.join(folder, STORE_FILE))

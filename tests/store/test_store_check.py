@@ -6,6 +6,7 @@ a read-only file."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
@@ -18,6 +19,7 @@ import numpy as np
 import pytest
 
 from neardup import Deduper, StoreError
+from neardup.options import sqlite_url
 from neardup.store import open_store
 
 from ..synth import corpus
@@ -268,3 +270,116 @@ def test_stats_and_check_read_a_read_only_store(tmp_path: Path, read_only: Path)
     r = _neardup("dedup", str(src), "--db", str(db), *out)  # a run must write: one line
     assert r.returncode == 2
     assert f"store sqlite:///{db}: " in _one_line(r.stderr)
+
+
+def _tables_and_bytes(path: Path) -> tuple[list[tuple[str, str]], bytes]:
+    with contextlib.closing(sqlite3.connect(path)) as con:
+        tables = sorted(con.execute("SELECT type, name FROM sqlite_master").fetchall())
+    return tables, path.read_bytes()
+
+
+def test_a_sqlite_database_of_another_program_is_never_written(tmp_path: Path) -> None:
+    """Given another program's SQLite file, every command that would write a store into it
+    (dedup, the commands that look after a store, the service, the library) refuses it in
+    one line and leaves it byte for byte as it was; ``store check`` says what it lacks."""
+    other = tmp_path / "app #1?.db"  # (a URI would read the name as a path and a query)
+    with sqlite3.connect(other) as con:
+        con.execute("CREATE TABLE users (name TEXT)")
+        con.execute("INSERT INTO users VALUES ('ada')")
+    before = _tables_and_bytes(other)
+    src = tmp_path / "a.jsonl"
+    _write_corpus(src, corpus(5, 3, 2, cut=False))
+    line = _refused(src, other, tmp_path)
+    assert "a SQLite database of something else (tables users)" in line, line
+    assert "give it a file of its own" in line
+    for action in (["prune", "--window", "1d"], ["delete", "x"], ["vacuum"]):
+        r = _neardup("store", *action, "--db", str(other))
+        assert r.returncode == 2, (action, r.stdout)
+        assert "something else (tables users)" in _one_line(r.stderr), action
+    r = _neardup("store", "stats", "--db", str(other))
+    assert r.returncode == 2 and "no neardup store at" in _one_line(r.stderr), r.stderr
+    assert "holds no neardup tables" in r.stderr
+    r = _neardup("serve", "--db", str(other), "--port", "0", "--workers", "1")
+    assert r.returncode == 2 and "something else (tables users)" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr
+    with pytest.raises(StoreError, match="something else"):
+        Deduper(store=sqlite_url(str(other)))  # (a ? in a URL's path is written %3F)
+    r = _neardup("store", "check", "--db", str(other))
+    assert r.returncode == 1 and "not a neardup store: no table meta, docs" in r.stdout
+    assert _tables_and_bytes(other) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.jsonl", other.name]
+
+
+def test_the_commands_that_look_after_a_store_make_none(tmp_path: Path) -> None:
+    """``store stats``, ``prune``, ``delete`` and ``vacuum`` of an empty file, or of a
+    SQLite file with no tables, say there is no store there and leave the file alone (they
+    made an empty store and reported on it); ``dedup`` still makes a new store in either."""
+    empty = tmp_path / "empty.db"
+    empty.touch()
+    bare = tmp_path / "bare.db"
+    with sqlite3.connect(bare) as con:
+        con.execute("PRAGMA user_version = 7")  # a database, with a header and no tables
+    assert bare.stat().st_size > 0
+    bare_bytes = bare.read_bytes()
+    for path, held in ((empty, "the file is empty"), (bare, "the file holds no tables")):
+        for action in (["stats"], ["prune", "--window", "1d"], ["delete", "x"], ["vacuum"]):
+            r = _neardup("store", *action, "--db", str(path))
+            assert r.returncode == 2, (path, action, r.stdout)
+            assert f"no neardup store at sqlite:///{path} ({held})" in _one_line(r.stderr)
+    assert empty.stat().st_size == 0 and bare.read_bytes() == bare_bytes
+    with pytest.raises(StoreError, match="no neardup store"):
+        open_store(f"sqlite:///{empty}", existing=True)
+    with pytest.raises(StoreError, match=r"no neardup store .*\(no such file\)"):
+        open_store(f"sqlite:///{tmp_path / 'none.db'}", existing=True)
+    assert not (tmp_path / "none.db").exists()
+    src = tmp_path / "a.jsonl"
+    _write_corpus(src, corpus(5, 3, 2, cut=False))
+    for path in (empty, bare):
+        out = ["-o", str(tmp_path / "u"), "--clusters", str(tmp_path / "c"), "-q"]
+        assert _neardup("dedup", str(src), "--db", str(path), *out).returncode == 0
+        r = _neardup("store", "stats", "--db", str(path), "--json")
+        assert r.returncode == 0 and json.loads(r.stdout)["documents"] == 9, r.stderr
+
+
+def test_the_commands_that_look_after_a_store_write_no_redis_key(redis_url: str) -> None:
+    """Of a namespace no Deduper ever opened (a typo), ``store stats``, ``prune``,
+    ``delete`` and ``vacuum`` say there is no store and write nothing under it (they marked
+    it with its format and reported an empty store); of a store, they work as before."""
+    import redis
+
+    ns = redis_url.rsplit("namespace=", 1)[1]
+    client = redis.Redis.from_url(redis_url.split("?")[0])
+    try:
+        for action in (["stats"], ["prune", "--window", "1d"], ["delete", "x"], ["vacuum"]):
+            r = _neardup("store", *action, "--store", redis_url)
+            assert r.returncode == 2, (action, r.stdout)
+            line = _one_line(r.stderr)
+            assert "no neardup store at redis://" in line and f"namespace {ns!r}" in line
+            assert "check the URL and its namespace" in line
+        assert client.keys(f"{ns}:*") == []
+        with Deduper(store=redis_url) as dd:
+            dd.check_and_add_many([(i, t) for i, t, _ in corpus(47, 4, 2, cut=False)])
+        r = _neardup("store", "stats", "--store", redis_url, "--json")
+        assert r.returncode == 0 and json.loads(r.stdout)["documents"] == 12, r.stderr
+        r = _neardup("store", "delete", "--store", redis_url, "s0-0")
+        assert r.returncode == 0 and "deleted 1 document" in r.stdout, (r.stdout, r.stderr)
+    finally:
+        client.close()
+
+
+def test_a_store_file_with_a_question_mark_in_its_path_is_that_file(tmp_path: Path) -> None:
+    """``--db PATH`` is that file whatever its name: a ``?`` in it began the URL's options
+    (``--db 'crawl?.db'`` filled a store called ``crawl``), and ``%`` is read as it is."""
+    src = tmp_path / "a.jsonl"
+    _write_corpus(src, corpus(5, 3, 2, cut=False))
+    db = tmp_path / "crawl?100%25.db"
+    out = ["-o", str(tmp_path / "u"), "--clusters", str(tmp_path / "c"), "-q"]
+    r = _neardup("dedup", str(src), "--db", str(db), *out)
+    assert r.returncode == 0, r.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.jsonl", "c", db.name, "u"]
+    r = _neardup("store", "stats", "--db", str(db), "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["documents"] == 9, r.stderr
+    with Deduper(store=sqlite_url(str(db))) as dd:
+        assert len(dd) == 9
+    r = _neardup("store", "stats", "--db", str(tmp_path / "crawl?"))
+    assert r.returncode == 2 and "no store at" in r.stderr

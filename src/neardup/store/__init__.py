@@ -429,9 +429,14 @@ def redacted(url: str) -> str:
     return urlunsplit(parts._replace(netloc=netloc, query=query))
 
 
-def open_store(url: str, *, namespace: str | None = None, readonly: bool = False) -> Store:
+def open_store(
+    url: str, *, namespace: str | None = None, readonly: bool = False, existing: bool = False
+) -> Store:
     """The store a URL names (see the module's documentation). ``readonly`` opens a SQLite
     file for reading only (``neardup store stats`` and ``check``: a read-only file will do).
+    ``existing``: the store must be there already (a StoreError, and nothing written, where
+    the file or namespace holds none: ``neardup store stats``, ``prune``, ``delete`` and
+    ``vacuum``). A SQLite database of another program is never written to.
 
     >>> open_store("memory://").url
     'memory://'
@@ -449,19 +454,19 @@ def open_store(url: str, *, namespace: str | None = None, readonly: bool = False
 
         return MemoryStore()
     if scheme == "sqlite":
+        from ..options import sqlite_path
         from .sqlite_compact import open_sqlite
 
-        path, _, options = url.split("://", 1)[1].partition("?")
-        path = path[1:] if path.startswith("/") else path  # sqlite:///rel.db, sqlite:////abs.db
+        path, options = sqlite_path(url)
         if not path:
             raise ConfigError(f"store URL {url!r} names no file: use sqlite:///path/to/file.db")
-        return open_sqlite(path, parse_qs(options), readonly=readonly)
+        return open_sqlite(path, parse_qs(options), readonly=readonly, existing=existing)
     if scheme in ("redis", "rediss", "unix"):
         from .redis_compact import open_redis
 
         query = parse_qs(parts.query)
         ns = namespace or (query.get("namespace") or ["neardup"])[0]
-        return open_redis(url, ns, query)
+        return open_redis(url, ns, query, existing=existing)
     raise ConfigError(
         f"unknown store URL {url!r}: use memory://, sqlite:///path/to/file.db or "
         "redis://host:port/db"

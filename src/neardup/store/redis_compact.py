@@ -46,7 +46,7 @@ import xxhash
 
 from ..engine import Sketch
 from ..engine.compact import decode, decode_slots
-from ..errors import ConfigError, NeardupError
+from ..errors import ConfigError, NeardupError, StoreError
 from ..hashing import SEED
 from . import (
     FORMAT,
@@ -1369,15 +1369,24 @@ return 'compact'
 """
 
 
-def open_redis(url: str, namespace: str, query: Mapping[str, list[str]]) -> RedisStore:
+def open_redis(
+    url: str, namespace: str, query: Mapping[str, list[str]], *, existing: bool = False
+) -> RedisStore:
     """The store in a Redis namespace: compact unless the namespace was written before
-    compact stores, or a new one is asked for with ``format=full``."""
+    compact stores, or a new one is asked for with ``format=full``. With ``existing``, a
+    namespace that holds no store (no settings: no Deduper ever opened it) is refused
+    before anything is written to it."""
     fmt = (query.get("format") or [""])[0]
     if fmt not in ("", "compact", "full"):
         raise ConfigError(f"unknown store format {fmt!r}: use format=compact or format=full")
     keep_text = (query.get("keep_text") or ["0"])[0].lower() in ("1", "true", "yes")
     probe = RedisStore(url, namespace=namespace)
     try:
+        if existing and not probe._call(probe._r.exists, probe._k("config")):
+            raise StoreError(
+                f"no neardup store at {redacted_url(url)} under namespace {namespace!r} (no "
+                f"key {probe._k('config')}): check the URL and its namespace"
+            )
         # refuse a namespace a newer neardup wrote, else mark it with this version's format
         # (raised at once, never lowered: a newer process may mark it at the same moment)
         found = probe._call(probe._r.eval, _MARK, 1, probe._k("version"), FORMAT)

@@ -802,29 +802,60 @@ def _sifted(keys: Any) -> Any:
     return ((keys >> np.uint64(24)) & np.uint64(0xFFFF)).astype(np.intp)
 
 
+#: The tables every neardup SQLite store has had, of every format and version: a file that
+#: holds tables but not these is another program's database
+_OWN_TABLES = frozenset({"meta", "docs"})
+
+
 def open_sqlite(
-    path: str, query: Mapping[str, list[str]], *, readonly: bool = False
+    path: str, query: Mapping[str, list[str]], *, readonly: bool = False, existing: bool = False
 ) -> SQLiteStore:
     """The store in the SQLite file ``path``: compact unless the file was written before
-    compact stores, or a new one is asked for with ``format=full``."""
+    compact stores, or a new one is asked for with ``format=full``. A SQLite database of
+    something else (tables, none of them neardup's) is refused unless opened ``readonly``
+    (``neardup store check`` says what it lacks), before anything is written to it; with
+    ``existing``, so is a file that holds no neardup store (empty, or no such file), and a
+    new one is never made (the commands that look after a store: their answers would be
+    about a store made for the asking)."""
     import os
     import sqlite3
+    import urllib.parse
+    from contextlib import closing
 
     fmt = (query.get("format") or [""])[0]
     if fmt not in ("", "compact", "full"):
         raise ConfigError(f"unknown store format {fmt!r}: use format=compact or format=full")
     keep_text = (query.get("keep_text") or ["0"])[0].lower() in ("1", "true", "yes")
     layout = None
+    tables: set[str] | None = set()  # None: a file SQLite cannot read
     if os.path.exists(path) and os.path.getsize(path) > 0:
         try:
-            with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=60) as con:
-                names = {r[0] for r in con.execute("SELECT name FROM sqlite_master")}
-                if "lsh" in names:
-                    layout = "compact"
-                elif "docs" in names:
-                    layout = "full"
+            uri = "file:" + urllib.parse.quote(os.path.abspath(path)) + "?mode=ro"
+            with closing(sqlite3.connect(uri, uri=True, timeout=60)) as con:
+                rows = con.execute("SELECT name, type FROM sqlite_master").fetchall()
+            names = {name for name, _ in rows}
+            tables = {name for name, kind in rows if kind == "table"} - {"sqlite_sequence"}
+            if "lsh" in names:
+                layout = "compact"
+            elif "docs" in names:
+                layout = "full"
         except sqlite3.Error:
-            layout = None  # the stores say what is wrong with it
+            layout, tables = None, None  # the stores say what is wrong with it
+    url = f"sqlite:///{path}"
+    if tables and not tables >= _OWN_TABLES and not readonly:
+        shown = ", ".join(sorted(tables)[:5]) + (", ..." if len(tables) > 5 else "")
+        raise StoreError(
+            f"store {url}: the file is a SQLite database of something else (tables {shown}), "
+            "not a neardup store; neardup left it as it was: give it a file of its own"
+        )
+    if existing and tables is not None and not tables >= _OWN_TABLES:
+        if not os.path.exists(path):
+            held = "no such file"
+        elif not tables:
+            held = "the file holds no tables" if os.path.getsize(path) else "the file is empty"
+        else:
+            held = "the file holds no neardup tables"
+        raise StoreError(f"no neardup store at {url} ({held}): check the path")
     if layout is None:
         layout = fmt or "compact"
     elif fmt and fmt != layout:
