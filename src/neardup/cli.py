@@ -585,11 +585,19 @@ def _cmd_store(args: argparse.Namespace) -> int:
 
 def _reclaim(store: Store, *, rewrite: bool) -> None:
     """Give the space of forgotten documents back (:meth:`Store.reclaim`) and say how much
-    the SQLite file holds now, or what would give back the rest."""
+    the SQLite file holds now, or what would give back the rest; of Redis, its memory."""
     before = store.stats()
     store.reclaim(rewrite=rewrite)
     if not isinstance(before.get("free_bytes"), int):
-        return  # Redis: its keys went with the documents
+        used = before.get("redis_used_memory")
+        if isinstance(used, int):  # Redis: the documents' keys went with them
+            now = store.stats().get("redis_used_memory")
+            shown = format_size(now) if isinstance(now, int) else "?"
+            print(
+                f"redis used_memory {format_size(used)} -> {shown} (a namespace's keys go with "
+                "its documents: nothing to rewrite)"
+            )
+        return
     after = store.stats()
     print(
         f"store file {format_size(cast(int, before['bytes']))} -> "
