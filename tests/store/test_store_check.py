@@ -383,3 +383,24 @@ def test_a_store_file_with_a_question_mark_in_its_path_is_that_file(tmp_path: Pa
         assert len(dd) == 9
     r = _neardup("store", "stats", "--db", str(tmp_path / "crawl?"))
     assert r.returncode == 2 and "no store at" in r.stderr
+
+
+def test_a_store_path_that_names_an_input_says_so(tmp_path: Path) -> None:
+    """``--db`` given the input (JSONL, gzip, Parquet ...) by mistake: one line saying what
+    the file is and that a store is a file of its own, not that a store is damaged and
+    should be restored from a backup or moved away; the file is left as it was."""
+    import gzip
+
+    src = tmp_path / "crawl.jsonl"
+    _write_corpus(src, corpus(5, 3, 2, cut=False))
+    packed = tmp_path / "crawl.jsonl.gz"
+    packed.write_bytes(gzip.compress(src.read_bytes()))
+    for path, kind in ((src, 'a text file (it begins \'{"id": '), (packed, "a gzip file")):
+        before = path.read_bytes()
+        line = _refused(src, path, tmp_path)
+        assert f"{path} is {kind}" in line, line
+        assert "not a store: a store is a file of its own" in line
+        assert "backup" not in line and "damaged" not in line
+        r = _neardup("store", "stats", "--db", str(path))
+        assert r.returncode == 2 and f"{path} is {kind}" in _one_line(r.stderr)
+        assert path.read_bytes() == before

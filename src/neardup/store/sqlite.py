@@ -684,7 +684,46 @@ def _advice(exc: sqlite3.Error, path: str) -> str:
         name = next((n for words, n in _WORDS.items() if words in str(exc)), None)
     if name is None and type(exc) is sqlite3.DatabaseError:  # what corruption codes map to
         name = "SQLITE_CORRUPT"
+    if name == "SQLITE_NOTADB" and (kind := _plainly(path)) is not None:
+        return (
+            f"; {path} is {kind}, not a store: a store is a file of its own (give a new path, "
+            "or the store's file)"
+        )
     return "" if name is None else _ADVICE[name].replace("FILE", path)
+
+
+#: how files begin that are plainly not a SQLite database (inputs, most likely)
+_MAGIC = {
+    b"\x1f\x8b": "a gzip file",
+    b"\x28\xb5\x2f\xfd": "a zstd file",
+    b"PAR1": "a Parquet file",
+    b"ARROW1": "an Arrow file",
+    b"WARC/": "a WARC file",
+    b"PK\x03\x04": "a zip file",
+}
+
+
+def _plainly(path: str) -> str | None:
+    """What a file SQLite will not read as a database plainly is — a compressed or columnar
+    file, or text (named by how it begins) — or None where it may be a store whose first
+    page is damaged (bytes that are none of these)."""
+    import codecs
+
+    try:
+        with open(path, "rb") as f:
+            head = f.read(256)
+    except OSError:
+        return None
+    kind = next((k for magic, k in _MAGIC.items() if head.startswith(magic)), None)
+    if kind is not None or head.startswith(b"SQLite format 3\x00"):
+        return kind
+    try:  # (the last character may be cut by the 256 bytes)
+        text = codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
+    except UnicodeDecodeError:
+        return None
+    if not text.strip() or not all(c.isprintable() or c in "\t\r\n" for c in text):
+        return None
+    return f"a text file (it begins {text.split(chr(10))[0][:32]!r})"
 
 
 #: how long a connection waiting for another's write transaction sleeps between tries: at
