@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -18,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from neardup import Deduper, StoreError
+from neardup import ConfigError, Deduper, StoreError
 from neardup.options import sqlite_url
 from neardup.store import open_store
 
@@ -404,3 +405,50 @@ def test_a_store_path_that_names_an_input_says_so(tmp_path: Path) -> None:
         r = _neardup("store", "stats", "--db", str(path))
         assert r.returncode == 2 and f"{path} is {kind}" in _one_line(r.stderr)
         assert path.read_bytes() == before
+
+
+def test_a_redis_database_is_the_one_the_url_names(tmp_path: Path) -> None:
+    """``redis://host:port/N`` and ``unix:///socket?db=N`` fill database N; a database that
+    is no number is refused in one line (redis-py took ``redis://host:port/x`` for database
+    0, and a socket URL's ``db`` was left out with the rest of its query: database 0)."""
+    import shutil
+    import tempfile
+
+    import redis
+
+    from ..conftest import redis_on_free_port
+
+    folder = Path(tempfile.mkdtemp(prefix="nd", dir="/tmp"))  # a socket's path is short
+    sock = folder / "r.sock"
+    proc, port = redis_on_free_port(folder, "--unixsocket", str(sock), "--appendonly", "no")
+    try:
+        docs = [(i, t) for i, t, _ in corpus(7, 3, 1, cut=False)]
+        filled: set[int] = set()
+        for url, db in ((f"unix://{sock}?db=3&namespace=u", 3), (f"redis://127.0.0.1:{port}/2", 2)):
+            with Deduper(store=url) as dd:
+                dd.check_and_add_many(docs)
+            filled.add(db)
+            for n in range(4):
+                client = redis.Redis(host="127.0.0.1", port=port, db=n)
+                assert bool(client.keys("*")) == (n in filled), (url, n)
+                client.close()
+        r = _neardup("store", "stats", "--store", f"unix://{sock}?db=3&namespace=u", "--json")
+        assert r.returncode == 0 and json.loads(r.stdout)["documents"] == 6, r.stderr
+        for url, shown in (
+            (f"redis://127.0.0.1:{port}/x", "(redis://host:port/N), not 'x'"),
+            (f"unix://{sock}?db=three", "(?db=N), not 'three'"),
+        ):
+            with pytest.raises(ConfigError, match=re.escape(shown)):
+                Deduper(store=url)
+            src = tmp_path / "a.jsonl"
+            _write_corpus(src, corpus(5, 1, 1, cut=False))
+            out = ["-o", str(tmp_path / "u"), "--clusters", str(tmp_path / "c"), "-q"]
+            r = _neardup("dedup", str(src), "--store", url, *out)
+            assert r.returncode == 2 and shown in _one_line(r.stderr)
+        client = redis.Redis(host="127.0.0.1", port=port, db=0)
+        assert client.keys("*") == []
+        client.close()
+    finally:
+        proc.kill()
+        proc.wait()
+        shutil.rmtree(folder, ignore_errors=True)

@@ -245,6 +245,8 @@ class RedisStore(Store):
             ttl = query["ttl"][0]
         self.ttl = parse_window(ttl)
         bare = urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
+        if parts.scheme.lower() == "unix" and not parts.netloc:  # (urlunsplit drops the //)
+            bare = f"unix://{parts.path}"
         safe = redacted(bare)  # never show a password in messages, logs or stats
         if not namespace or any(c in namespace for c in " \n{}"):
             raise ConfigError(f"invalid Redis namespace {namespace!r}")
@@ -253,6 +255,13 @@ class RedisStore(Store):
         self._redis = redis
         timeout = _timeout(query, "socket_timeout")
         connect_timeout = _timeout(query, "socket_connect_timeout")
+        # the database: redis://host:port/N, or unix:///path/to/socket?db=N (redis-py reads
+        # the query's db, which ``bare`` leaves out, and takes a path that is no number for 0)
+        unix = parts.scheme.lower() == "unix"
+        db = (query.get("db") or [""])[0] if unix else parts.path.strip("/")
+        if db and not db.isdigit():
+            where = "?db=N" if unix else "redis://host:port/N"
+            raise ConfigError(f"Redis URL {safe}: the database is a number ({where}), not {db!r}")
         try:
             # strings holding a lone surrogate (ids, titles) go as their surrogatepass bytes
             # and come back as the same strings (:func:`_text`)
@@ -261,6 +270,7 @@ class RedisStore(Store):
                 socket_timeout=timeout,
                 socket_connect_timeout=connect_timeout,
                 encoding_errors="surrogatepass",
+                **({"db": int(db)} if unix and db else {}),
             )
             self._r.ping()
         except (redis.RedisError, ValueError) as exc:
