@@ -11,6 +11,7 @@ command -v redis-server >/dev/null || need+=(redis-server)
 command -v chromium >/dev/null || need+=(chromium)
 dpkg -s fonts-noto-cjk >/dev/null 2>&1 || need+=(fonts-noto-cjk)
 command -v wget >/dev/null || need+=(wget)  # the WARC test crawls a local site with wget --warc-file
+command -v openssl >/dev/null || need+=(openssl)  # a TLS redis-server's certificates
 if ((${#need[@]})); then
     SUDO=""
     [ "$(id -u)" -eq 0 ] || SUDO="sudo"

@@ -348,10 +348,10 @@ def test_unreachable_redis_is_a_clear_error() -> None:
 def test_an_unreachable_redis_is_named_without_its_secrets(secret: str, shown: str) -> None:
     """The error names the store as every part of neardup does (neardup.store.redacted)."""
     with refusing_port() as port:
-        url = (
+        url = (  # (ssl_password: a TLS connection's option, given to redis-py)
             f"redis://{secret}127.0.0.1:{port}/0"
             if "@" in secret
-            else f"redis://127.0.0.1:{port}/0{secret}"
+            else f"rediss://127.0.0.1:{port}/0{secret}"
         )
         with pytest.raises(ConfigError) as info:
             NearDupPipeline.from_crawler(crawler_with({"NEARDUP_STORE": url}))

@@ -384,6 +384,14 @@ def test_a_store_file_with_a_question_mark_in_its_path_is_that_file(tmp_path: Pa
         assert len(dd) == 9
     r = _neardup("store", "stats", "--db", str(tmp_path / "crawl?"))
     assert r.returncode == 2 and "no store at" in r.stderr
+    # a URL with an option the store does not read, or a ? left in a file's name, is one
+    # line (the option was dropped: no text tier; a store in a file called "crawl")
+    with pytest.raises(ConfigError, match=r"no option 'keep_txt' \(did you mean keep_text\?\)"):
+        Deduper(store=f"sqlite:///{tmp_path / 'new.db'}?keep_txt=1")
+    r = _neardup("dedup", str(src), "--store", f"sqlite:///{tmp_path / 'new?.db'}", *out)
+    assert r.returncode == 2 and "no option '.db'" in _one_line(r.stderr)
+    assert "in a file's name it is written %3F" in r.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.jsonl", "c", db.name, "u"]
 
 
 def test_a_store_path_that_names_an_input_says_so(tmp_path: Path) -> None:
@@ -452,3 +460,47 @@ def test_a_redis_database_is_the_one_the_url_names(tmp_path: Path) -> None:
         proc.kill()
         proc.wait()
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_a_tls_redis_with_a_private_ca_opens(tmp_path: Path) -> None:
+    """``rediss://`` with redis-py's own options in the URL (here ``ssl_ca_certs``, the CA
+    of a real TLS redis-server's certificate): neardup reads its own options and gives
+    redis-py the others (it gave it none, so such a server could not be used at all); an
+    option neither takes is one line naming it, without the URL's secrets."""
+    from ..conftest import free_port, redis_on_free_port
+
+    def openssl(*args: str) -> None:
+        subprocess.run(["openssl", *args], cwd=tmp_path, check=True, capture_output=True)
+
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key",
+            "-out", "ca.crt", "-days", "2", "-subj", "/CN=neardup test CA")  # fmt: skip
+    openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "srv.key", "-out", "srv.csr",
+            "-subj", "/CN=127.0.0.1")  # fmt: skip
+    (tmp_path / "ext.cnf").write_text("subjectAltName=IP:127.0.0.1\n")
+    openssl("x509", "-req", "-in", "srv.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
+            "-CAcreateserial", "-out", "srv.crt", "-days", "2", "-extfile", "ext.cnf")  # fmt: skip
+    tls = free_port()
+    proc, _ = redis_on_free_port(
+        tmp_path, "--tls-port", str(tls), "--tls-cert-file", str(tmp_path / "srv.crt"),
+        "--tls-key-file", str(tmp_path / "srv.key"), "--tls-ca-cert-file",
+        str(tmp_path / "ca.crt"), "--tls-auth-clients", "no", "--appendonly", "no",
+    )  # fmt: skip
+    try:
+        url = f"rediss://127.0.0.1:{tls}/0?namespace=tls&ssl_ca_certs={tmp_path / 'ca.crt'}"
+        with Deduper(store=url) as dd:
+            dd.check_and_add_many([(i, t) for i, t, _ in corpus(9, 3, 1, cut=False)])
+        r = _neardup("store", "stats", "--store", url, "--json")
+        assert r.returncode == 0 and json.loads(r.stdout)["documents"] == 6, r.stderr
+        with pytest.raises(ConfigError, match="certificate verify failed"):
+            Deduper(store=f"rediss://127.0.0.1:{tls}/0?namespace=tls")
+        for url, name in (
+            (f"rediss://:s3cret@127.0.0.1:{tls}/0?namespce=tls", "namespce"),
+            (f"redis://127.0.0.1:{tls}/0?ssl_password=s3cret", "ssl_password"),
+        ):
+            with pytest.raises(ConfigError, match=f"no option '{name}'") as info:
+                Deduper(store=url)
+            assert "s3cret" not in str(info.value)
+            assert ("(did you mean namespace?)" in str(info.value)) == (name == "namespce")
+    finally:
+        proc.kill()
+        proc.wait()

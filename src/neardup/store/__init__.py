@@ -429,6 +429,32 @@ def redacted(url: str) -> str:
     return urlunsplit(parts._replace(netloc=netloc, query=query))
 
 
+#: The options a SQLite store URL may carry (after its ``?``; a Redis URL's:
+#: :data:`neardup.store.redis.OPTIONS`, and redis-py's own)
+_SQLITE_OPTIONS = ("format", "keep_text")
+
+
+def _known_options(url: str, query: str, known: Sequence[str]) -> None:
+    """A ConfigError for an option ``query`` holds that the store does not read (a typo
+    would otherwise be dropped, and ``namespace`` fall back to the default namespace)."""
+    import difflib
+
+    for name in parse_qs(query, keep_blank_values=True):
+        if name in known:
+            continue
+        close = difflib.get_close_matches(name, known, n=1)
+        if close:
+            hint = f" (did you mean {close[0]}?)"
+        elif "=" not in query and url.lower().startswith("sqlite:"):
+            hint = " (a ? begins the options: in a file's name it is written %3F)"
+        else:
+            hint = ""
+        raise ConfigError(
+            f"store URL {redacted(url)}: no option {name!r}{hint}; the options are "
+            f"{', '.join(known)}"
+        )
+
+
 def open_store(
     url: str, *, namespace: str | None = None, readonly: bool = False, existing: bool = False
 ) -> Store:
@@ -460,6 +486,7 @@ def open_store(
         path, options = sqlite_path(url)
         if not path:
             raise ConfigError(f"store URL {url!r} names no file: use sqlite:///path/to/file.db")
+        _known_options(url, options, _SQLITE_OPTIONS)
         return open_sqlite(path, parse_qs(options), readonly=readonly, existing=existing)
     if scheme in ("redis", "rediss", "unix"):
         from .redis_compact import open_redis

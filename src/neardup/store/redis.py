@@ -225,6 +225,26 @@ _ONE = {
 }  # fmt: skip
 
 
+#: The options of a Redis store URL that neardup reads; the others go to redis-py
+OPTIONS = ("namespace", "format", "keep_text", "ttl", "socket_timeout", "socket_connect_timeout")
+
+
+def _unknown_option(url: str, given: Sequence[str], exc: TypeError) -> ConfigError:
+    """The one-line error for an option in a Redis URL that neither neardup nor redis-py's
+    connection takes (redis-py's TypeError names it)."""
+    import difflib
+
+    found = re.search(r"argument '([^']+)'", str(exc))
+    name = found.group(1) if found else next(iter(given), "?")
+    close = difflib.get_close_matches(name, OPTIONS, n=1)
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    return ConfigError(
+        f"Redis URL {redacted(url)}: no option {name!r}{hint}; neardup reads "
+        f"{', '.join(OPTIONS)}, and gives the others to redis-py's connection "
+        "(ssl_ca_certs, ssl_cert_reqs, health_check_interval, ...)"
+    )
+
+
 class RedisStore(Store):
     """A :class:`~neardup.store.Store` on a Redis server (``redis://host:port/db``)."""
 
@@ -237,15 +257,16 @@ class RedisStore(Store):
             raise MissingDependencyError(
                 "a redis:// store needs the redis package: pip install 'neardup[redis]'"
             ) from exc
-        from urllib.parse import parse_qs, urlsplit, urlunsplit
+        from urllib.parse import parse_qs, parse_qsl, urlencode, urlsplit, urlunsplit
 
         parts = urlsplit(url)
         query = parse_qs(parts.query)
         if ttl is None and query.get("ttl"):
             ttl = query["ttl"][0]
         self.ttl = parse_window(ttl)
+        unix = parts.scheme.lower() == "unix"
         bare = urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
-        if parts.scheme.lower() == "unix" and not parts.netloc:  # (urlunsplit drops the //)
+        if unix and not parts.netloc:  # (urlunsplit drops the //)
             bare = f"unix://{parts.path}"
         safe = redacted(bare)  # never show a password in messages, logs or stats
         if not namespace or any(c in namespace for c in " \n{}"):
@@ -255,18 +276,24 @@ class RedisStore(Store):
         self._redis = redis
         timeout = _timeout(query, "socket_timeout")
         connect_timeout = _timeout(query, "socket_connect_timeout")
-        # the database: redis://host:port/N, or unix:///path/to/socket?db=N (redis-py reads
-        # the query's db, which ``bare`` leaves out, and takes a path that is no number for 0)
-        unix = parts.scheme.lower() == "unix"
+        # the database: redis://host:port/N, or unix:///path/to/socket?db=N (redis-py takes
+        # a path that is no number for database 0)
         db = (query.get("db") or [""])[0] if unix else parts.path.strip("/")
         if db and not db.isdigit():
             where = "?db=N" if unix else "redis://host:port/N"
             raise ConfigError(f"Redis URL {safe}: the database is a number ({where}), not {db!r}")
+        # the options neardup does not read are redis-py's connection's (ssl_ca_certs,
+        # ssl_cert_reqs, health_check_interval ...): they go to it in the URL
+        theirs = [
+            (k, v)
+            for k, v in parse_qsl(parts.query, keep_blank_values=True)
+            if k not in OPTIONS and not (unix and k == "db")
+        ]
         try:
             # strings holding a lone surrogate (ids, titles) go as their surrogatepass bytes
             # and come back as the same strings (:func:`_text`)
             self._r = redis.Redis.from_url(
-                bare,
+                bare + (f"?{urlencode(theirs)}" if theirs else ""),
                 socket_timeout=timeout,
                 socket_connect_timeout=connect_timeout,
                 encoding_errors="surrogatepass",
@@ -275,6 +302,8 @@ class RedisStore(Store):
             self._r.ping()
         except (redis.RedisError, ValueError) as exc:
             raise ConfigError(f"cannot reach Redis at {safe}: {exc}") from exc
+        except TypeError as exc:  # an option no connection of redis-py's takes
+            raise _unknown_option(url, [k for k, _ in theirs], exc) from None
         self._writing = False  # inside a section that may commit
         self._in_section = False
         # what the section read, which must be unchanged when it commits
