@@ -1169,6 +1169,35 @@ def _break_in(run: BatchRun, *, half_message: bool) -> None:
             time.sleep(0.01)
 
 
+def test_more_sketch_workers_than_memory_holds_start_as_many_as_it_holds(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Any
+) -> None:
+    """``workers=N`` past what half the memory the process may use holds at 256 MiB each
+    (:func:`neardup.machine.workers_memory_holds`) starts that many, with a WorkersCapped
+    warning that the command line prints as one line (1,000 asked of a 2-core machine
+    forked 1,000), and decides as a run in one process."""
+    from neardup import machine
+    from neardup.cli import main
+    from neardup.errors import WorkersCapped
+
+    monkeypatch.setattr(machine, "workers_memory_holds", lambda: 2)
+    ids, texts = _with_copies(6)
+    alone = dedup_batch(ids, texts, workers=1, chunk=3)
+    with pytest.warns(WorkersCapped, match="^9 sketch workers asked for; .* holds 2 at 256 MiB"):
+        capped = dedup_batch(ids, texts, workers=9, chunk=3)
+    assert (capped.sketch_workers, capped.decisions) == (2, alone.decisions)
+    src = tmp_path / "in.jsonl"
+    lines = (json.dumps({"id": i, "text": t}) + "\n" for i, t in zip(ids, texts, strict=True))
+    src.write_text("".join(lines))
+    out = ["-o", str(tmp_path / "u"), "--clusters", str(tmp_path / "c"), "-q"]
+    assert main(["dedup", str(src), *out, "--workers", "9"]) == 0
+    said = [line for line in capsys.readouterr().err.splitlines() if "warning" in line]
+    assert said == [
+        "neardup: warning: 9 sketch workers asked for; half the memory this process may use "
+        "holds 2 at 256 MiB each: starting 2"
+    ]
+
+
 @pytest.mark.parametrize("half_message", [False, True], ids=["killed", "killed sending"])
 def test_a_run_whose_worker_is_killed_sketches_the_rest_itself(half_message: bool) -> None:
     """A sketch worker killed under the run (the out-of-memory killer): the chunks on their

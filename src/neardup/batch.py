@@ -69,7 +69,7 @@ from .engine.codec import (
 from .engine.warm import load_kernels
 from .errors import ConfigError, InputError, WorkersLost, shielded
 from .index.lsh import LSHJoin, Pos, _merge
-from .machine import machine_cpus
+from .machine import machine_cpus, workers_within_memory
 from .memory import grown, keep_freed, set_huge_pages, trim
 from .passages import Passage
 from .shelf import Shelf, default_budget
@@ -524,6 +524,7 @@ class BatchRun:
             from multiprocessing import resource_tracker
 
             n = self._workers or min(4, self._cpus())
+            n = workers_within_memory(n, f"{n} sketch workers asked for")
             self._pool_size = n
             forking = "fork" in multiprocessing.get_all_start_methods()
             if forking:

@@ -21,7 +21,7 @@ from .deduper import Deduper, chrome_of
 from .engine import DedupConfig
 from .engine.compact import DamagedGuard
 from .engine.verify import quoted_chars
-from .errors import Interrupted, NeardupError, StoreError, WorkersLost
+from .errors import Interrupted, NeardupError, RunWarning, StoreError
 from .measures import DEFAULT_PROCESSOR
 from .options import sqlite_path, store_options, store_url
 from .passages import Passage
@@ -988,9 +988,9 @@ def _show_warning(
     file: TextIO | None = None,
     line: str | None = None,
 ) -> None:
-    """A warning of neardup's own to a user (a run's workers lost) as one line; any other
-    as Python shows it."""
-    if issubclass(category, WorkersLost):
+    """A warning of neardup's own to a user (a run's workers lost, or fewer started than
+    asked) as one line; any other as Python shows it."""
+    if issubclass(category, RunWarning):
         print(f"neardup: warning: {message}", file=sys.stderr)
         return
     _SHOW_WARNING(message, category, filename, lineno, file, line)

@@ -39,7 +39,17 @@ class EngineError(NeardupError, RuntimeError):
     """The engine a run was given could not finish it (Spark's JVM out of memory, or gone)."""
 
 
-class WorkersLost(RuntimeWarning):
+class RunWarning(RuntimeWarning):
+    """Something a run did otherwise than asked, and went on: the command line prints it as
+    one line on standard error."""
+
+
+class WorkersCapped(RunWarning):
+    """More worker processes were asked for than half the memory the process may use holds
+    (:func:`~neardup.machine.workers_memory_holds`): that many were started."""
+
+
+class WorkersLost(RunWarning):
     """A batch run's sketch worker process ended under it (killed: by the kernel's
     out-of-memory killer, most likely) or ran out of memory (a ``MemoryError``): the run went
     on sketching in its own process, with the same decisions, more slowly. The command line

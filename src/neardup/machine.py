@@ -16,7 +16,15 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["cpu_quota", "machine_cpus", "machine_memory", "memory_limit"]
+__all__ = [
+    "WORKER_MEMORY",
+    "cpu_quota",
+    "machine_cpus",
+    "machine_memory",
+    "memory_limit",
+    "workers_memory_holds",
+    "workers_within_memory",
+]
 
 #: where the control groups are mounted, and where a process finds its own
 CGROUP = Path("/sys/fs/cgroup")
@@ -34,6 +42,48 @@ def machine_memory() -> int:
     if limit is not None and (total == 0 or limit < total):
         total = limit
     return total
+
+
+#: the memory a worker process is planned for: each of the service's took 197-199 MiB, and
+#: its decider 288 MiB, with the compiled kernels loaded (3,000 hkcnews articles through two
+#: workers, 2026-12-05); a batch run's sketch worker some 120 MiB as it starts, and its
+#: chunks' arrays besides
+WORKER_MEMORY = 256 << 20
+#: workers take at most this share of the memory the process may use, leaving the rest to
+#: the process that starts them, the page cache and the machine's other work
+WORKERS_MEMORY_SHARE = 2
+
+
+def workers_memory_holds() -> int | None:
+    """How many worker processes half the memory this process may use holds at
+    :data:`WORKER_MEMORY` each (at least 1); None where that memory is not known. What
+    ``neardup serve`` and a batch run start at most, asked for more or not: 1,000 asked of a
+    2-core machine forked 1,000 sketch workers."""
+    memory = machine_memory()
+    if memory <= 0:
+        return None
+    return max(1, memory // WORKERS_MEMORY_SHARE // WORKER_MEMORY)
+
+
+def workers_within_memory(asked: int, what: str) -> int:
+    """``asked`` workers, or as many as :func:`workers_memory_holds` where that is fewer,
+    with a :class:`~neardup.errors.WorkersCapped` warning that says so (``what``: how the
+    workers were asked for, "--workers 500")."""
+    import warnings
+
+    from .errors import WorkersCapped
+
+    held = workers_memory_holds()
+    if held is None or asked <= held:
+        return asked
+    warnings.warn(
+        WorkersCapped(
+            f"{what}; half the memory this process may use holds {held} at "
+            f"{WORKER_MEMORY >> 20} MiB each: starting {held}"
+        ),
+        stacklevel=3,
+    )
+    return held
 
 
 def machine_cpus() -> int:

@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..errors import ConfigError, MissingDependencyError
-from ..machine import machine_cpus, machine_memory
+from ..machine import machine_cpus, workers_memory_holds, workers_within_memory
 from ..options import store_options, store_url
 from ..records.streams import parse_size as _parse_size
 from ._middleware import allowed_name
@@ -223,29 +223,22 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     return p
 
 
-#: the memory a worker is planned for: each took 197-199 MiB, and the decider 288 MiB, with
-#: the compiled kernels loaded (3,000 hkcnews articles through two workers, 2026-12-05)
-WORKER_MEMORY = 256 << 20
-#: the default workers take at most this share of the memory the process may use, leaving
-#: the rest to the decider, the page cache and the machine's other work
-WORKERS_MEMORY_SHARE = 2
-
-
 def default_workers() -> int:
     """The workers ``neardup serve`` starts on a shared store without ``--workers``: one a
     CPU the process may use (:func:`~neardup.machine.machine_cpus`), and no more than half
-    the memory it may use holds at :data:`WORKER_MEMORY` each (a 64-core host without a
-    memory limit would otherwise start 64 processes of some 200 MiB); at least 1."""
+    the memory it may use holds at :data:`~neardup.machine.WORKER_MEMORY` each (a 64-core
+    host without a memory limit would otherwise start 64 processes of some 200 MiB); at
+    least 1."""
     cpus = machine_cpus()
-    memory = machine_memory()
-    if memory <= 0:  # not known: the CPUs decide
-        return cpus
-    return max(1, min(cpus, memory // WORKERS_MEMORY_SHARE // WORKER_MEMORY))
+    held = workers_memory_holds()
+    return cpus if held is None else min(cpus, held)  # (memory not known: the CPUs decide)
 
 
 def workers_for(url: str, asked: int | None) -> int:
-    """How many worker processes serve ``url``: ``asked``, or :func:`default_workers` for a
-    store that processes can share and 1 for ``memory://``; a ConfigError for several on
+    """How many worker processes serve ``url``: ``asked`` (no more than half the memory the
+    process may use holds: :func:`~neardup.machine.workers_memory_holds`, with a
+    :class:`~neardup.errors.WorkersCapped` warning), or :func:`default_workers` for a store
+    that processes can share and 1 for ``memory://``; a ConfigError for several on
     memory://.
 
     >>> workers_for("memory://", None), workers_for("sqlite:///crawl.db", 3)
@@ -259,7 +252,7 @@ def workers_for(url: str, asked: int | None) -> int:
             f"--workers {asked} needs a store the workers can share: a memory:// store lives "
             "in one process. Use --db crawl.db or --store redis://..., or --workers 1"
         )
-    return asked
+    return workers_within_memory(asked, f"--workers {asked}")
 
 
 def is_loopback(host: str) -> bool:
