@@ -165,7 +165,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     guard = None
     url = store_url(args)
     if url is not None:  # the chrome that store has learned sets shared text aside
-        with Deduper(store=url) as dd:
+        # (a store that is there: a path or namespace that holds none is no chrome learned)
+        with Deduper(store=_open_store(args, existing=True)) as dd:
             guard = dd.chrome()
     c = compare(a, b, processor=None if args.raw else DEFAULT_PROCESSOR, guard=guard)
     if args.json:

@@ -328,6 +328,12 @@ def test_the_commands_that_look_after_a_store_make_none(tmp_path: Path) -> None:
             assert r.returncode == 2, (path, action, r.stdout)
             assert f"no neardup store at sqlite:///{path} ({held})" in _one_line(r.stderr)
     assert empty.stat().st_size == 0 and bare.read_bytes() == bare_bytes
+    # nor does compare, which reads a store's learned chrome (it made a store to read)
+    r = _neardup("compare", "a b c", "a b d", "--db", str(tmp_path / "none.db"))
+    assert r.returncode == 2 and "no store at" in _one_line(r.stderr)
+    r = _neardup("compare", "a b c", "a b d", "--db", str(empty))
+    assert r.returncode == 2 and "no neardup store at" in _one_line(r.stderr)
+    assert not (tmp_path / "none.db").exists() and empty.stat().st_size == 0
     with pytest.raises(StoreError, match="no neardup store"):
         open_store(f"sqlite:///{empty}", existing=True)
     with pytest.raises(StoreError, match=r"no neardup store .*\(no such file\)"):
@@ -357,11 +363,15 @@ def test_the_commands_that_look_after_a_store_write_no_redis_key(redis_url: str)
             line = _one_line(r.stderr)
             assert "no neardup store at redis://" in line and f"namespace {ns!r}" in line
             assert "check the URL and its namespace" in line
+        r = _neardup("compare", "a b c", "a b d", "--store", redis_url)
+        assert r.returncode == 2 and "no neardup store at redis://" in _one_line(r.stderr)
         assert client.keys(f"{ns}:*") == []
         with Deduper(store=redis_url) as dd:
             dd.check_and_add_many([(i, t) for i, t, _ in corpus(47, 4, 2, cut=False)])
         r = _neardup("store", "stats", "--store", redis_url, "--json")
         assert r.returncode == 0 and json.loads(r.stdout)["documents"] == 12, r.stderr
+        r = _neardup("compare", "a b c", "a b d", "--store", redis_url, "--json")
+        assert r.returncode == 0 and "coverage" in json.loads(r.stdout), r.stderr
         r = _neardup("store", "delete", "--store", redis_url, "s0-0")
         assert r.returncode == 0 and "deleted 1 document" in r.stdout, (r.stdout, r.stderr)
     finally:
