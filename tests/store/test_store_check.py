@@ -482,11 +482,19 @@ def test_a_tls_redis_with_a_private_ca_opens(tmp_path: Path) -> None:
     def openssl(*args: str) -> None:
         subprocess.run(["openssl", *args], cwd=tmp_path, check=True, capture_output=True)
 
+    # a CA and a server certificate as strict verification wants them (Python 3.13's
+    # default context checks the CA's key usage, among others)
     openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key",
-            "-out", "ca.crt", "-days", "2", "-subj", "/CN=neardup test CA")  # fmt: skip
+            "-out", "ca.crt", "-days", "2", "-subj", "/CN=neardup test CA",
+            "-addext", "basicConstraints=critical,CA:TRUE",
+            "-addext", "keyUsage=critical,keyCertSign,cRLSign")  # fmt: skip
     openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "srv.key", "-out", "srv.csr",
             "-subj", "/CN=127.0.0.1")  # fmt: skip
-    (tmp_path / "ext.cnf").write_text("subjectAltName=IP:127.0.0.1\n")
+    (tmp_path / "ext.cnf").write_text(
+        "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n"
+        "keyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n"
+        "authorityKeyIdentifier=keyid\nsubjectKeyIdentifier=hash\n"
+    )
     openssl("x509", "-req", "-in", "srv.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
             "-CAcreateserial", "-out", "srv.crt", "-days", "2", "-extfile", "ext.cnf")  # fmt: skip
     tls = free_port()
