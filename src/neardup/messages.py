@@ -1,12 +1,14 @@
 """Small helpers for the messages neardup writes about values it was given.
 
->>> shown("x" * 70)[-2:], json_type([1])
-("…'", 'an array')
+>>> shown("x" * 70)[-2:], json_type([1]), did_you_mean("namespce", ["namespace", "ttl"])
+("…'", 'an array', ' (did you mean namespace?)')
 """
 
 from __future__ import annotations
 
-__all__ = ["json_type", "shown"]
+from collections.abc import Iterable
+
+__all__ = ["did_you_mean", "json_type", "shown"]
 
 
 def shown(value: str, limit: int = 60) -> str:
@@ -27,3 +29,12 @@ def json_type(value: object) -> str:
     if isinstance(value, list):
         return "an array"
     return "an object"
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """`` (did you mean X?)`` for the one of ``known`` closest to a misspelt ``name``, or
+    "" when none is close."""
+    import difflib
+
+    close = difflib.get_close_matches(name, list(known), n=1)
+    return f" (did you mean {close[0]}?)" if close else ""

@@ -18,7 +18,6 @@ neardup.errors.ConfigError: no setting 'thresold' (did you mean threshold?); the
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import math
 import tomllib
 from collections.abc import Mapping
@@ -26,6 +25,7 @@ from typing import Any
 
 from .engine import DedupConfig
 from .errors import ConfigError
+from .messages import did_you_mean
 from .normalize import Normalizer
 
 __all__ = [
@@ -86,8 +86,7 @@ def describe(name: str) -> str:
 def _known(name: str) -> str:
     if name in SETTINGS:
         return name
-    close = difflib.get_close_matches(name, SETTINGS, n=1)
-    hint = f" (did you mean {close[0]}?)" if close else ""
+    hint = did_you_mean(name, SETTINGS)
     raise ConfigError(f"no setting {name!r}{hint}; the settings are: {', '.join(SETTINGS)}")
 
 

@@ -437,18 +437,14 @@ _SQLITE_OPTIONS = ("format", "keep_text")
 def _known_options(url: str, query: str, known: Sequence[str]) -> None:
     """A ConfigError for an option ``query`` holds that the store does not read (a typo
     would otherwise be dropped, and ``namespace`` fall back to the default namespace)."""
-    import difflib
+    from ..messages import did_you_mean
 
     for name in parse_qs(query, keep_blank_values=True):
         if name in known:
             continue
-        close = difflib.get_close_matches(name, known, n=1)
-        if close:
-            hint = f" (did you mean {close[0]}?)"
-        elif "=" not in query and url.lower().startswith("sqlite:"):
+        hint = did_you_mean(name, known)
+        if not hint and "=" not in query and url.lower().startswith("sqlite:"):
             hint = " (a ? begins the options: in a file's name it is written %3F)"
-        else:
-            hint = ""
         raise ConfigError(
             f"store URL {redacted(url)}: no option {name!r}{hint}; the options are "
             f"{', '.join(known)}"

@@ -232,12 +232,11 @@ OPTIONS = ("namespace", "format", "keep_text", "ttl", "socket_timeout", "socket_
 def _unknown_option(url: str, given: Sequence[str], exc: TypeError) -> ConfigError:
     """The one-line error for an option in a Redis URL that neither neardup nor redis-py's
     connection takes (redis-py's TypeError names it)."""
-    import difflib
+    from ..messages import did_you_mean
 
     found = re.search(r"argument '([^']+)'", str(exc))
     name = found.group(1) if found else next(iter(given), "?")
-    close = difflib.get_close_matches(name, OPTIONS, n=1)
-    hint = f" (did you mean {close[0]}?)" if close else ""
+    hint = did_you_mean(name, OPTIONS)
     return ConfigError(
         f"Redis URL {redacted(url)}: no option {name!r}{hint}; neardup reads "
         f"{', '.join(OPTIONS)}, and gives the others to redis-py's connection "
