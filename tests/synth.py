@@ -12,12 +12,27 @@ import random
 SITES = ("新华网", "人民网", "澎湃新闻", "央视网", "环球网", "南方网", "北青网", "中新网")
 
 
+#: The CJK numerals (as the engine reads numbers): no invented text has one.
+NUMERALS = frozenset("〇零一二三四五六七八九十")
+
+
+def hanzi(rng: random.Random) -> str:
+    """A random CJK character that is no numeral. A typo that turned a numeral into another
+    character (or one into a numeral) would change a number, and a copy that changes a
+    number is kept (it may be news): which of two such reprints came first would decide
+    how many of a story are kept, and a test of racing writers would fail now and then."""
+    while True:
+        c = chr(rng.randint(0x4E00, 0x9FA5))
+        if c not in NUMERALS:
+            return c
+
+
 def story(rng: random.Random, sentences: int = 12) -> str:
     """One invented Chinese news story."""
     out = []
     for _ in range(sentences):
         n = rng.randint(18, 40)
-        out.append("".join(chr(rng.randint(0x4E00, 0x9FA5)) for _ in range(n)) + "。")
+        out.append("".join(hanzi(rng) for _ in range(n)) + "。")
     return "".join(out)
 
 
@@ -30,7 +45,7 @@ def reprint(rng: random.Random, text: str, *, cut: bool = True) -> str:
     cut_text = "。".join(sentences[:keep])
     body = list(cut_text.rstrip("。"))
     for _ in range(rng.randint(0, 3)):
-        body[rng.randrange(len(body))] = chr(rng.randint(0x4E00, 0x9FA5))
+        body[rng.randrange(len(body))] = hanzi(rng)
     site = rng.choice(SITES)
     return f"来源：{site}\n{''.join(body)}。\n责任编辑：{rng.choice('王李张刘陈')}某"
 

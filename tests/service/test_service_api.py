@@ -19,6 +19,7 @@ from neardup import METHODS, Deduper
 from neardup.cli import main
 from neardup.service import create_app
 from tests.conftest import start_redis_server
+from tests.synth import hanzi
 
 pytestmark = pytest.mark.anyio
 
@@ -34,10 +35,10 @@ def anyio_backend() -> str:
 
 
 def story(rng: random.Random, sentences: int = 10) -> str:
-    """An invented Chinese story: random characters in sentences, so stories share nothing."""
+    """An invented Chinese story: random characters (no numerals) in sentences, so stories
+    share nothing."""
     return "".join(
-        "".join(chr(rng.randint(0x4E00, 0x9FA5)) for _ in range(rng.randint(18, 40))) + "。"
-        for _ in range(sentences)
+        "".join(hanzi(rng) for _ in range(rng.randint(18, 40))) + "。" for _ in range(sentences)
     )
 
 
@@ -45,7 +46,7 @@ def reprint(rng: random.Random, text: str) -> str:
     """A copy of ``text`` on another site: a source line, a footer and two typos."""
     body = list(text)
     for _ in range(2):
-        body[rng.randrange(len(body))] = chr(rng.randint(0x4E00, 0x9FA5))
+        body[rng.randrange(len(body))] = hanzi(rng)
     return f"来源：{rng.choice(SITES)}\n{''.join(body)}\n责任编辑：{rng.choice('王李张刘陈')}某"
 
 
