@@ -404,6 +404,33 @@ def test_a_store_file_with_a_question_mark_in_its_path_is_that_file(tmp_path: Pa
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.jsonl", "c", db.name, "u"]
 
 
+@pytest.mark.parametrize(
+    ("query", "said"),
+    [
+        ("namespace=", "the option 'namespace' has no value"),  # ?namespace=$NS, NS unset
+        ("namespace=crawl&ttl=", "the option 'ttl' has no value"),
+        ("namespce=", "the option 'namespce' has no value (did you mean namespace?)"),
+        ("ssl_ca_certs=", "the option 'ssl_ca_certs' has no value"),  # redis-py's own
+    ],
+)
+def test_a_redis_url_option_with_no_value_is_one_line(query: str, said: str) -> None:
+    """An option given no value was dropped unseen (by neardup, or by redis-py), and its
+    default taken: the default namespace filled, a window's TTL gone. Refused before
+    anything is reached or written."""
+    url = f"redis://127.0.0.1:1/0?{query}"  # nothing listens there
+    with pytest.raises(ConfigError, match=re.escape(said)):
+        Deduper(store=url)
+    r = _neardup("store", "stats", "--store", url)
+    assert r.returncode == 2 and said in _one_line(r.stderr), r.stderr
+
+
+def test_a_sqlite_url_option_with_no_value_is_one_line(tmp_path: Path) -> None:
+    """The same for a SQLite file's options (``?format=``), and no file is made."""
+    with pytest.raises(ConfigError, match="the option 'format' has no value"):
+        Deduper(store=f"sqlite:///{tmp_path / 'a.db'}?format=")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_store_path_that_names_an_input_says_so(tmp_path: Path) -> None:
     """``--db`` given the input (JSONL, gzip, Parquet ...) by mistake: one line saying what
     the file is and that a store is a file of its own, not that a store is damaged and

@@ -29,7 +29,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
-from urllib.parse import parse_qs, urlsplit, urlunsplit
+from urllib.parse import parse_qs, parse_qsl, urlsplit, urlunsplit
 
 import numpy as np
 import numpy.typing as npt
@@ -451,6 +451,18 @@ def _known_options(url: str, query: str, known: Sequence[str]) -> None:
         )
 
 
+def _valued_options(url: str, query: str, known: Sequence[str]) -> None:
+    """A ConfigError for an option ``query`` gives no value (``?namespace=``, as
+    ``?namespace=$NS`` writes it with NS unset): it was dropped unseen, and the default
+    taken — the default namespace filled, a window's TTL gone."""
+    from ..messages import did_you_mean
+
+    for name, value in parse_qsl(query, keep_blank_values=True):
+        if not value.strip():
+            hint = "" if name in known else did_you_mean(name, known)
+            raise ConfigError(f"store URL {redacted(url)}: the option {name!r} has no value{hint}")
+
+
 def open_store(
     url: str, *, namespace: str | None = None, readonly: bool = False, existing: bool = False
 ) -> Store:
@@ -483,10 +495,13 @@ def open_store(
         if not path:
             raise ConfigError(f"store URL {url!r} names no file: use sqlite:///path/to/file.db")
         _known_options(url, options, _SQLITE_OPTIONS)
+        _valued_options(url, options, _SQLITE_OPTIONS)
         return open_sqlite(path, parse_qs(options), readonly=readonly, existing=existing)
     if scheme in ("redis", "rediss", "unix"):
+        from .redis import OPTIONS
         from .redis_compact import open_redis
 
+        _valued_options(url, parts.query, OPTIONS)
         query = parse_qs(parts.query)
         ns = namespace or (query.get("namespace") or ["neardup"])[0]
         return open_redis(url, ns, query, existing=existing)
