@@ -276,8 +276,14 @@ class BatchOut(BaseModel):
     """The decisions of a batch, in the order of its documents."""
 
     decisions: list[DecisionOut]
-    kept: int
-    duplicates: int
+    kept: Annotated[
+        int,
+        Field(
+            description="How many of the decisions keep their document (an id given twice, "
+            "or added before, is counted with the decision it was added with)."
+        ),
+    ]
+    duplicates: Annotated[int, Field(description="How many of the decisions drop a copy.")]
 
 
 class DocumentOut(DecisionOut):
