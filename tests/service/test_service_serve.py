@@ -270,14 +270,18 @@ def test_a_port_in_use_is_one_line_and_status_2() -> None:
         (("--store", "redis://127.0.0.1:1/0"), "cannot reach Redis"),
         (("--window", "soon"), "window must be"),
         (("--db", "/nonexistent/dir/x.db"), "x.db"),
+        (("--db", "/proc/x.db"), "cannot open store sqlite:////proc/x.db: unable to open"),
+        (("--db", "/proc/x.db", "--workers", "2"), "cannot open store sqlite:////proc/x.db"),
     ],
 )
 def test_a_store_that_cannot_be_opened_is_one_line(args: tuple[str, ...], message: str) -> None:
-    """A wrong store URL, an unreachable Redis, a bad window or file: status 2, one line."""
+    """A wrong store URL, an unreachable Redis, a bad window or file: status 2, one line,
+    naming the store once."""
     r = _run(*args, "--port", "0")
     assert r.returncode == 2, r.stderr
     assert r.stderr.startswith("neardup: error: ") and message in r.stderr
     assert "Traceback" not in r.stderr
+    assert r.stderr.count("sqlite:///") <= 1, r.stderr
 
 
 def test_help_lists_the_options() -> None:

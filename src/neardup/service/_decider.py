@@ -373,8 +373,7 @@ def serve_decider(
     open. SIGTERM or SIGINT: it goes on answering until every worker has closed its
     connection (the workers finish their requests first), then closes the store."""
     from ..engine.warm import load_kernels
-    from ..errors import ConfigError
-    from ..store import redacted
+    from ..store import opening_failure
     from ._workers import STARTUP_FAILURE, _say
 
     logging.basicConfig(level=logging.INFO, format="%(levelname)s:     %(message)s")
@@ -382,7 +381,7 @@ def serve_decider(
     try:
         dd = Deduper(store=url, window=app_options.get("window"))
     except Exception as e:
-        reason = e if isinstance(e, ConfigError) else f"cannot open the store {redacted(url)}: {e}"
+        reason = opening_failure(url, e)
         _say(f"decider [{os.getpid()}]: {reason}")
         sys.exit(STARTUP_FAILURE)
     with contextlib.suppress(FileNotFoundError):

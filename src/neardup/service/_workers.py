@@ -79,15 +79,14 @@ def _worker(
     """A worker process: the application on its own Deduper, served on the shared socket."""
     import uvicorn
 
-    from ..errors import ConfigError
-    from ..store import redacted
+    from ..store import opening_failure
     from .app import create_app
 
     try:
         app = create_app(**app_options)
     except Exception as e:  # the store that opened in the parent does not open here
         url = str(app_options.get("store", ""))
-        reason = e if isinstance(e, ConfigError) else f"cannot open the store {redacted(url)}: {e}"
+        reason = opening_failure(url, e)
         _say(f"worker [{os.getpid()}]: {reason}")
         sys.exit(STARTUP_FAILURE)
     if metrics is not None:

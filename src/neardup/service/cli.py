@@ -294,7 +294,7 @@ def _listen(host: str, port: int) -> socket.socket:
 
 def run(args: argparse.Namespace) -> int:
     """Start the service; returns when it is stopped (Ctrl-C or SIGTERM)."""
-    from ..store import redacted  # the one redaction of store URLs
+    from ..store import opening_failure, redacted  # the one redaction of store URLs
 
     api_key = args.api_key if args.api_key is not None else os.environ.get("NEARDUP_API_KEY")
     api_key = api_key or None
@@ -351,7 +351,7 @@ def run(args: argparse.Namespace) -> int:
         except ConfigError:
             raise
         except Exception as e:  # a store that cannot be reached: one line, not a traceback
-            raise ConfigError(f"cannot open the store {redacted(url)}: {e}") from None
+            raise ConfigError(opening_failure(url, e)) from None
         host, port = sock.getsockname()[:2]
         shown = f"[{host}]" if ":" in host else host
         keyed = "writes need the API key" if api_key else "no API key"

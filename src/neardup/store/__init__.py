@@ -57,6 +57,7 @@ __all__ = [
     "bucket_keys",
     "format_found",
     "open_store",
+    "opening_failure",
     "parse_window",
     "redacted",
 ]
@@ -427,6 +428,22 @@ def redacted(url: str) -> str:
     if (netloc, query) == (parts.netloc, parts.query):
         return url
     return urlunsplit(parts._replace(netloc=netloc, query=query))
+
+
+def opening_failure(url: str, exc: BaseException) -> str:
+    """What to say when the store at ``url`` does not open: ``exc``'s own message where it
+    names a store URL already (the stores' messages do), else the URL (redacted) and it.
+
+    >>> opening_failure("sqlite:///x.db", OSError("cannot open store sqlite:///x.db: busy"))
+    'cannot open store sqlite:///x.db: busy'
+    >>> opening_failure("redis://:pw@cache/0", ConnectionError("refused"))
+    'cannot open the store redis://:***@cache/0: refused'
+    """
+    text = str(exc)
+    scheme = url.partition(":")[0].lower()
+    if isinstance(exc, ConfigError) or (scheme and f"{scheme}://" in text.lower()):
+        return text
+    return f"cannot open the store {redacted(url)}: {text}"
 
 
 #: The options a SQLite store URL may carry (after its ``?``; a Redis URL's:
