@@ -8,6 +8,7 @@ import datetime
 import functools
 import json
 import os
+import stat
 import sys
 import time
 import warnings
@@ -321,6 +322,15 @@ def _dedup_config(args: argparse.Namespace) -> DedupConfig:
     return make_config(values)
 
 
+def _is_device(path: str) -> bool:
+    """Whether ``path`` is a character device (``/dev/null``), not a file outputs would
+    write over each other in."""
+    try:
+        return stat.S_ISCHR(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
 def _check_dedup_args(args: argparse.Namespace) -> None:
     """Every mistake in the options that can be found before reading anything."""
     if args.sample and args.input:
@@ -381,7 +391,7 @@ def _check_dedup_args(args: argparse.Namespace) -> None:
         if path is None or path == "-":
             continue
         real = os.path.realpath(path)
-        if real in seen:
+        if real in seen and not _is_device(real):  # /dev/null takes any number of outputs
             raise CliError(f"{seen[real]} and {flag} are the same file {path}; give each its own")
         seen[real] = flag
         for source in args.input or ():

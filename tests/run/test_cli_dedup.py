@@ -718,6 +718,20 @@ def test_failures_exit_2_with_one_line(
         assert not (tmp_path / "u.jsonl").exists()
 
 
+def test_outputs_may_all_go_to_dev_null(
+    tmp_path: Path, corpus: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """/dev/null is no file outputs write over each other in: any of them may go there."""
+    clusters = tmp_path / "c.jsonl"
+    status, _, err = run(
+        ["dedup", str(corpus), "-o", os.devnull, "--clusters", str(clusters), "-q",
+         "--duplicates-only", os.devnull, "--errors", os.devnull],
+        capsys,
+    )  # fmt: skip
+    assert status == 0, err
+    assert len(clusters.read_text(encoding="utf-8").splitlines()) == 6
+
+
 def test_bad_option_value_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     """``--num-perm 0`` is refused with exit status 2 and one line naming the setting;
     ``--num-perm many`` by the argument parser."""
