@@ -761,6 +761,7 @@ def test_folder_reads_text_and_html_recursively(tmp_path: Path) -> None:
         ("markup.html", b"<html><body><p></p><br></body></html>", "no text once normalized"),
         ("nbsp.txt", b"&nbsp; &#160;\n", "no text once normalized"),
         ("zwsp.txt", "\u200b\ufeff\u2060".encode(), "no text once normalized"),
+        ("nul.txt", b"\x00" * 64, "no text once normalized"),  # binary, read as text
         ("latin.txt", b"caf\xe9", "not valid UTF-8: byte 0xE9 at byte 4"),
         ("gbk.txt", "北京".encode("gbk"), "not valid UTF-8"),
         ("gbk.html", "<p>北京</p>".encode("gbk"), "not valid UTF-8"),
@@ -1148,7 +1149,9 @@ def test_json_loads_reads_what_json_loads_reads(line: str) -> None:
 
 @given(
     st.text(
-        alphabet=st.sampled_from(list("aZ7北٣ <>&#;p/nbsp\u200b\u00ad\ufeff\xa0\n\t"))
+        alphabet=st.sampled_from(
+            list("aZ7北٣ <>&#;p/nbsp\u200b\u00ad\ufeff\xa0\n\t\x00\x07\x7f\x9f")
+        )
         | st.characters(),
         max_size=14,
     )
@@ -1156,13 +1159,13 @@ def test_json_loads_reads_what_json_loads_reads(line: str) -> None:
 def test_no_text_is_its_pattern_then_normalized(text: str) -> None:
     """no_text's quick answers (a first letter or digit, then the pattern of what may be
     nothing) are those of the reference: the pattern, then the normalized text holding only
-    whitespace and invisible format characters."""
+    whitespace, invisible format characters and control characters."""
     import unicodedata
 
     from neardup.normalize import normalize
     from neardup.records.document import _MAYBE_NOTHING
 
     nothing = _MAYBE_NOTHING.fullmatch(text) is not None and all(
-        c.isspace() or unicodedata.category(c) == "Cf" for c in normalize(text)
+        c.isspace() or unicodedata.category(c) in ("Cf", "Cc") for c in normalize(text)
     )
     assert no_text(text) == nothing

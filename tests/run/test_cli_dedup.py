@@ -387,6 +387,7 @@ BAD_LINES = [
     pytest.param(b'{"id": "x13", "text": "<p></p>"}', "error", id="markup-only"),
     pytest.param(b'{"id": "x18", "text": "&nbsp;"}', "error", id="entity-only"),
     pytest.param(b'{"id": "x19", "text": "\\u200b\\u200b"}', "error", id="zero-width-only"),
+    pytest.param(b'{"id": "x21", "text": "\\u0000\\u0000\\u0007"}', "error", id="control-only"),
     pytest.param(b'{"id": "x20", "text": "&lt;p&gt;"}', "document", id="escaped-markup"),
     pytest.param(
         b'{"id": "x14", "text": "a text", "timestamp": "yesterday"}', "error", id="bad-timestamp"

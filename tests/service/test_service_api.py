@@ -274,6 +274,7 @@ async def test_an_empty_timestamp_is_no_timestamp(endpoint: str, timestamp: str 
         ({"id": "a", "text": ""}, "text"),
         ({"id": "a", "text": " \n "}, "text"),
         ({"id": "a", "text": "<p></p>&nbsp;\u200b"}, "text"),
+        ({"id": "a", "text": "\x00" * 50}, "text"),
         ({"id": "a", "text": ["x"]}, "text"),
         ({"id": "a", "text": "x", "title": 3}, "title"),
         ({"id": "a", "text": "x", "timestamp": "yesterday"}, "timestamp"),

@@ -601,6 +601,9 @@ def test_texts_of_nothing_are_found_as_the_local_readers_find_them(spark: Any) -
         "\u3000\u200b文<p></p>",
         " \t<p></p>x",
         "&nbsp;字",
+        "\x00" * 5,  # control characters: no text (a binary record read as text)
+        "\x00\x01<p>\x7f</p>\x9f\u200b",
+        "\x00a\x00",
     ]
     frame = spark.createDataFrame([(t,) for t in texts], "t string")
     got = [r[0] for r in frame.select(holds_no_text(frame["t"])).collect()]

@@ -30,29 +30,31 @@ __all__ = [
 ]
 
 #: What a text may hold and still be nothing once normalized: tags, character references,
-#: whitespace and invisible format characters. A cheap test that spares normalizing (twice)
-#: every text that has anything else; the choices of first characters do not overlap.
+#: whitespace, invisible format characters and control characters (NUL ...). A cheap test
+#: that spares normalizing (twice) every text that has anything else; the choices of first
+#: characters do not overlap.
 _MAYBE_NOTHING = re.compile(
-    r"(?:<[^<>]*>|&#?\w{1,32};|[\s\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e"
-    r"\u2060-\u2064\u2066-\u206f\ufeff])*"
+    r"(?:<[^<>]*>|&#?\w{1,32};|[\s\x00-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f"
+    r"\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff])*"
 )
 
 #: Why a text that :func:`no_text` finds empty is no document.
 NO_TEXT = "holds no text once normalized (only markup, character references like &nbsp; or "
-NO_TEXT += "invisible characters like U+200B)"
+NO_TEXT += "invisible or control characters like U+200B or NUL)"
 
 
 def no_text(text: str) -> bool:
-    """Whether ``text`` is nothing once normalized (HTML to text, then whitespace and
-    invisible format characters): ``<p></p>``, ``&nbsp;``, ``\\u200b``. Such a text is an
-    error record, as an empty one is: no sketch, no decision, it would match nothing.
+    """Whether ``text`` is nothing once normalized (HTML to text, then whitespace, invisible
+    format characters and control characters): ``<p></p>``, ``&nbsp;``, ``\\u200b``,
+    ``\\x00``. Such a text is an error record, as an empty one is: no sketch, no decision, it
+    would match nothing (or, all NULs, every other such text).
 
-    >>> no_text("<p></p>&nbsp;\u200b"), no_text("&lt;p&gt;"), no_text("！")
-    (True, False, False)
+    >>> no_text("<p></p>&nbsp;\u200b"), no_text("\\x00" * 9), no_text("&lt;p&gt;"), no_text("！")
+    (True, True, False, False)
     """
     if text[:1].isalnum() or not _MAYBE_NOTHING.fullmatch(text):
         return False  # (what the pattern may hold starts with no letter or digit)
-    return all(c.isspace() or unicodedata.category(c) == "Cf" for c in normalize(text))
+    return all(c.isspace() or unicodedata.category(c) in ("Cf", "Cc") for c in normalize(text))
 
 
 @quick_init

@@ -64,7 +64,8 @@ class DocumentIn(BaseModel):
             min_length=1,
             description="The text or HTML of the document. A text of only whitespace, or "
             "one that is nothing once normalized (only markup, character references like "
-            "&nbsp; or invisible characters like U+200B), is refused (422), as `neardup "
+            "&nbsp;, invisible characters like U+200B or control characters like NUL), is "
+            "refused (422), as `neardup "
             "dedup` makes it an error record.",
             json_schema_extra={"pattern": r"\S"},  # checked, with its message, by _some_text
         ),

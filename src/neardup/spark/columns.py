@@ -237,10 +237,11 @@ def blank(text: Column) -> Column:
 
 #: What :func:`~neardup.records.document.no_text` can find empty, as Java's regex sees it,
 #: a little wider: tags, character references (of anything up to the ``;``) and the
-#: characters Python calls whitespace or that are invisible. A text with anything else left
-#: once these are taken out holds text; only the others go to Python to be sure.
+#: characters Python calls whitespace or that are invisible or control characters (NUL). A
+#: text with anything else left once these are taken out holds text; only the others go to
+#: Python to be sure.
 _INVISIBLE = (
-    r"\t\n\x0b\f\r\x1c-\x20\x85\xa0\u1680\u2000-\u200f\u2028-\u202f\u205f\u3000"
+    r"\x00-\x20\x7f-\xa0\u1680\u2000-\u200f\u2028-\u202f\u205f\u3000"
     r"\u00ad\u061c\u180e\u2060-\u2064\u2066-\u206f\ufeff"
 )
 _MAYBE_NOTHING = r"<[^<>]*>|&#?[^;\s]{1,32};|[" + _INVISIBLE + "]"
