@@ -59,13 +59,29 @@ def read_text_arg(arg: str, *, stdin_used: list[bool]) -> str:
         stdin_used.append(True)
         return sys.stdin.read()
     if arg.startswith("@") and len(arg) > 1:
+        from .errors import InputError
+        from .records import decode_file
+
         path = arg[1:]
         try:
             with open(path, "rb") as f:
                 data = f.read()
         except OSError as e:
             raise CliError(f"cannot read {path}: {e.strerror or e}") from None
-        return data.decode("utf-8", errors="replace")
+        try:  # as a folder's file is read: UTF-8, or HTML in the charset it declares
+            return decode_file(data, html=path.lower().endswith((".html", ".htm")))
+        except InputError as e:
+            print(
+                f"neardup: warning: {path}: {e}; each byte that is not UTF-8 is compared as U+FFFD",
+                file=sys.stderr,
+            )
+            return data.decode("utf-8", errors="replace")
+    if not any(c.isspace() for c in arg) and os.path.isfile(arg):
+        print(
+            f"neardup: note: {arg!r} is compared as a text; a file of that name is here: "
+            f"@{arg} compares what it holds",
+            file=sys.stderr,
+        )
     return arg
 
 
@@ -689,7 +705,11 @@ def build_parser() -> argparse.ArgumentParser:
 def _add_compare(sub: _Subparsers) -> None:
     """``neardup compare A B``."""
     p = sub.add_parser("compare", help="every measure for two texts, with their shared passages")
-    p.add_argument("a", help="a text; @path reads a file, - reads standard input")
+    p.add_argument(
+        "a",
+        help="a text; @path reads a file (UTF-8, or HTML in the charset it declares), "
+        "- reads standard input",
+    )
     p.add_argument("b", help="the other text, the same way")
     p.add_argument("--json", action="store_true", help="print one JSON object of measure: score")
     p.add_argument(

@@ -58,11 +58,43 @@ def test_at_path_reads_a_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]
 
 
 def test_at_path_with_invalid_utf8(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """A file that is not valid UTF-8 is read with replacement characters, not a crash."""
+    """A file that is not valid UTF-8 is read with replacement characters, not a crash, and
+    a warning line says where it is not (a GBK file compared as garbage said nothing)."""
     path = tmp_path / "bad.txt"
     path.write_bytes("北京天气".encode() + b"\xff\xfe" + b"news")
-    result = run_json([f"@{path}", "北京天气news"], capsys)
-    assert 0.0 < result["levenshtein"] < 1.0
+    assert main(["compare", "--json", f"@{path}", "北京天气news"]) == 0
+    out, err = capsys.readouterr()
+    assert 0.0 < json.loads(out)["levenshtein"] < 1.0
+    assert err == (
+        f"neardup: warning: {path}: not valid UTF-8: byte 0xFF at byte 13; each byte that is "
+        "not UTF-8 is compared as U+FFFD\n"
+    )
+
+
+def test_at_path_reads_html_in_its_declared_charset(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An HTML file is read in the charset its <meta> declares, as dedup reads a folder's."""
+    text = "北京地铁十九号线今天开通运营"
+    path = tmp_path / "page.html"
+    path.write_bytes(b'<html><head><meta charset="gbk"></head><body>' + text.encode("gbk"))
+    assert run_json([f"@{path}", text], capsys)["levenshtein"] == 1.0
+    assert capsys.readouterr().err == ""
+
+
+def test_a_text_that_names_a_file_is_compared_as_a_text_with_a_note(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``neardup compare a.txt b.txt`` compares the two names: a note says @a.txt reads it."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.txt").write_text("北京地铁十九号线今天开通运营", encoding="utf-8")
+    assert main(["compare", "--json", "a.txt", "b.txt"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["levenshtein"] == pytest.approx(0.8)  # "a.txt" against "b.txt"
+    assert err == (
+        "neardup: note: 'a.txt' is compared as a text; a file of that name is here: @a.txt "
+        "compares what it holds\n"
+    )
 
 
 def test_dash_reads_stdin(

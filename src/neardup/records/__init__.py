@@ -33,7 +33,15 @@ from .document import (
     no_text,
     read_id,
 )
-from .readers import FOLDER_SUFFIXES, FORMATS, Format, RecordReader, detect_format, read_records
+from .readers import (
+    FOLDER_SUFFIXES,
+    FORMATS,
+    Format,
+    RecordReader,
+    decode_file,
+    detect_format,
+    read_records,
+)
 from .sources import Part, resolve
 from .streams import DEFAULT_MAX_RECORD, format_size, parse_size
 from .writers import LineWriter, UniqueWriter, csv_line
@@ -53,6 +61,7 @@ __all__ = [
     "RecordReader",
     "UniqueWriter",
     "csv_line",
+    "decode_file",
     "detect_format",
     "format_size",
     "json_line",

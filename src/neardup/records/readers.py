@@ -497,7 +497,7 @@ class RecordReader(Iterator[Document | BadRecord]):
                 None, page_id, f"the file holds more than the {format_size(cap)} a record may hold"
             )
         try:
-            text = _decode_file(data, html=part.path.lower().endswith((".html", ".htm")))
+            text = decode_file(data, html=part.path.lower().endswith((".html", ".htm")))
         except InputError as e:
             return BadRecord(None, page_id, str(e))
         if not text.strip():
@@ -714,8 +714,9 @@ def _quote_opened_at(lines: list[str]) -> int:
     return opened
 
 
-def _decode_file(data: bytes, *, html: bool) -> str:
-    """A file's text: UTF-8, or for HTML the charset its <meta> declares; InputError if neither."""
+def decode_file(data: bytes, *, html: bool) -> str:
+    """A file's text: UTF-8, or for HTML the charset its <meta> declares; InputError if neither
+    (a folder's files, and ``neardup compare @path``)."""
     if data.startswith(_BOM):
         data = data[len(_BOM) :]
     try:
