@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime
 import gzip
 import json
+import os
 import platform
 import subprocess
 import sys
@@ -14,12 +15,14 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from itertools import islice
 from pathlib import Path
+from types import TracebackType
 from typing import Any, NoReturn
 
 #: The repository's root (this file is ``bench/_data.py``).
 ROOT = Path(__file__).resolve().parent.parent
-#: The shared corpora live beside the checkout, never inside it.
-SHARED = ROOT.parent / "shared"
+#: The shared corpora live beside the checkout, never inside it (NEARDUP_BENCH_SHARED names
+#: another folder: the tests point it at an empty one).
+SHARED = Path(os.environ.get("NEARDUP_BENCH_SHARED") or ROOT.parent / "shared")
 
 
 class BenchDataMissing(FileNotFoundError):
@@ -89,6 +92,26 @@ def header(title: str, extra: dict[str, str] | None = None) -> str:
     """A markdown header: the title, then one line of versions and date."""
     env = {**environment(), **(extra or {})}
     return f"## {title}\n\n" + " · ".join(f"{k} {v}" for k, v in env.items()) + "\n"
+
+
+#: What the bench extra installs, by the name a script imports.
+_BENCH_EXTRA = {"datasketch", "gaoya", "rensa", "simhash", "Levenshtein"}
+
+
+def _say_what_is_missing(
+    kind: type[BaseException], error: BaseException, tb: TracebackType | None
+) -> None:
+    """Every benchmark's last word on missing data or a missing bench package: one line, not
+    a traceback (the scripts that catch these themselves say the same)."""
+    if isinstance(error, BenchDataMissing):
+        print(f"error: {error}", file=sys.stderr)
+    elif isinstance(error, ModuleNotFoundError) and error.name in _BENCH_EXTRA:
+        print(f"error: {error.name} is not installed: pip install -e '.[bench]'", file=sys.stderr)
+    else:
+        sys.__excepthook__(kind, error, tb)
+
+
+sys.excepthook = _say_what_is_missing
 
 
 def die(error: Exception) -> NoReturn:
