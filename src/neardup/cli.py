@@ -29,6 +29,7 @@ from .passages import Passage
 from .records import DEFAULT_MAX_RECORD, FORMATS, Fields, LineWriter, format_size, parse_size
 from .records.writers import OUTPUT_FORMATS
 from .run import Progress, RunResult, RunSummary, format_sample_report, run_dedup
+from .run.summary import plural
 from .service import cli as service_cli
 from .settings import (
     coerce_setting,
@@ -596,13 +597,13 @@ def _cmd_store(args: argparse.Namespace) -> int:
                 before = time.time() - cast(float, parse_window(args.window))
             n = store.prune(before)
             when = datetime.datetime.fromtimestamp(before, datetime.UTC)
-            print(f"pruned {n:,} documents older than {when.isoformat(timespec='seconds')}")
+            print(f"pruned {plural(n, 'document')} older than {when.isoformat(timespec='seconds')}")
             _reclaim(store, rewrite=args.vacuum)
         elif args.action == "vacuum":
             _reclaim(store, rewrite=True)
         else:
             missing = [doc_id for doc_id in args.ids if not store.delete(doc_id)]
-            print(f"deleted {len(args.ids) - len(missing):,} documents")
+            print(f"deleted {plural(len(args.ids) - len(missing), 'document')}")
             _reclaim(store, rewrite=args.vacuum)
             if missing:
                 print(f"not in the store: {', '.join(missing)}", file=sys.stderr)

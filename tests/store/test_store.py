@@ -759,7 +759,7 @@ def test_cli_incremental_runs_on_a_db(tmp_path: Path) -> None:
     stats = json.loads(r.stdout)
     assert (stats["documents"], stats["kept"]) == (60, 20)
     r = _cli("store", "delete", "--db", str(db), docs[0][0], "nope")
-    assert r.returncode == 1 and "deleted 1 documents" in r.stdout and "nope" in r.stderr
+    assert r.returncode == 1 and "deleted 1 document\n" in r.stdout and "nope" in r.stderr
     r = _cli("store", "prune", "--db", str(db), "--window", "1d")
     assert r.returncode == 0 and "pruned 0 documents" in r.stdout
     r = _cli("store", "prune", "--db", str(db), "--before", "2999-01-01")
