@@ -284,3 +284,37 @@ async def test_damage_found_while_serving_is_503_from_then_on(
             _assert_damaged(await c.post("/v1/documents", json={"id": "x", "text": "正文。"}))
     finally:
         service.close()
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_a_redis_that_restarted_empty_is_503_until_the_service_restarts(
+    tmp_path: Path, workers: str
+) -> None:
+    """redis-server restarted without persistence under the service: the writes after are
+    a 503 "damaged" saying the namespace lost its keys and to restart the service (they
+    went on into an empty namespace, a copy of an earlier story kept as new, without a
+    word); the service started again goes on."""
+    from tests.store.servers import redis_server, stop
+
+    proc, url = start_redis_server(tmp_path)
+    port = int(url.rsplit(":", 1)[1].split("/")[0])
+    rng = random.Random(41)
+    text = story(rng)
+    try:
+        with serving("--store", url, "--workers", workers) as s:
+            r = httpx.post(s.url + "v1/documents", json={"id": "a", "text": text})
+            assert r.status_code == 200, r.text
+            stop(proc)
+            proc = redis_server(tmp_path, port, "--appendonly", "no")  # back, empty
+            for k in range(2):
+                r = httpx.post(s.url + "v1/documents", json={"id": f"b{k}", "text": story(rng)})
+                assert r.status_code == 503, r.text
+                assert r.json()["error"] == "damaged"
+                assert "lost its keys" in r.json()["message"]
+                assert "restart the service" in r.json()["message"]
+            assert "Traceback" not in "".join(s.log)
+        with serving("--store", url, "--workers", workers) as s:
+            r = httpx.post(s.url + "v1/documents", json={"id": "c", "text": reprint(rng, text)})
+            assert r.status_code == 200 and not r.json()["is_duplicate"]  # "a" is gone
+    finally:
+        stop(proc)

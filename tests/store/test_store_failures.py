@@ -216,3 +216,47 @@ def test_redis_killed_during_a_run_is_one_line_and_the_same_command_then_finishe
     finally:
         client.close()
         stop(proc)
+
+
+@pytest.mark.parametrize("layout", ["compact", "full"])
+def test_a_redis_that_restarted_empty_is_refused_not_filled_again(
+    tmp_path: Path, layout: str
+) -> None:
+    """A redis-server without persistence that restarts under a running process has lost
+    the namespace: the next batch is refused (StoreLost, one message saying what happened
+    and what to do) instead of filling an empty namespace with no settings, beside a
+    learned chrome and a story log that are no longer there; a process started again goes
+    on with it. So is a namespace that another process made again meanwhile."""
+    from neardup.store.redis import StoreLost
+
+    docs = [(i, t) for i, t, _ in corpus(41, 6, 2, cut=False)]
+    proc, port = redis_on_free_port(tmp_path, "--appendonly", "no")
+    url = f"redis://127.0.0.1:{port}/0?namespace=lost&format={layout}"
+    try:
+        dd = Deduper(store=url)
+        dd.check_and_add_many(docs[:6])
+        stop(proc)
+        proc = redis_server(tmp_path, port, "--appendonly", "no")  # back, empty
+        with pytest.raises(
+            StoreLost, match="the namespace is not the one this process opened"
+        ) as lost:
+            dd.check_and_add_many(docs[6:9])
+        assert "give Redis persistence (appendonly yes)" in str(lost.value)
+        dd.close()
+        with Deduper(store=url) as again:  # started again: the namespace as it is now
+            assert [d.is_duplicate for d in again.check_and_add_many(docs[6:9])] == [
+                d.is_duplicate for d in Deduper().check_and_add_many(docs[6:9])
+            ]
+            first = Deduper(store=url)  # opened beside it ...
+        import redis
+
+        client = redis.Redis(port=port)
+        client.flushdb()
+        client.close()
+        with Deduper(store=url) as other:  # ... then the namespace made again by another
+            other.check_and_add_many(docs[9:10])
+        with pytest.raises(StoreLost):
+            first.check_and_add_many(docs[10:])
+        first.close()
+    finally:
+        stop(proc)

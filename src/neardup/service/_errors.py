@@ -16,6 +16,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..engine.compact import DamagedGuard
 from ..errors import InputError, NeardupError
+from ..store.redis import StoreLost
 from . import _models as m
 from ._middleware import SECURITY_HEADERS
 
@@ -119,6 +120,13 @@ class StoreDamaged(ServiceError):
             "service; the server's log has the file's path",
         )
 
+    @classmethod
+    def saying(cls, message: str) -> StoreDamaged:
+        """A StoreDamaged with a message of its own (a store gone other than by damage)."""
+        damaged = cls.__new__(cls)
+        ServiceError.__init__(damaged, 503, "damaged", message)
+        return damaged
+
 
 def busy(status: int, message: str, retry_after: int = 1) -> ServiceError:
     """Too much at once: 429 (this client's kind of work) or 503 (the store), with
@@ -217,6 +225,13 @@ def store_failure(exc: BaseException) -> ServiceError | None:
     chain = _chain(exc)
     if isinstance(exc, InputError):
         return None
+    if any(isinstance(e, StoreLost) for e in chain):  # it will not come back by itself
+        return StoreDamaged.saying(
+            "the store's Redis namespace lost its keys while the service used it (a Redis "
+            "restarted without persistence, keys evicted or deleted, or the namespace made "
+            "again): restart the service to go on with the namespace as it is now; the "
+            "server's log has the details"
+        )
     guard = [e for e in chain if isinstance(e, DamagedGuard)]
     if guard:  # the learned chrome's saved table: it will not mend by itself either
         return StoreDamaged(guard[0].reason, "saved chrome table")

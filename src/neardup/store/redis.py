@@ -21,13 +21,18 @@ Keys: ``NS:d:ID`` (entry, JSON), ``NS:s:ID`` (sketch), ``NS:b:KEY`` (bucket: a s
 of ``seq|ts|id`` by seq), ``NS:x:HASH`` (first id with that exact text), ``NS:log`` (ids of kept
 documents, in order), ``NS:c:LABEL`` (a cluster's members by seq), ``NS:clusters`` (sizes),
 ``NS:ts`` (ids by timestamp), ``NS:added`` (ids by the time they were added), ``NS:seq``,
-``NS:config``, ``NS:common``.
+``NS:config``, ``NS:common``; ``NS:epoch``, made by the first process that used the
+namespace: each process keeps the one it found, and a write where it is gone or another
+(a Redis that restarted without persistence, keys evicted or deleted, the namespace made
+again) is refused with :class:`StoreLost` instead of filling a namespace that lost what the
+process knew of it (both layouts).
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
 import threading
 import time
@@ -116,16 +121,46 @@ end
 return out
 """
 
+#: What a write script answers when its namespace is not the one the process opened: its
+#: ``NS:epoch`` (made by the first process that used it) is gone, or another.
+LOST = "NEARDUP_LOST"
+#: Refuse a write to a namespace whose epoch is not ``epoch`` (Lua; '' checks nothing: a
+#: process that never declared its use, as the store commands).
+EPOCH_CHECK = """
+local function refuse_lost(ns, epoch)
+  if epoch ~= '' and redis.call('GET', ns .. ':epoch') ~= epoch then
+    return redis.error_reply('NEARDUP_LOST')
+  end
+end
+"""
+#: A namespace's epoch (KEYS[1]): the one it has, or ARGV[1] made its own.
+_EPOCH = """
+local e = redis.call('GET', KEYS[1])
+if e then return e end
+redis.call('SET', KEYS[1], ARGV[1])
+return ARGV[1]
+"""
+
+
+class StoreLost(StoreError):
+    """A Redis namespace lost what this process knew of it while it used it: a Redis that
+    restarted without persistence, keys evicted or deleted, or the namespace made again."""
+
+
 #: Add a batch of documents, atomically, up to the first one whose reads changed since it was
 #: decided (a new member in one of its buckets, another first id for its exact text, its id
 #: added by someone else, a first document extending what it extends); returns how many were
-#: added. ARGV = namespace, ttl ('' for none), now, the JSON payload {"docs", "stale"}, then
-#: the sketches of the documents that have one.
-_WRITE = """
+#: added. ARGV = namespace, ttl ('' for none), now, the JSON payload {"docs", "stale",
+#: "epoch"}, then the sketches of the documents that have one.
+_WRITE = (
+    EPOCH_CHECK
+    + """
 local ns = ARGV[1]
 local ttl = tonumber(ARGV[2])
 local now = ARGV[3]
 local batch = cjson.decode(ARGV[4])
+local lost = refuse_lost(ns, batch.epoch)
+if lost then return lost end
 local blob = 5
 local function put(key, value, nx)
   if ttl and nx then return redis.call('SET', key, value, 'EX', ttl, 'NX') end
@@ -181,6 +216,7 @@ for k = 1, limit do
 end
 return limit
 """
+)
 
 
 def _said(exc: Exception) -> str:
@@ -221,7 +257,7 @@ _MANY = {"d": "string", "s": "string", "b": "zset", "x": "string", "c": "zset", 
 _ONE = {
     "log": "list", "clusters": "zset", "cof": "hash", "ts": "zset", "added": "zset",
     "seq": "string", "config": "string", "common": "string", "kept": "string",
-    "version": "string", "saving": "string",
+    "version": "string", "saving": "string", "epoch": "string",
 }  # fmt: skip
 
 
@@ -314,6 +350,8 @@ class RedisStore(Store):
         self._read_script = self._r.register_script(_READ)
         self._write_script = self._r.register_script(_WRITE)
         self._lock = threading.RLock()
+        #: the namespace's epoch as this process found it (check_config); '' until then
+        self.epoch = ""
 
     def expire_after(self, seconds: float | None) -> None:
         if seconds is not None and self.ttl is None:
@@ -326,6 +364,16 @@ class RedisStore(Store):
         try:
             return fn(*args)
         except self._redis.RedisError as exc:
+            if LOST in str(exc):
+                raise StoreLost(
+                    f"Redis store {self.url}: the namespace is not the one this process "
+                    "opened: its keys were lost (a Redis restarted without persistence, keys "
+                    "evicted under maxmemory or deleted) or it was made again since, so what "
+                    "it held before is gone from Redis; nothing of this batch was written. "
+                    "Start the process again to go on with the namespace as it is now; to "
+                    "keep a store across restarts, give Redis persistence (appendonly yes) "
+                    "and maxmemory-policy noeviction"
+                ) from exc
             raise StoreError(f"Redis store {self.url}: {_said(exc)}{_advice(exc)}") from exc
 
     # -- configuration --------------------------------------------------------------------
@@ -334,6 +382,10 @@ class RedisStore(Store):
         wanted = json.dumps(fingerprint, sort_keys=True)
         key = self._k("config")
         self._call(self._r.set, key, wanted, None, None, True)  # SET NX
+        # the namespace this process uses from now on: a write to another (its keys lost,
+        # or made again) is refused (StoreLost)
+        mine = os.urandom(8).hex()
+        self.epoch = _text(self._call(self._r.eval, _EPOCH, 1, self._k("epoch"), mine))
         found = self._call(self._r.get, key)
         if found is not None and _text(found) != wanted:
             raise ConfigError(
@@ -381,7 +433,7 @@ class RedisStore(Store):
                 docs.append(self._payload(new, first + k))
                 if new.sketch is not None:
                     blobs.append(encode(new.sketch))
-            payload = {"docs": docs, "stale": self._stale}
+            payload = {"docs": docs, "stale": self._stale, "epoch": self.epoch}
             # as UTF-8 (surrogatepass), not \u escapes, which the script's cjson refuses for a
             # lone surrogate
             body = json.dumps(payload, ensure_ascii=False)

@@ -61,7 +61,7 @@ from . import (
     format_found,
 )
 from ._packed import KEY_MASK, LEVEL, RECORD, keys40
-from .redis import RedisStore
+from .redis import EPOCH_CHECK, RedisStore
 
 __all__ = ["CompactRedisStore"]
 
@@ -271,16 +271,20 @@ end
 #: :data:`_FIND_FN` of the keys in ARGV[3], with the texts where ARGV[2] is '1'.
 _FIND = _COMMON + _FIND_FN + "return find(3, ARGV[2] == '1')\n"
 
-#: Add a batch of documents (one bundle each, ARGV[7..6+n]), atomically, up to the first one
+#: Add a batch of documents (one bundle each, ARGV[8..7+n]), atomically, up to the first one
 #: whose reads changed since it was decided; returns how many were added and the first
 #: sequence number. ARGV = namespace, ttl ('' none), now, n, stale records, the last
-#: sequence number given when the section first read ('' unknown), bundles. Where none has
+#: sequence number given when the section first read ('' unknown), the namespace's epoch as
+#: the process found it ('' unchecked: a NEARDUP_LOST error where it is not), bundles. Where none has
 #: been given since, no document was added meanwhile: no id and no bucket was read before
 #: a record that came after, so only the exact texts and extensions read are checked (a
 #: record may have gone: deleted, or its block expired).
 _WRITE = (
     _COMMON
+    + EPOCH_CHECK
     + """
+local lost = refuse_lost(ns, ARGV[7])
+if lost then return lost end
 local ttl = tonumber(ARGV[2])
 local now = tonumber(ARGV[3])
 local n = tonumber(ARGV[4])
@@ -321,7 +325,7 @@ end
 -- parse the bundles
 local docs = {}
 for d = 1, n do
-  local b = ARGV[6 + d]
+  local b = ARGV[7 + d]
   local doc = {}
   local at
   doc.flags, doc.ts, doc.nadd, doc.nchk, at = struct.unpack('<BdI2I2', b)
@@ -823,7 +827,10 @@ class CompactRedisStore(RedisStore):
             bundles = [self._bundle(new) for new in self._pending]
             stale = b"".join(sorted(self._stale_records))
             read = "" if self._read_seq is None else str(self._read_seq)
-            args = [self.ns, ttl, repr(time.time()), str(len(bundles)), stale, read, *bundles]
+            args = [
+                self.ns, ttl, repr(time.time()), str(len(bundles)), stale, read, self.epoch,
+                *bundles,
+            ]  # fmt: skip
             added, _ = self._call(self._write, [], args)
             return int(added)
         finally:
