@@ -318,3 +318,29 @@ def test_a_redis_that_restarted_empty_is_503_until_the_service_restarts(
             assert r.status_code == 200 and not r.json()["is_duplicate"]  # "a" is gone
     finally:
         stop(proc)
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_a_sqlite_file_deleted_under_the_service_is_503_until_it_restarts(
+    tmp_path: Path, workers: str
+) -> None:
+    """``rm crawl.db`` under the service: its writes went on into the deleted file, lost
+    when it stopped. Now they are a 503 "damaged" saying so; the service started again
+    makes the file anew."""
+    db = tmp_path / "crawl.db"
+    rng = random.Random(42)
+    with serving("--db", str(db), "--workers", workers) as s:
+        r = httpx.post(s.url + "v1/documents", json={"id": "a", "text": story(rng)})
+        assert r.status_code == 200, r.text
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{db}{suffix}").unlink(missing_ok=True)
+        r = httpx.post(s.url + "v1/documents", json={"id": "b", "text": story(rng)})
+        assert r.status_code == 503, r.text
+        assert r.json()["error"] == "damaged"
+        assert "SQLite file was deleted or moved away" in r.json()["message"]
+        assert "restart the service" in r.json()["message"]
+        assert "Traceback" not in "".join(s.log)
+    with serving("--db", str(db), "--workers", workers) as s:
+        r = httpx.post(s.url + "v1/documents", json={"id": "c", "text": story(rng)})
+        assert r.status_code == 200, r.text
+    assert db.exists()

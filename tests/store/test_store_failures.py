@@ -227,7 +227,7 @@ def test_a_redis_that_restarted_empty_is_refused_not_filled_again(
     and what to do) instead of filling an empty namespace with no settings, beside a
     learned chrome and a story log that are no longer there; a process started again goes
     on with it. So is a namespace that another process made again meanwhile."""
-    from neardup.store.redis import StoreLost
+    from neardup.store import StoreLost
 
     docs = [(i, t) for i, t, _ in corpus(41, 6, 2, cut=False)]
     proc, port = redis_on_free_port(tmp_path, "--appendonly", "no")
@@ -260,3 +260,31 @@ def test_a_redis_that_restarted_empty_is_refused_not_filled_again(
         first.close()
     finally:
         stop(proc)
+
+
+@pytest.mark.parametrize("how", ["deleted", "replaced", "moved"])
+def test_a_sqlite_file_deleted_or_replaced_under_a_process_is_refused(
+    tmp_path: Path, how: str
+) -> None:
+    """``rm crawl.db`` (or a file put in its place) under a running process: its writes went
+    on into the file it had open — gone when it ended, without a word. Now its next batch is
+    refused (StoreLost), and a process started again uses the file at that path."""
+    from neardup.store import StoreLost
+
+    docs = [(i, t) for i, t, _ in corpus(43, 6, 2, cut=False)]
+    db = tmp_path / "crawl.db"
+    dd = Deduper(store=f"sqlite:///{db}")
+    dd.check_and_add_many(docs[:6])
+    if how == "moved":
+        os.replace(db, tmp_path / "elsewhere.db")
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    if how == "replaced":
+        Deduper(store=f"sqlite:///{db}").close()  # another store made there meanwhile
+    said = "deleted or moved away" if how != "replaced" else "replaced"
+    with pytest.raises(StoreLost, match=f"the file was {said} while this process used it"):
+        dd.check_and_add_many(docs[6:9])
+    dd.close()
+    with Deduper(store=f"sqlite:///{db}") as again:
+        assert len(again.check_and_add_many(docs[6:9])) == 3
+        assert len(again) == 3

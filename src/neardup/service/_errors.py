@@ -16,7 +16,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..engine.compact import DamagedGuard
 from ..errors import InputError, NeardupError
-from ..store.redis import StoreLost
+from ..store import StoreLost
 from . import _models as m
 from ._middleware import SECURITY_HEADERS
 
@@ -225,12 +225,12 @@ def store_failure(exc: BaseException) -> ServiceError | None:
     chain = _chain(exc)
     if isinstance(exc, InputError):
         return None
-    if any(isinstance(e, StoreLost) for e in chain):  # it will not come back by itself
+    lost = [e for e in chain if isinstance(e, StoreLost)]
+    if lost:  # what the service knew of the store will not come back by itself
         return StoreDamaged.saying(
-            "the store's Redis namespace lost its keys while the service used it (a Redis "
-            "restarted without persistence, keys evicted or deleted, or the namespace made "
-            "again): restart the service to go on with the namespace as it is now; the "
-            "server's log has the details"
+            f"the store's {lost[0].what} {lost[0].reason} while the service used it: restart "
+            "the service to go on with the store as it is now; the server's log has the "
+            "details"
         )
     guard = [e for e in chain if isinstance(e, DamagedGuard)]
     if guard:  # the learned chrome's saved table: it will not mend by itself either

@@ -53,6 +53,7 @@ __all__ = [
     "LogPage",
     "NewEntry",
     "Store",
+    "StoreLost",
     "Stored",
     "bucket_keys",
     "format_found",
@@ -428,6 +429,21 @@ def redacted(url: str) -> str:
     if (netloc, query) == (parts.netloc, parts.query):
         return url
     return urlunsplit(parts._replace(netloc=netloc, query=query))
+
+
+class StoreLost(StoreError):
+    """A store lost what this process knew of it while it used it: a Redis namespace whose
+    keys went (a Redis restarted without persistence, keys evicted or deleted, the namespace
+    made again), a SQLite file deleted or replaced. ``what`` the store ("Redis namespace",
+    "SQLite file"), ``reason`` what happened to it, for the service's answer (which names no
+    path)."""
+
+    def __init__(self, what: str, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.what, self.reason = what, reason
+
+    def __reduce__(self) -> tuple[type[StoreLost], tuple[str, str, str]]:
+        return StoreLost, (self.what, self.reason, str(self))  # pickled whole
 
 
 def opening_failure(url: str, exc: BaseException) -> str:

@@ -50,6 +50,7 @@ from . import (
     NewEntry,
     Store,
     Stored,
+    StoreLost,
     bucket_keys,
     parse_window,
     redacted,
@@ -140,11 +141,6 @@ if e then return e end
 redis.call('SET', KEYS[1], ARGV[1])
 return ARGV[1]
 """
-
-
-class StoreLost(StoreError):
-    """A Redis namespace lost what this process knew of it while it used it: a Redis that
-    restarted without persistence, keys evicted or deleted, or the namespace made again."""
 
 
 #: Add a batch of documents, atomically, up to the first one whose reads changed since it was
@@ -366,13 +362,16 @@ class RedisStore(Store):
         except self._redis.RedisError as exc:
             if LOST in str(exc):
                 raise StoreLost(
+                    "Redis namespace",
+                    "lost its keys (a Redis restarted without persistence, keys evicted or "
+                    "deleted, or the namespace made again)",
                     f"Redis store {self.url}: the namespace is not the one this process "
                     "opened: its keys were lost (a Redis restarted without persistence, keys "
                     "evicted under maxmemory or deleted) or it was made again since, so what "
                     "it held before is gone from Redis; nothing of this batch was written. "
                     "Start the process again to go on with the namespace as it is now; to "
                     "keep a store across restarts, give Redis persistence (appendonly yes) "
-                    "and maxmemory-policy noeviction"
+                    "and maxmemory-policy noeviction",
                 ) from exc
             raise StoreError(f"Redis store {self.url}: {_said(exc)}{_advice(exc)}") from exc
 

@@ -29,7 +29,18 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 from ..engine.codec import decode, encode
 from ..errors import ConfigError, NeardupError, StoreError
 from ..hashing import signed64
-from . import FORMAT, RUN_AGAIN, BandKey, Entry, NewEntry, Store, Stored, bucket_keys, format_found
+from . import (
+    FORMAT,
+    RUN_AGAIN,
+    BandKey,
+    Entry,
+    NewEntry,
+    Store,
+    Stored,
+    StoreLost,
+    bucket_keys,
+    format_found,
+)
 
 __all__ = ["SQLiteStore"]
 
@@ -180,6 +191,10 @@ class SQLiteStore(Store):
         except NeardupError:
             self._db.close()
             raise
+        #: the file this process opened: a write section where the path names another file,
+        #: or none (deleted, or replaced, under the running process), is refused (StoreLost)
+        self._where = os.path.abspath(path)  # (a process that changes its folder still asks it)
+        self._file = _file_identity(self._where)
 
     def _failure(self, exc: sqlite3.Error, doing: str = "store") -> StoreError:
         """The one-line error for what SQLite said: the file, SQLite's words, what to do."""
@@ -269,6 +284,9 @@ class SQLiteStore(Store):
         try:
             if write:
                 _begin_immediate(self._db, self._timeout)
+                if self._file is not None and _file_identity(self._where) != self._file:
+                    _abort(self._db)
+                    raise self._lost()
             else:
                 self._db.execute("BEGIN")
         except BaseException as exc:
@@ -278,6 +296,18 @@ class SQLiteStore(Store):
             raise
         self._in_section = True
         self._pending = []
+
+    def _lost(self) -> StoreLost:
+        gone = "deleted or moved away" if not os.path.exists(self._where) else "replaced"
+        return StoreLost(
+            "SQLite file",
+            f"was {gone}",
+            f"store {self.url}: the file was {gone} while this process used it; nothing of "
+            "this batch was written, and what the process wrote before went to the file it "
+            "had open (lost when the process ends, if that file was deleted). Start the "
+            "process again to go on with the file at that path now; to start a store "
+            "afresh, stop its processes first",
+        )
 
     def _end(self, sql: str) -> None:
         """End the section with ``sql`` (COMMIT or ROLLBACK) and release it, whatever
@@ -770,6 +800,15 @@ def _busy(exc: sqlite3.Error) -> bool:
     if isinstance(code, int):
         return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
     return "locked" in str(exc) or "busy" in str(exc)
+
+
+def _file_identity(path: str) -> tuple[int, int] | None:
+    """The device and inode ``path`` names (None: no file there, or an in-memory one)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
 
 
 class _Immediate:
