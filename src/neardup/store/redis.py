@@ -127,10 +127,10 @@ return out
 LOST = "NEARDUP_LOST"
 #: Refuse a write to a namespace whose epoch is not ``epoch`` (Lua; '' checks nothing: a
 #: process that never declared its use, as the store commands).
-EPOCH_CHECK = """
+EPOCH_CHECK = f"""
 local function refuse_lost(ns, epoch)
   if epoch ~= '' and redis.call('GET', ns .. ':epoch') ~= epoch then
-    return redis.error_reply('NEARDUP_LOST')
+    return redis.error_reply('{LOST}')
   end
 end
 """

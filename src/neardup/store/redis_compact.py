@@ -275,10 +275,10 @@ _FIND = _COMMON + _FIND_FN + "return find(3, ARGV[2] == '1')\n"
 #: whose reads changed since it was decided; returns how many were added and the first
 #: sequence number. ARGV = namespace, ttl ('' none), now, n, stale records, the last
 #: sequence number given when the section first read ('' unknown), the namespace's epoch as
-#: the process found it ('' unchecked: a NEARDUP_LOST error where it is not), bundles. Where none has
-#: been given since, no document was added meanwhile: no id and no bucket was read before
-#: a record that came after, so only the exact texts and extensions read are checked (a
-#: record may have gone: deleted, or its block expired).
+#: the process found it ('' unchecked; another: the NEARDUP_LOST error), bundles. Where none
+#: has been given since, no document was added meanwhile: no id and no bucket was read
+#: before a record that came after, so only the exact texts and extensions read are checked
+#: (a record may have gone: deleted, or its block expired).
 _WRITE = (
     _COMMON
     + EPOCH_CHECK
