@@ -970,6 +970,22 @@ def test_keep_earliest_uses_timestamps(
     assert next(x for x in d if x.id == kept).extends is None
 
 
+@pytest.mark.parametrize("keep", ["longest", "earliest"])
+@pytest.mark.parametrize("kind", ["identical", "edited"])
+def test_the_document_a_story_keeps_is_kept_when_it_is_a_copy(keep: str, kind: str) -> None:
+    """A reprint dated before its original (or longer by a line it is still a copy with) is
+    what keep='earliest' ('longest') keeps: kept and naming the story, not dropped with the
+    original it copies (both were dropped, and the story lost)."""
+    first = ZH + "记者从临江地铁集团获悉，5号线周末照常运营。"
+    later = first if kind == "identical" else first.replace("周末", "周六和周日", 1)
+    d = dedup_batch(["a", "b"], [first, later], keep=keep, timestamps=[2.0, 1.0]).decisions  # type: ignore[arg-type]
+    assert dedup_batch(["a", "b"], [first, later]).decisions[1].is_duplicate  # a copy of a
+    kept = "b" if keep == "earliest" or kind == "edited" else "a"
+    assert [x.cluster for x in d] == [kept, kept]
+    assert [x.id for x in d if not x.is_duplicate] == [kept]
+    assert all(x.duplicate_of == kept for x in d if x.is_duplicate)
+
+
 def test_keep_earliest_without_timestamps_keeps_first() -> None:
     """keep='earliest' with no timestamps at all falls back to the first seen."""
     ids, texts = chain()

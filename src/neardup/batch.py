@@ -405,9 +405,12 @@ class BatchRun:
         for i, doc_id in enumerate(ids):
             kept, p = kept_of[i], parent[i]
             cluster = ids[kept]
-            if not self.copy[i] and keep != "first" and kept == i:
-                p = -1  # the document a story keeps names it, and extends nothing
-            elif not self.copy[i] and keep != "first":
+            if keep != "first" and kept == i:
+                # the document a story keeps names it, and extends nothing — kept even when
+                # it is a copy of the story's first (a reprint dated before its original)
+                decisions.append(Decision(doc_id, False, None, cluster, 0.0, None))
+                continue
+            if not self.copy[i] and keep != "first":
                 # a story keeps its longest or earliest document: a document it covers
                 # (the first of the story, or one extending it) is a copy of that one
                 v = verify(sketches[i], sketches[kept], self.cfg)

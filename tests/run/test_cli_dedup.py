@@ -537,6 +537,12 @@ def test_keep_earliest(tmp_path: Path, corpus: Path, capsys: pytest.CaptureFixtu
     """``--keep earliest`` keeps the copy with the earliest timestamp (zh1r is dated earlier)."""
     clusters, _, _ = dedup(tmp_path, corpus, capsys, "--keep", "earliest")
     assert {c["id"]: c["cluster"] for c in clusters}["zh1"] == "zh1r"
+    # the reprint, a copy of zh1 dated earlier, is kept (in UNIQUE: it was dropped as zh1's
+    # copy), and zh1, with a line the reprint lacks, kept extending it
+    decided = {c["id"]: (c["duplicate_of"], c["extends"]) for c in clusters}
+    assert decided["zh1r"] == (None, None) and decided["zh1"] == (None, "zh1r")
+    unique = (tmp_path / "unique.out").read_text("utf-8").splitlines()
+    assert "zh1r" in [json.loads(line)["id"] for line in unique]
 
 
 def test_threshold_changes_the_decisions(

@@ -171,6 +171,11 @@ def test_fixture_same_decisions_for_every_keep_policy(spark: Any, keep: str) -> 
     )
     assert spark_decisions(result) == want
     assert any(v[1] is not None for v in want.values())  # the fixture has duplicates
+    # every story's kept document is kept (zh-3, a byte-identical copy, is the earliest)
+    rows = {r["id"]: r for r in result.clusters.collect()}
+    assert all(rows[r["cluster"]]["duplicate_of"] is None for r in rows.values())
+    if keep == "earliest":
+        assert rows["zh-1"]["cluster"] == "zh-3"
 
 
 @pytest.mark.parametrize("keep", ["first", "longest"])

@@ -1121,23 +1121,25 @@ def _clusters(
         decided = decided.join(rescored, "_pos", "left")
         recopied = F.coalesce("_rcopy", F.lit(False))
         adopted = F.col("_parent").isNull() & F.coalesce("_rsame", F.lit(False))
+        # the kept document extends nothing and is kept, even when it is a copy of the
+        # story's first (a reprint dated before its original)
         link = (
-            F.when(F.col("_copy"), F.col("_parent"))
-            .when(is_rep, F.lit(None))
+            F.when(is_rep, F.lit(None))
+            .when(F.col("_copy"), F.col("_parent"))
             .when(recopied, F.col("_kept"))
             .when(adopted, F.col("_kept"))
             .otherwise(F.col("_parent"))
         )
         score = (
-            F.when(F.col("_copy"), F.col("_score"))
-            .when(is_rep, F.lit(None))
+            F.when(is_rep, F.lit(None))
+            .when(F.col("_copy"), F.col("_score"))
             .when(recopied, F.col("_rcs"))
             .when(adopted, F.col("_rs"))
             .otherwise(F.col("_score"))
         )
         measure = (
-            F.when(F.col("_copy"), F.col("_measure"))
-            .when(is_rep, F.lit(None))
+            F.when(is_rep, F.lit(None))
+            .when(F.col("_copy"), F.col("_measure"))
             .when(recopied | adopted, F.col("_rm"))
             .otherwise(F.col("_measure"))
         )
@@ -1145,7 +1147,7 @@ def _clusters(
             decided.withColumn("_link", link)
             .withColumn("_lscore", score)
             .withColumn("_lmeasure", measure)
-            .withColumn("_dropped", F.col("_copy") | recopied)
+            .withColumn("_dropped", (F.col("_copy") & ~is_rep) | recopied)
         )
     else:
         decided = (
