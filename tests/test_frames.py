@@ -81,13 +81,16 @@ def test_keep_earliest_and_unusable_rows(kind: str) -> None:
     rows = [{"body": r["body"], "ts": r["ts"]} for r in ROWS] + [
         {"body": None, "ts": ""},
         {"body": "  ", "ts": ""},
+        {"body": "<p>&nbsp;</p>", "ts": ""},
+        {"body": "\x00" * 9, "ts": ""},
     ]
     frame = {"pandas": pd.DataFrame, "polars": pl.DataFrame, "arrow": pa.Table.from_pylist}[kind](
         rows
     )
     got = columns(dedup_frame(frame, text="body", timestamp="ts", keep="earliest"))
     assert got["cluster"][:6] == [2, 1, 2, 3, 1, 5]  # zh1r (row 2) is dated before zh1
-    assert got["cluster"][6:] == [None, None] and got["duplicate_of"][6:] == [None, None]
+    assert got["duplicate_of"][2] is None  # and kept, though it is a copy of zh1
+    assert got["cluster"][6:] == [None] * 4 and got["duplicate_of"][6:] == [None] * 4
     score = got["score"][6:]
     assert all(s is None or (isinstance(s, float) and math.isnan(s)) for s in score)
 

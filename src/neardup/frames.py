@@ -14,13 +14,15 @@ Face ``datasets.Dataset``, whose data is an Arrow table: ``ds.data.table``).
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 from typing import Any, TypeVar, cast
 
 from .batch import dedup_batch
 from .engine import DedupConfig, KeepPolicy
 from .errors import ConfigError, InputError
-from .records import read_id
+from .messages import json_type
+from .records import no_text, read_id
 from .times import parse_timestamp
 
 __all__ = ["OUTPUT_COLUMNS", "dedup_frame"]
@@ -98,8 +100,11 @@ def dedup_frame(
     Table. ``text`` names the column to compare; ``id`` the one naming the rows (ids keep
     their type: integer ids give integer clusters) — without an ``id`` column, or with
     ``id=None``, rows are named by their position (0, 1, …); ``timestamp`` is read for
-    ``keep="earliest"``. A row whose text is null, not a string or blank is not decided:
-    its three columns are null. A repeated or null id is an InputError naming the rows.
+    ``keep="earliest"``. A row whose text is null, not a string or holds no text (blank,
+    or only markup, invisible or control characters: what the command line reports as an
+    error record) is not decided: its three columns are null, and texts that are not
+    strings (bytes, numbers) are named in a warning. A repeated or null id is an InputError
+    naming the rows.
     ``workers`` and ``sketch_memory`` are :func:`neardup.dedup_batch`'s.
     """
     kind = _kind(frame)
@@ -131,8 +136,13 @@ def dedup_frame(
     rows: list[int] = []
     ids: list[str] = []
     first_row: dict[str, int] = {}
+    not_strings: list[int] = []
     for i, (value, body) in enumerate(zip(id_values, texts, strict=True)):
-        if not isinstance(body, str) or not body.strip():
+        if not isinstance(body, str):
+            if not _missing(body):
+                not_strings.append(i)
+            continue
+        if no_text(body):
             continue
         if _missing(value):
             raise InputError(f"row {i} has no id (the {id!r} column is null there)")
@@ -145,6 +155,14 @@ def dedup_frame(
         first_row[key] = i
         rows.append(i)
         ids.append(key)
+    if not_strings:
+        first = not_strings[0]
+        warnings.warn(
+            f"dedup_frame: the {text!r} of {len(not_strings):,} row(s) is not a string (row "
+            f"{first}: {json_type(texts[first])}); they are not decided (null columns): "
+            "convert the column to strings first",
+            stacklevel=2,
+        )
     times: list[float | None] = []
     for i in rows:
         value = stamps[i]

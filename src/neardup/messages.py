@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from decimal import Decimal
 
 __all__ = ["did_you_mean", "json_type", "shown"]
 
@@ -17,17 +18,20 @@ def shown(value: str, limit: int = 60) -> str:
 
 
 def json_type(value: object) -> str:
-    """The JSON name of ``value``'s type, with its article ("an array")."""
+    """The JSON name of ``value``'s type, with its article ("an array"); bytes, which a
+    Parquet or Arrow column may hold, are "binary data"."""
     if value is None:
         return "null"
     if isinstance(value, bool):
         return "a boolean"
-    if isinstance(value, int | float):
+    if isinstance(value, int | float | Decimal):
         return "a number"
     if isinstance(value, str):
         return "a string"
     if isinstance(value, list):
         return "an array"
+    if isinstance(value, bytes | bytearray | memoryview):
+        return "binary data"  # a Parquet or Arrow binary column
     return "an object"
 
 

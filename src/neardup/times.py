@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, date, datetime
+from decimal import Decimal
 from email.utils import parsedate_to_datetime
 
 from .errors import ConfigError, InputError
@@ -51,6 +52,8 @@ def parse_timestamp(value: object) -> float:
         return _seconds(value)
     if isinstance(value, date):
         return _seconds(datetime(value.year, value.month, value.day))
+    if isinstance(value, Decimal):  # a Parquet or Arrow decimal column
+        return _epoch(value, value)
     if isinstance(value, bool) or not isinstance(value, int | float | str):
         raise InputError(f"a timestamp must be a number or a string, not {json_type(value)}")
     if isinstance(value, str):
@@ -87,7 +90,7 @@ def _seconds(moment: datetime) -> float:
     return moment.timestamp()
 
 
-def _epoch(number: float | str, given: object) -> float:
+def _epoch(number: float | str | Decimal, given: object) -> float:
     """``number`` as epoch seconds, checked to be a time a calendar can show."""
     try:
         seconds = float(number)

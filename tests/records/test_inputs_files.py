@@ -299,6 +299,46 @@ def test_parquet_bad_rows_are_error_records(
     ]
 
 
+def test_parquet_decimal_ids_and_a_binary_text(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A decimal id column (a database's NUMERIC) names rows by its value as Spark casts it
+    ('100.00' in a column of two decimals); decimal timestamps and titles are numbers; a binary text column is an
+    error record saying so (it was 'not an object', and decimal ids were refused)."""
+    from decimal import Decimal
+
+    path = tmp_path / "t.parquet"
+    texts = [str(r["text"]) for r in CORPUS[:3]]  # zh1, en1 and zh1r, zh1's reprint
+    pq.write_table(
+        pa.table(
+            {
+                "id": pa.array(
+                    [Decimal("100"), Decimal("7.50"), Decimal(102)], pa.decimal128(9, 2)
+                ),
+                "text": texts,
+                "timestamp": pa.array([Decimal(1770000000)] * 3, pa.decimal128(12, 0)),
+                "title": pa.array([Decimal(3), None, None], pa.decimal128(3, 0)),
+            }
+        ),
+        path,
+    )
+    clusters, errors, _ = dedup_ok(capsys, tmp_path, path)
+    assert errors == []
+    assert [(c["id"], c["cluster"]) for c in clusters] == [
+        ("100.00", "100.00"),
+        ("7.50", "7.50"),
+        ("102.00", "100.00"),
+    ]
+    binary = tmp_path / "b.parquet"
+    pq.write_table(pa.table({"id": ["a"], "text": pa.array([b"bytes"], pa.binary())}), binary)
+    argv = ["dedup", str(binary), "-o", str(tmp_path / "u"), "--errors", str(tmp_path / "e")]
+    status, _, _ = run([*argv, "--clusters", str(tmp_path / "c")], capsys)
+    assert status == 3
+    assert read_jsonl(tmp_path / "e") == [
+        {"line": 1, "id": "a", "reason": "'text' must be a string, not binary data"}
+    ]
+
+
 def test_parquet_without_the_text_column_is_exit_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

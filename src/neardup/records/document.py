@@ -11,6 +11,7 @@ import re
 import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal
 
 from ..errors import InputError
 from ..frozen import quick_init
@@ -236,16 +237,18 @@ def read_id(value: object, name: str) -> str:
         if not value:
             raise InputError(f"{name!r} is empty")
         return value
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        if isinstance(value, float) and not math.isfinite(value):
+    if isinstance(value, int | float | Decimal) and not isinstance(value, bool):
+        if (isinstance(value, Decimal) and not value.is_finite()) or (
+            isinstance(value, float) and not math.isfinite(value)
+        ):
             raise InputError(f"{name!r} must be a finite number, not {value}")
-        return str(value)
+        return str(value)  # a decimal column's as Spark casts it: '7', '7.50'
     raise InputError(f"{name!r} must be a string or a number, not {json_type(value)}")
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 #: what a title may be besides a string (written as a string)
-_NUMBERS = (int, float)
+_NUMBERS = (int, float, Decimal)
 _PART = 1 << 40  # first_line packs (input file, line) into one int: file * _PART + line
 
 
@@ -341,7 +344,7 @@ class RecordChecker:
             except InputError as e:
                 problems.append(str(e))
             else:
-                if not isinstance(value, str):
+                if not isinstance(value, str | Decimal):  # (a decimal's id is its string)
                     id_value = value
                 elif not doc_id.isascii() and _SURROGATE.search(doc_id):
                     # a lone surrogate (JSON can escape one): the engine and the stores get
