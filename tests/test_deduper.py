@@ -986,6 +986,35 @@ def test_the_document_a_story_keeps_is_kept_when_it_is_a_copy(keep: str, kind: s
     assert all(x.duplicate_of == kept for x in d if x.is_duplicate)
 
 
+@given(
+    st.integers(0, 2**32 - 1),
+    st.sampled_from(["zh", "en", "mixed", "all"]),
+    st.sampled_from(["longest", "earliest"]),
+)
+@settings(max_examples=12, deadline=None)
+def test_every_story_keeps_a_document_whatever_the_keep_policy(
+    seed: int, lang: str, keep: str
+) -> None:
+    """Nothing is lost: the stories are those of keep='first', the document naming each is
+    kept, and a duplicate names a document of its own story."""
+    ids, texts = corpus(seed, lang)
+    rng = random.Random(seed)
+    stamps = [rng.choice([None, 1.0, 2.0, 3.0, 4.0]) for _ in ids]
+    first = dedup_batch(ids, texts).decisions
+    d = dedup_batch(ids, texts, keep=keep, timestamps=stamps).decisions  # type: ignore[arg-type]
+    by_id = {x.id: x for x in d}
+
+    def stories(decisions: list[Decision]) -> set[frozenset[str]]:
+        members: dict[str, set[str]] = {}
+        for x in decisions:
+            members.setdefault(x.cluster, set()).add(x.id)
+        return {frozenset(m) for m in members.values()}
+
+    assert stories(d) == stories(first)
+    assert not any(by_id[x.cluster].is_duplicate for x in d)
+    assert all(by_id[str(x.duplicate_of)].cluster == x.cluster for x in d if x.is_duplicate)
+
+
 def test_keep_earliest_without_timestamps_keeps_first() -> None:
     """keep='earliest' with no timestamps at all falls back to the first seen."""
     ids, texts = chain()
