@@ -19,8 +19,11 @@ from .messages import json_type, shown
 
 __all__ = ["parse_timestamp", "parse_window", "timestamp_or_none"]
 
-# Numbers above this are taken as milliseconds: 1e11 seconds is the year 5138.
-_MILLISECONDS_ABOVE = 1e11
+#: Numbers above this are taken as milliseconds: 1e11 seconds is the year 5138.
+MILLISECONDS_ABOVE = 1e11
+#: The epoch seconds a calendar can show (the years 1 to 9999): from the first, before the
+#: last (the Spark engine's check of a numeric column; here ``datetime`` checks).
+FIRST_SECOND, END_SECOND = -62135596800.0, 253402300800.0
 _NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
 _COMPACT_DATE = re.compile(r"\d{8}")
 
@@ -94,15 +97,16 @@ def _epoch(number: float | str | Decimal, given: object) -> float:
     """``number`` as epoch seconds, checked to be a time a calendar can show."""
     try:
         seconds = float(number)
-        if abs(seconds) > _MILLISECONDS_ABOVE:
+        if abs(seconds) > MILLISECONDS_ABOVE:
             seconds /= 1000
         datetime.fromtimestamp(seconds, UTC)
     except (OverflowError, OSError, ValueError):
-        raise InputError(
-            f"the timestamp {shown(str(given))} is not a time between the years 1 and 9999"
-        ) from None
+        raise InputError(f"the timestamp {shown(str(given))} {NOT_A_TIME}") from None
     return seconds
 
+
+#: Why a number is no timestamp.
+NOT_A_TIME = "is not a time between the years 1 and 9999"
 
 _WINDOW = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
 _UNIT = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}

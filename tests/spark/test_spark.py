@@ -616,6 +616,51 @@ def test_texts_of_nothing_are_found_as_the_local_readers_find_them(spark: Any) -
     assert got.count(True) >= 4
 
 
+@pytest.mark.parametrize("kind", ["string", "double", "bigint"])
+def test_timestamp_columns_read_as_the_local_readers_read_them(spark: Any, kind: str) -> None:
+    """keep='earliest' over a string column (ISO 8601 with offsets, HTTP dates, numbers as
+    text, blanks, nonsense), or a numeric one (seconds and milliseconds, out of range): the
+    local readers' times, decisions and error records (the strings were cast to double:
+    every time lost, and the local engine's earliest copy not kept; milliseconds were
+    compared with seconds)."""
+    from neardup.records import Fields, RecordChecker
+
+    base = [r for r in records() if r[0] in ("zh-1", "zh-2", "zh-3", "en-1", "en-2", "en-3")]
+    stamps: dict[str, list[Any]] = {
+        # zh-1, en-1, zh-2 (dated an hour before zh-1), en-2, zh-3 (an error), en-3
+        "string": [
+            "2024-01-05T10:00:00+08:00",
+            "Fri, 05 Jan 2024 01:00:00 GMT",
+            "1704416400",
+            " ",
+            "yesterday",
+            "20240105",
+        ],
+        "double": [1704420000.0, 1704416400000.0, 1704416400.0, None, 1e300, 1704412800.0],
+        "bigint": [1704420000, 1704416400000, 1704416400, None, 10**17, 1704412800],
+    }
+    rows = [(r[0], r[1], ts) for r, ts in zip(base, stamps[kind], strict=True)]
+    frame = spark.createDataFrame(rows, f"id string, text string, ts {kind}")
+    result = dedup(frame, timestamp_col="ts", keep="earliest")
+    checker = RecordChecker(Fields(timestamp="ts"), repeated_ids=False)
+    read = [
+        checker.check({"id": i, "text": t, "ts": ts}, n + 1, None)
+        for n, (i, t, ts) in enumerate(rows)
+    ]
+    good = [d for d in read if not hasattr(d, "reason")]
+    errors = {r["id"]: r["reason"] for r in result.errors.collect()}
+    assert errors == {d.id: d.reason for d in read if hasattr(d, "reason")}
+    assert len(errors) == 1 and "bad 'ts'" in errors["zh-3"]
+    want = local_decisions(
+        [d.id for d in good],
+        [d.text for d in good],
+        keep="earliest",
+        timestamps=[d.timestamp for d in good],  # type: ignore[union-attr]
+    )
+    assert spark_decisions(result) == want
+    assert want["zh-1"][0] == "zh-2"
+
+
 def test_a_text_column_that_is_not_strings(spark: Any) -> None:
     """Every row of a non-string text column is an error naming the type; no job fails."""
     frame = spark.createDataFrame([("a", 1), ("b", 2)], "id string, text int")

@@ -272,6 +272,48 @@ def holds_no_text(text: Column) -> Column:
     return udf(F.when(maybe, text))  # type: ignore[no-any-return]
 
 
+def read_times(values: Column, name: str) -> Column:
+    """A string timestamp column read as the local readers read it
+    (:func:`~neardup.times.parse_timestamp`): ``struct<t double, p string>``, the epoch
+    seconds, or the record's problem (``bad 'ts': ...``); both null for a null or blank
+    string."""
+    import pandas as pd
+    from pyspark.sql import functions as F
+
+    from ..errors import InputError
+    from ..times import timestamp_or_none
+
+    def read(strings: pd.Series) -> pd.DataFrame:
+        seconds: list[float | None] = []
+        problems: list[str | None] = []
+        for value in strings:
+            try:
+                seconds.append(timestamp_or_none(value))
+                problems.append(None)
+            except InputError as e:
+                seconds.append(None)
+                problems.append(f"bad {name!r}: {e}")
+        return pd.DataFrame({"t": pd.Series(seconds, dtype="float64"), "p": problems})
+
+    read.__annotations__ = {"strings": pd.Series, "return": pd.DataFrame}  # (see holds_no_text)
+    udf = F.pandas_udf(read, "t double, p string")  # type: ignore[attr-defined]
+    return udf(values)  # type: ignore[no-any-return]
+
+
+def python_str(numbers: Column) -> Column:
+    """Each double as Python's ``str`` writes it (``1e+300``; Spark's cast writes
+    ``1.0E300``), for a message to say what the local readers say."""
+    import pandas as pd
+    from pyspark.sql import functions as F
+
+    def write(values: pd.Series) -> pd.Series:
+        return values.astype("float64").map(str)  # (a null is NaN here: call it where set)
+
+    write.__annotations__ = {"values": pd.Series, "return": pd.Series}  # (see holds_no_text)
+    udf = F.pandas_udf(write, "string")  # type: ignore[attr-defined]
+    return udf(numbers)  # type: ignore[no-any-return]
+
+
 def column(df: DataFrame, name: str) -> I64:
     """One integer column of a (small) frame as a numpy array, through Arrow."""
     return columns(df, [name])[0]

@@ -53,6 +53,8 @@ from .columns import (
     groups,
     holds_no_text,
     partition_keys,
+    python_str,
+    read_times,
     sketch_batches,
     sorted_rows,
     split_by,
@@ -78,7 +80,7 @@ from .verify import (
 
 if TYPE_CHECKING:
     import pyarrow as pa
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
 __all__ = ["SparkResult", "checked", "dedup", "run_pipeline", "with_position"]
 
@@ -132,8 +134,9 @@ def dedup(
     ``text_col`` is compared; ``id_col`` (strings or numbers) names each row in the result.
     ``title_col``, when given, is carried into ``clusters`` as ``title`` (the local engine
     compares texts only; pass ``text_col=<the title column>`` to deduplicate titles).
-    ``timestamp_col`` (a timestamp, a date or seconds since the epoch) is what
-    ``keep="earliest"`` looks at. ``order_col`` fixes the input order (smallest first; ties
+    ``timestamp_col`` (a timestamp, a date, epoch seconds or milliseconds, or strings the
+    local readers read: ISO 8601, numbers, HTTP dates; a row whose time cannot be read is an
+    error) is what ``keep="earliest"`` looks at. ``order_col`` fixes the input order (smallest first; ties
     broken arbitrarily); without it the frame's own order is used. ``max_rounds`` bounds the
     template-guard iteration (``stats["converged"]`` says whether it reached the fixed point,
     which takes two or three rounds on news). ``partitions``: how many partitions to sketch
@@ -208,16 +211,11 @@ def checked(
     else:
         ident = F.lit(None).cast("string")
         id_problem = F.lit(f"{id_col!r} must be a string or a number, not {id_type.simpleString()}")
-    ts = F.lit(None).cast("double")
+    ts, ts_problem = F.lit(None).cast("double"), F.lit(None).cast("string")
     if timestamp_col is not None:
-        tcol = F.col(timestamp_col)
-        kind = df.schema[timestamp_col].dataType.simpleString()
-        if kind.startswith("timestamp") or kind == "date":
-            ts = F.unix_micros(tcol.cast("timestamp")) / 1e6
-        else:
-            ts = tcol.cast("double")
+        ts, ts_problem = _read_timestamps(df, timestamp_col)
     title = F.col(title_col).cast("string") if title_col is not None else F.lit(None)
-    problem = F.concat_ws("; ", id_problem, text_problem)
+    problem = F.concat_ws("; ", id_problem, text_problem, ts_problem)
     return df.select(
         ident.alias("_id"),
         text_value.alias("_text"),
@@ -227,6 +225,38 @@ def checked(
         *([F.col(order_col).alias("_order")] if order_col is not None else []),
         *carry,
     )
+
+
+def _read_timestamps(df: DataFrame, name: str) -> tuple[Column, Column]:
+    """The epoch seconds of a timestamp column and each row's problem with it (null: none),
+    as the local readers read them (:func:`~neardup.times.parse_timestamp`): a timestamp or a
+    date as it is; numbers as seconds, or milliseconds above ``MILLISECONDS_ABOVE``, within
+    the years 1 to 9999; strings by the local rule itself (ISO 8601, numbers, HTTP dates;
+    blank: none); any other type is a problem where it is not null."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import FractionalType, NumericType, StringType
+
+    from ..times import END_SECOND, FIRST_SECOND, MILLISECONDS_ABOVE, NOT_A_TIME
+
+    tcol = F.col(name)
+    kind = df.schema[name].dataType
+    if kind.simpleString().startswith("timestamp") or kind.simpleString() == "date":
+        return F.unix_micros(tcol.cast("timestamp")) / 1e6, F.lit(None).cast("string")
+    if isinstance(kind, StringType):
+        read = read_times(tcol, name)
+        return read["t"], read["p"]
+    if isinstance(kind, NumericType):
+        x = tcol.cast("double")
+        seconds = F.when(F.abs(x) > MILLISECONDS_ABOVE, x / 1000).otherwise(x)
+        bad = F.isnan(seconds) | (seconds < FIRST_SECOND) | (seconds >= END_SECOND)
+        # the number as the local readers write it: Python's str of a float
+        number = (
+            python_str(F.when(bad, x)) if isinstance(kind, FractionalType) else tcol.cast("string")
+        )
+        said = F.concat(F.lit(f"bad {name!r}: the timestamp '"), number, F.lit(f"' {NOT_A_TIME}"))
+        return F.when(~bad, seconds), F.when(bad, said)
+    what = f"bad {name!r}: a timestamp must be a number or a string, not {kind.simpleString()}"
+    return F.lit(None).cast("double"), F.when(tcol.isNotNull(), F.lit(what))
 
 
 def with_position(df: DataFrame, *, order_by: str | None = None) -> DataFrame:
