@@ -493,6 +493,8 @@ def test_item_fields_are_read_as_documented() -> None:
         assert getattr(p._job(ItemAdapter({"url": "u"})), "reason", None) == "no_text"
         assert getattr(p._job(ItemAdapter({"text": "  "})), "reason", None) == "no_text"
         assert getattr(p._job(ItemAdapter({"text": 5})), "reason", None) == "no_text"
+        raw = p._job(ItemAdapter({"url": "u", "text": b"<html>...</html>"}))
+        assert "u: field 'text' holds bytes, not a string" in getattr(raw, "message", "")
         assert getattr(p._job(ItemAdapter({"text": "<p></p>&nbsp;"})), "reason", None) == "no_text"
         bad = p._job(ItemAdapter({"text": "x", "ts": "yesterday"}))
         assert getattr(bad, "reason", None) == "bad_timestamp"

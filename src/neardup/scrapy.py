@@ -449,7 +449,15 @@ class NearDupPipeline:
             value = adapter.get(self.text_field)
             text = _text_value(value)
             if text is None or not text.strip() or no_text(text):
-                what = "is missing" if value is None else f"holds no text ({value!r:.40})"
+                if value is None:
+                    what = "is missing"
+                elif isinstance(value, bytes | bytearray):
+                    what = (
+                        "holds bytes, not a string: decode them (response.text), or name the "
+                        "field in NEARDUP_HTML_FIELD to compare its main text"
+                    )
+                else:
+                    what = f"holds no text ({value!r:.40})"
                 return Unusable("no_text", f"{ident}: field {self.text_field!r} {what}")
         title = None
         if self.title_field is not None:
