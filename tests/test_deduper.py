@@ -7,6 +7,7 @@ import dataclasses
 import json
 import os
 import random
+import re
 import threading
 import time
 from importlib import resources
@@ -1315,3 +1316,35 @@ def test_a_run_whose_worker_runs_out_of_memory_sketches_the_rest_itself(
         decisions = run.finish().decisions
         assert run._pool is None and run._pool_lost
     assert [fields(d) for d in decisions] == [fields(d) for d in alone]
+
+
+def test_batches_of_a_shape_the_deduper_does_not_take_are_named() -> None:
+    """A tuple of one value or three, a bare string: an InputError naming the document's
+    place in the batch and the shapes taken (an IndexError and an AttributeError before)."""
+    with Deduper() as d:
+        for batch, said in (
+            ([("a", "x"), ("b",)], "document 1 of the batch: a tuple must be (id, text), not 1"),
+            ([("a", "x", "title")], "document 0 of the batch: a tuple must be (id, text), not 3"),
+            (["just text"], "document 0 of the batch is str: give an (id, text) tuple"),
+        ):
+            with pytest.raises(InputError, match=re.escape(said)):
+                d.check_and_add_many(batch)  # type: ignore[arg-type]
+        assert d.stats()["documents"] == 0  # nothing of a refused batch is added
+
+
+def test_prune_takes_any_time_a_timestamp_may_be_and_clusters_its_bounds() -> None:
+    """prune(before=) reads '2024-06-01' or a datetime as a record's timestamp is read (a
+    TypeError from the store before); clusters() refuses a negative limit or offset (SQL's
+    LIMIT -1 is no limit at all)."""
+    from datetime import datetime
+
+    with Deduper() as d:
+        d.check_and_add("old", ZH, timestamp="2024-05-01")
+        d.check_and_add("new", EN, timestamp="2024-07-01")
+        assert d.prune(before="2024-06-01") == 1
+        assert d.prune(before=datetime(2024, 8, 1)) == 1
+        with pytest.raises(ConfigError, match="prune before: cannot read 'soon' as a time"):
+            d.prune(before="soon")
+        for bad in ({"limit": -1}, {"offset": -5}, {"limit": 2.5}):
+            with pytest.raises(ConfigError, match="must be a whole number of 0 or more"):
+                d.clusters(**bad)  # type: ignore[arg-type]

@@ -22,6 +22,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Union, cast
 
 import numpy as np
@@ -55,7 +56,7 @@ from .engine.compact import Compact, Forms
 from .errors import ConfigError, InputError, StoreError
 from .passages import Passage
 from .store import BandKey, Entry, LogPage, NewEntry, Store, Stored, open_store
-from .times import parse_window, timestamp_or_none
+from .times import parse_timestamp, parse_window, timestamp_or_none
 
 if TYPE_CHECKING:
     from .records import Document
@@ -102,15 +103,26 @@ DocLike = Union["Document", tuple[str, str], Mapping[str, object]]
 
 def _items(docs: Iterable[DocLike]) -> list[_Item]:
     out = []
-    for doc in docs:
+    for n, doc in enumerate(docs):
         if isinstance(doc, tuple):
+            if len(doc) != 2:
+                raise InputError(
+                    f"document {n} of the batch: a tuple must be (id, text), not {len(doc)} "
+                    "value(s) (a title or timestamp goes in a mapping: "
+                    "{'id': ..., 'text': ..., 'title': ..., 'timestamp': ...})"
+                )
             out.append(_item(doc[0], doc[1], None, None))
         elif isinstance(doc, Mapping):
             out.append(
                 _item(doc.get("id"), doc.get("text"), doc.get("title"), doc.get("timestamp"))
             )
-        else:
+        elif all(hasattr(doc, name) for name in ("id", "text", "title", "timestamp")):
             out.append(_item(doc.id, doc.text, doc.title, doc.timestamp))
+        else:
+            raise InputError(
+                f"document {n} of the batch is {type(doc).__name__}: give an (id, text) tuple, "
+                "a mapping with 'id' and 'text', or a neardup.records.Document"
+            )
     return out
 
 
@@ -398,16 +410,26 @@ class Deduper:
             del self._cache[key]
         return self.store.delete(doc_id)
 
-    def prune(self, before: float | None = None) -> int:
-        """Forget documents older than ``before`` (default: now minus the window)."""
+    def prune(self, before: float | str | datetime | None = None) -> int:
+        """Forget documents older than ``before`` (epoch seconds, or any time a record's
+        timestamp may be: ``"2024-06-01"``, a ``datetime``; default: now minus the window)."""
         if before is None:
             if self.window is None:
                 raise ConfigError("prune needs a window or a time to prune before")
-            before = time.time() - self.window
-        return self.store.prune(before)
+            return self.store.prune(time.time() - self.window)
+        try:
+            seconds = parse_timestamp(before)
+        except InputError as e:
+            raise ConfigError(f"prune before: {e}") from None
+        return self.store.prune(seconds)
 
     def clusters(self, limit: int = 100, offset: int = 0) -> list[tuple[str, int]]:
         """(cluster label, size), largest first."""
+        for name, value in (("limit", limit), ("offset", offset)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ConfigError(
+                    f"clusters: {name} must be a whole number of 0 or more, got {value!r}"
+                )
         return self.store.clusters(limit, offset)
 
     def cluster(self, label: str) -> list[Decision]:
