@@ -1348,3 +1348,26 @@ def test_prune_takes_any_time_a_timestamp_may_be_and_clusters_its_bounds() -> No
         for bad in ({"limit": -1}, {"offset": -5}, {"limit": 2.5}):
             with pytest.raises(ConfigError, match="must be a whole number of 0 or more"):
                 d.clusters(**bad)  # type: ignore[arg-type]
+
+
+def test_dedup_batch_reads_timestamps_as_records_and_names_bad_inputs() -> None:
+    """dedup_batch's timestamps are read as a record's (ISO 8601, datetimes; NaN and NaT are
+    none), from any iterables; a text that is no string, a bad time or a count that differs
+    is an error naming the document (a TypeError, AttributeError or numpy's ValueError
+    before, and a string time could not be given at all)."""
+    from datetime import datetime
+
+    texts = [ZH, ZH, ZH]
+    stamps = [float("nan"), "2024-01-02T00:00:00+08:00", datetime(2024, 1, 3)]
+    d = dedup_batch(iter(["a", "b", "c"]), iter(texts), keep="earliest", timestamps=stamps)
+    assert [(x.id, x.is_duplicate, x.cluster) for x in d.decisions] == [
+        ("a", True, "b"),
+        ("b", False, "b"),
+        ("c", True, "b"),
+    ]
+    with pytest.raises(InputError, match="document 'b': text must be a str, not bytes"):
+        dedup_batch(["a", "b"], [ZH, b"x"])  # type: ignore[list-item]
+    with pytest.raises(InputError, match="document 'a': cannot read 'soon' as a time"):
+        dedup_batch(["a"], [ZH], keep="earliest", timestamps=["soon"])
+    with pytest.raises(ConfigError, match="2 ids for 1 timestamps"):
+        dedup_batch(["a", "b"], [ZH, EN], timestamps=[1.0])

@@ -23,7 +23,7 @@ import time
 import warnings
 from array import array
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import CancelledError, Executor, Future, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
@@ -73,6 +73,7 @@ from .machine import machine_cpus, workers_within_memory
 from .memory import grown, keep_freed, set_huge_pages, trim
 from .passages import Passage
 from .shelf import Shelf, default_budget
+from .times import read_times
 from .timing import Stages
 
 __all__ = ["BatchResult", "BatchRun", "dedup_batch"]
@@ -102,12 +103,12 @@ class BatchResult:
 
 
 def dedup_batch(
-    ids: Sequence[str],
-    texts: Sequence[str],
+    ids: Iterable[str],
+    texts: Iterable[str],
     *,
     config: DedupConfig | None = None,
     keep: KeepPolicy = "first",
-    timestamps: Sequence[float | None] | None = None,
+    timestamps: Iterable[object] | None = None,
     explain: bool = False,
     chunk: int = 2000,
     workers: int | None = None,
@@ -116,7 +117,9 @@ def dedup_batch(
     """Deduplicate a corpus at once: the same decisions as streaming it through a Deduper.
 
     ``keep`` chooses which document of each cluster is kept and names the cluster: the
-    first seen (the streaming rule), the longest text, or the earliest timestamp.
+    first seen (the streaming rule), the longest text, or the earliest of ``timestamps``
+    (one for each document, read as a record's: epoch seconds or milliseconds, ISO 8601,
+    HTTP dates, datetimes; None for none).
     ``workers`` processes sketch the documents (default: one per CPU this process may use —
     :func:`~neardup.machine.machine_cpus`, a container's quota included —, up to 4, once the
     texts hold two million characters or more; 1: none, the documents are sketched in this
@@ -128,11 +131,17 @@ def dedup_batch(
     decisions in less memory.
     """
     cfg = config if config is not None else DedupConfig()
+    ids, texts = list(ids), list(texts)  # (any iterables)
     if len(ids) != len(texts):
         raise ConfigError(f"{len(ids)} ids for {len(texts)} texts")
     check_keep(keep)
     if len(set(ids)) != len(ids):
         raise InputError("ids must be unique within a batch")
+    for doc_id, text in zip(ids, texts, strict=True):
+        if not isinstance(text, str):
+            raise InputError(f"document {doc_id!r}: text must be a str, not {type(text).__name__}")
+    if timestamps is not None:
+        timestamps = _read_times(ids, timestamps)
     with BatchRun(
         cfg,
         chunk=chunk,
@@ -143,6 +152,15 @@ def dedup_batch(
         for doc_id, text in zip(ids, texts, strict=True):
             run.add(doc_id, text)
         return run.finish(keep=keep, timestamps=timestamps, explain=explain)
+
+
+def _read_times(ids: Sequence[str], timestamps: Iterable[object]) -> list[float | None]:
+    """Each document's timestamp in epoch seconds, read as a record's is (numbers, ISO 8601,
+    HTTP dates, datetimes; None, NaN, NaT or blank: none), or an error naming the document."""
+    given = list(timestamps)
+    if len(given) != len(ids):
+        raise ConfigError(f"{len(ids)} ids for {len(given)} timestamps")
+    return read_times(given, lambda k: f"document {ids[k]!r}")
 
 
 class BatchRun:

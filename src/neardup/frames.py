@@ -23,7 +23,7 @@ from .engine import DedupConfig, KeepPolicy
 from .errors import ConfigError, InputError
 from .messages import json_type
 from .records import no_text, read_id
-from .times import parse_timestamp
+from .times import missing, read_times
 
 __all__ = ["OUTPUT_COLUMNS", "dedup_frame"]
 
@@ -67,16 +67,6 @@ def _values(frame: Any, kind: str, name: str) -> list[Any]:
     if kind == "polars":
         return list(frame[name].to_list())
     return list(frame.column(name).to_pylist())
-
-
-def _missing(value: object) -> bool:
-    """None, NaN, pandas' NA and NaT."""
-    if value is None:
-        return True
-    try:
-        return bool(value != value)
-    except (TypeError, ValueError):
-        return False
 
 
 def dedup_frame(
@@ -139,12 +129,12 @@ def dedup_frame(
     not_strings: list[int] = []
     for i, (value, body) in enumerate(zip(id_values, texts, strict=True)):
         if not isinstance(body, str):
-            if not _missing(body):
+            if not missing(body):
                 not_strings.append(i)
             continue
         if no_text(body):
             continue
-        if _missing(value):
+        if missing(value):
             raise InputError(f"row {i} has no id (the {id!r} column is null there)")
         try:
             key = read_id(value.item() if hasattr(value, "item") else value, str(id))
@@ -163,16 +153,7 @@ def dedup_frame(
             "convert the column to strings first",
             stacklevel=2,
         )
-    times: list[float | None] = []
-    for i in rows:
-        value = stamps[i]
-        if _missing(value) or (isinstance(value, str) and not value.strip()):
-            times.append(None)
-            continue
-        try:
-            times.append(parse_timestamp(value))
-        except InputError as e:
-            raise InputError(f"row {i}: bad {timestamp!r}: {e}") from None
+    times = read_times([stamps[i] for i in rows], lambda k: f"row {rows[k]}: bad {timestamp!r}")
     result = dedup_batch(
         ids,
         [texts[i] for i in rows],

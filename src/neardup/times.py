@@ -10,6 +10,7 @@ the service and the command line.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from email.utils import parsedate_to_datetime
@@ -17,7 +18,7 @@ from email.utils import parsedate_to_datetime
 from .errors import ConfigError, InputError
 from .messages import json_type, shown
 
-__all__ = ["parse_timestamp", "parse_window", "timestamp_or_none"]
+__all__ = ["missing", "parse_timestamp", "parse_window", "read_times", "timestamp_or_none"]
 
 #: Numbers above this are taken as milliseconds: 1e11 seconds is the year 5138.
 MILLISECONDS_ABOVE = 1e11
@@ -26,6 +27,33 @@ MILLISECONDS_ABOVE = 1e11
 FIRST_SECOND, END_SECOND = -62135596800.0, 253402300800.0
 _NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
 _COMPACT_DATE = re.compile(r"\d{8}")
+
+
+def missing(value: object) -> bool:
+    """Whether a value is a table's null: None, NaN, pandas' NA and NaT (a frame's column,
+    a list a DataFrame gave)."""
+    if value is None:
+        return True
+    try:
+        return bool(value != value)
+    except (TypeError, ValueError):
+        return False
+
+
+def read_times(values: Sequence[object], where: Callable[[int], str]) -> list[float | None]:
+    """Each value's epoch seconds by :func:`timestamp_or_none`, a table's null
+    (:func:`missing`) none too; an error is an InputError beginning with ``where(k)`` for
+    the k-th value (``dedup_batch``'s timestamps, a frame's column)."""
+    out: list[float | None] = []
+    for k, value in enumerate(values):
+        if missing(value):
+            out.append(None)
+            continue
+        try:
+            out.append(timestamp_or_none(value))
+        except InputError as e:
+            raise InputError(f"{where(k)}: {e}") from None
+    return out
 
 
 def timestamp_or_none(value: object) -> float | None:
