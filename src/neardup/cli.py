@@ -113,6 +113,8 @@ def format_comparison(c: Comparison, *, color: bool, show: int = 10) -> str:
     for name, score in c.scores.items():
         bar = "█" * round(score * 20)
         lines.append(f"{name:<14} {score:8.4f}  {bar}")
+    for name in c.skipped:
+        lines.append(f"{name:<14} {'—':>8}  not computed: the texts are too long for it")
     passages: list[Passage] = c.passages[:show]
     covered = sum(p.length for p in c.passages)
     lines.append("")
@@ -187,6 +189,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         with Deduper(store=_open_store(args, existing=True)) as dd:
             guard = dd.chrome()
     c = compare(a, b, processor=None if args.raw else DEFAULT_PROCESSOR, guard=guard)
+    for name, why in c.skipped.items():
+        print(f"neardup: note: {name} not computed: {why}", file=sys.stderr)
     if args.json:
         print(json.dumps(c.to_dict(), ensure_ascii=False))
     else:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .engine import DedupConfig, TemplateGuard, Verdict, make_sketch, shared_text, verify
+from .errors import TextTooLongError
 from .measures import DEFAULT_PROCESSOR, METHODS, Processor, prepare
 from .passages import Passage, shared_passages
 
@@ -48,13 +49,16 @@ class DedupView:
 @dataclass(frozen=True)
 class Comparison:
     """Every measure's score for one pair, the passages shown as evidence, and the dedup
-    engine's verdict (:class:`DedupView`)."""
+    engine's verdict (:class:`DedupView`). A measure that cannot compare texts this long
+    (mcc, contiguity and levenshtein past their limits of cells) is left out of ``scores``
+    and in ``skipped``, with why."""
 
     a: str
     b: str
     scores: dict[str, float]
     passages: list[Passage] = field(default_factory=list)
     dedup: DedupView | None = None
+    skipped: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, float]:
         """The scores alone, keyed by measure name (what ``neardup compare --json`` prints)."""
@@ -81,13 +85,18 @@ def compare(
     (and the engine then neither normalizes nor strips boilerplate)."""
     raw_a, raw_b = a, b
     a, b = prepare(a, b, processor)
-    scores = {
-        name: float(m.normalized_similarity(a, b, processor=None)) for name, m in METHODS.items()
-    }
+    scores: dict[str, float] = {}
+    skipped: dict[str, str] = {}
+    for name, m in METHODS.items():
+        try:
+            scores[name] = float(m.normalized_similarity(a, b, processor=None))
+        except TextTooLongError as e:  # mcc, contiguity, levenshtein on two long texts
+            skipped[name] = str(e)
     cfg = config if config is not None else DedupConfig()
     if processor is None:
         cfg = DedupConfig(**{**cfg.__dict__, "normalize": False, "strip_boilerplate": False})
     first, later = make_sketch(raw_a, cfg), make_sketch(raw_b, cfg)
     counted, chrome = (_flip(found) for found in shared_text(later, first, cfg, guard))
     view = DedupView(verify(later, first, cfg, guard), first.text, later.text, counted, chrome)
-    return Comparison(a, b, scores, shared_passages(a, b, min_len=min_passage), view)
+    passages = shared_passages(a, b, min_len=min_passage)
+    return Comparison(a, b, scores, passages, view, skipped)

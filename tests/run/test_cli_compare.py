@@ -197,3 +197,31 @@ def test_a_reply_over_a_quote_is_shown_as_extending(capsys: pytest.CaptureFixtur
     out = capsys.readouterr().out
     assert "b extends a with text of its own (dedup keeps it)" in out
     assert "B's quoted lines (starting with >," in out
+
+
+def test_two_long_texts_are_compared_by_every_measure_that_can(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two articles of some 7,500 characters each (one in a hundred of a real crawl's are
+    longer) are past mcc's and contiguity's limit of cells: the other measures, the passages
+    and the verdict are shown, those two named as not computed (the command failed with
+    mcc's error before)."""
+    import random
+
+    from tests.synth import story
+
+    rng = random.Random(5)
+    a = story(rng, 260)
+    b = "转载：" + a[: len(a) // 2] + story(rng, 1) + a[len(a) // 2 :]
+    assert len(a) * len(b) > 50_000_000
+    (tmp_path / "a.txt").write_text(a, encoding="utf-8")
+    (tmp_path / "b.txt").write_text(b, encoding="utf-8")
+    result = run_json([f"@{tmp_path / 'a.txt'}", f"@{tmp_path / 'b.txt'}"], capsys)
+    assert set(METHODS) - set(result) == {"mcc", "contiguity"}
+    assert result["coverage"] > 0.9
+    assert main(["compare", f"@{tmp_path / 'a.txt'}", f"@{tmp_path / 'b.txt'}"]) == 0
+    out, err = capsys.readouterr()
+    assert "mcc                   —  not computed: the texts are too long for it" in out
+    assert "dedup (B after A): the same story" in out
+    assert "neardup: note: contiguity not computed: contiguity compares every offset" in err
+    assert neardup.compare(a, b).skipped.keys() == {"mcc", "contiguity"}

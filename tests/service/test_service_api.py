@@ -127,6 +127,19 @@ async def test_compare_too_long_for_a_quadratic_measure_is_422() -> None:
     assert "characters" in assert_error(r, 422, "invalid")["message"] or r.status_code == 422
 
 
+async def test_compare_past_a_measure_s_own_limit_is_422() -> None:
+    """With --max-compare-cells raised past mcc's own limit, texts too long for mcc answer
+    422 with mcc's reason (compare() now leaves such a measure out: not a 500 of a score
+    missing from the schema)."""
+    rng = random.Random(1)
+    a = "".join(story(rng, 40) for _ in range(10))
+    b = a[: len(a) // 2] + story(rng, 5) + a[len(a) // 2 :]
+    assert len(a) * len(b) > 50_000_000
+    async with served(max_compare_cells=10**9, max_compare_chars=10**6) as c:
+        r = await c.post("/v1/compare", json={"a": a, "b": b})
+    assert "mcc compares every offset" in assert_error(r, 422, "invalid")["message"]
+
+
 @pytest.mark.parametrize(
     ("body", "field"),
     [({"a": "x"}, "b"), ({"a": 1, "b": "x"}, "a"), ({"a": "x", "b": "y", "raw": "yes"}, "raw")],

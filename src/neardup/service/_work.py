@@ -144,6 +144,8 @@ def compare_texts(body: m.CompareIn, max_cells: int) -> m.CompareOut:
             "--max-compare-cells"
         )
     c = compare(body.a, body.b, processor=None if body.raw else normalize)
+    if c.skipped:  # (a limit raised past the measures' own): every score or none, as before
+        raise InputError(next(iter(c.skipped.values())))
 
     def passages(found: Sequence[Passage]) -> list[m.Passage]:
         return [
