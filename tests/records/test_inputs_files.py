@@ -339,6 +339,28 @@ def test_parquet_decimal_ids_and_a_binary_text(
     ]
 
 
+def test_parquet_struct_columns_by_dotted_names(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--id-field meta.url --text-field content.text read struct columns;
+    a path into no struct field is the missing-column error naming the columns."""
+    path = tmp_path / "nested.parquet"
+    rows = [
+        {"meta": {"url": f"u{k}", "lang": "zh"}, "content": {"text": r["text"]}, "n": k}
+        for k, r in enumerate(CORPUS)
+    ]
+    pq.write_table(pa.Table.from_pylist(rows), path)
+    extra = ("--id-field", "meta.url", "--text-field", "content.text")
+    clusters, errors, _ = dedup_ok(capsys, tmp_path, path, extra=extra)
+    assert errors == []
+    name = {str(r["id"]): f"u{k}" for k, r in enumerate(CORPUS)}
+    assert {c["id"]: c["cluster"] for c in clusters} == {name[i]: name[s] for i, s in STORY.items()}
+    argv = ["dedup", str(path), *outputs(tmp_path, "--text-field", "content.body")]
+    status, _, err = run(argv, capsys)
+    assert status == 2
+    assert "has no 'content.body' column (it has 'meta', 'content', 'n')" in err
+
+
 def test_parquet_without_the_text_column_is_exit_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -228,6 +228,29 @@ def test_jsonl_custom_field_names(tmp_path: Path) -> None:
     assert (doc.id, doc.text, doc.title, doc.timestamp) == ("https://a.cn/1", "正文", "H", JAN5)
 
 
+def test_jsonl_dotted_field_names_read_nested_objects(tmp_path: Path) -> None:
+    """A dotted name reads a nested object's field (an Elasticsearch dump's _source.body),
+    as jq and Spark name it; a key that holds the dots itself wins; a path that leads nowhere
+    is missing, named as given."""
+    fields = Fields(id="_source.url", text="_source.body", title="meta.t", timestamp="a.b.c")
+    lines = [
+        {
+            "_source": {"url": "u1", "body": "正文"},
+            "meta": {"t": "H"},
+            "a": {"b": {"c": 1704412800}},
+        },
+        {"_source": {"url": "u2", "body": "外层不读"}, "_source.body": "键本身", "meta": "平的"},
+        {"_source": {"url": "u3", "text": "没有 body"}},
+    ]
+    data = "".join(jsonl(line) for line in lines)
+    one, two, three = read(write(tmp_path / "in.jsonl", data), fields=fields)
+    assert isinstance(one, Document) and isinstance(two, Document)
+    assert (one.id, one.text, one.title, one.timestamp) == ("u1", "正文", "H", JAN5)
+    assert (two.id, two.text, two.title, two.timestamp) == ("u2", "键本身", None, None)
+    assert isinstance(three, BadRecord) and three.reason == "missing '_source.body'"
+    assert three.id == "u3"
+
+
 def test_jsonl_blank_lines_are_skipped_but_counted(tmp_path: Path) -> None:
     """Blank and whitespace-only lines are not records, but line numbers still count them."""
     data = b'\n  \n{"id": 1, "text": "a"}\r\n\t\r\n\n{"id": 2, "text": "b"}\n\n'

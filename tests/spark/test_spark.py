@@ -661,6 +661,27 @@ def test_timestamp_columns_read_as_the_local_readers_read_them(spark: Any, kind:
     assert want["zh-1"][0] == "zh-2"
 
 
+def test_struct_columns_by_dotted_names(spark: Any) -> None:
+    """id_col, text_col and timestamp_col may name struct fields (``meta.url``), as the local
+    readers read nested fields; a top-level column whose name holds a dot is itself."""
+    recs = records()
+    frame = spark.createDataFrame(
+        [((i, ts), (t,), i) for i, t, ts in recs],
+        "meta struct<url: string, ts: double>, content struct<text: string>, `a.b` string",
+    )
+    result = dedup(
+        frame, id_col="meta.url", text_col="content.text", timestamp_col="meta.ts", keep="earliest"
+    )
+    want = local_decisions(
+        [r[0] for r in recs], [r[1] for r in recs], keep="earliest", timestamps=[r[2] for r in recs]
+    )
+    assert spark_decisions(result) == want
+    flat = dedup(frame, id_col="a.b", text_col="content.text")
+    assert spark_decisions(flat) == local_decisions([r[0] for r in recs], [r[1] for r in recs])
+    with pytest.raises(ValueError, match=r"text_col='content\.body' is not a column"):
+        dedup(frame, id_col="meta.url", text_col="content.body")
+
+
 def test_a_text_column_that_is_not_strings(spark: Any) -> None:
     """Every row of a non-string text column is an error naming the type; no job fails."""
     frame = spark.createDataFrame([("a", 1), ("b", 2)], "id string, text int")

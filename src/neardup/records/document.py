@@ -10,7 +10,7 @@ import math
 import re
 import unicodedata
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import astuple, dataclass, field
 from decimal import Decimal
 
 from ..errors import InputError
@@ -25,6 +25,7 @@ __all__ = [
     "Document",
     "Fields",
     "RecordChecker",
+    "field_value",
     "json_line",
     "no_text",
     "read_id",
@@ -252,6 +253,23 @@ _NUMBERS = (int, float, Decimal)
 _PART = 1 << 40  # first_line packs (input file, line) into one int: file * _PART + line
 
 
+def field_value(record: Mapping[str, object], name: str) -> tuple[bool, object]:
+    """Whether ``record`` has the field ``name`` and its value: a key of that name, or else a
+    dotted path into nested objects (``content.text``: the ``text`` of the object
+    ``content``), as jq, Spark and DuckDB name a nested field. A key that holds the dots
+    itself wins."""
+    if name in record:
+        return True, record[name]
+    if "." not in name:
+        return False, None
+    value: object = record
+    for part in name.split("."):
+        if not isinstance(value, Mapping) or part not in value:
+            return False, None
+        value = value[part]
+    return True, value
+
+
 class RecordChecker:
     """The checks every record passes, whatever it was read from: the id, the text, the title
     and the timestamp, and (with ``repeated_ids``) that no earlier usable record had its id.
@@ -281,6 +299,8 @@ class RecordChecker:
         self._file = 0
         self._prefix: str | None = None  # FILE, when records without an id are named FILE:LINE
         self._source: str | None = None  # the file named on records, when the run reads several
+        #: the fields named by a dotted path, read from nested objects where no key has the name
+        self._dotted = [n for n in dict.fromkeys(astuple(fields)) if "." in n]
 
     def begin(
         self, name: str, *, unit: str = "line", name_missing: bool = False, tag: bool = False
@@ -326,6 +346,8 @@ class RecordChecker:
         """The record as a Document, or a BadRecord naming every problem found in it."""
         f = self.fields
         problems: list[str] = []
+        if self._dotted:
+            record = self._resolved(record)
 
         doc_id: str | None = None
         id_value: object = None
@@ -393,6 +415,16 @@ class RecordChecker:
             return self.bad(n, doc_id, "; ".join(problems), id_value)
         assert doc_id is not None and isinstance(text, str)
         return Document(doc_id, text, title, timestamp, n, raw, id_value, self._source, origin)
+
+    def _resolved(self, record: Mapping[str, object]) -> Mapping[str, object]:
+        """``record`` with each field a dotted path names (:func:`field_value`) as a key."""
+        found = {}
+        for name in self._dotted:
+            if name not in record:
+                present, value = field_value(record, name)
+                if present:
+                    found[name] = value
+        return {**record, **found} if found else record
 
     def _where(self, doc_id: str) -> str:
         """Where ``doc_id`` was first seen: 'on line 3', or 'on row 3 of a.parquet'."""

@@ -26,6 +26,7 @@ from .document import (
     Document,
     Fields,
     RecordChecker,
+    field_value,
     no_text,
     read_id,
 )
@@ -403,7 +404,10 @@ class RecordReader(Iterator[Document | BadRecord]):
         """The id of a line that is not valid UTF-8, if the id itself is."""
         try:
             obj = json.loads(data.decode("utf-8", "surrogateescape"))
-            doc_id = read_id(obj[self.fields.id], self.fields.id)
+            present, value = field_value(obj, self.fields.id)
+            if not present:
+                return None
+            doc_id = read_id(value, self.fields.id)
             doc_id.encode("utf-8")  # an undecodable byte in the id itself: not known
         except (ValueError, RecursionError, TypeError, KeyError, InputError):
             return None

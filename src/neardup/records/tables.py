@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..errors import InputError, MissingDependencyError
-from .document import BadRecord, Document, Fields, RecordChecker
+from .document import BadRecord, Document, Fields, RecordChecker, field_value
 from .sources import Part
 from .streams import format_size
 
@@ -79,13 +79,31 @@ def inspect_table(part: Part, fields: Fields) -> int | None:
     """Check that ``part`` is a table with the text column; its row count if known."""
     schema = _schema(part)
     part.info["schema"] = schema
-    if fields.text not in schema.names:
+    if _column(schema, fields.text) is None:
         raise InputError(
             f"{part.name} has no {fields.text!r} column (it has "
             f"{', '.join(map(repr, schema.names))}); say which column to use"
         )
     rows = part.info.get("rows")
     return rows if isinstance(rows, int) else None
+
+
+def _column(schema: Any, name: str) -> str | None:
+    """The column of ``schema`` that holds the field ``name``: itself, or for a dotted path
+    into struct columns (``content.text``) its first part; None when there is none."""
+    if name in schema.names:
+        return name
+    if "." not in name:
+        return None
+    top, *rest = name.split(".")
+    if top not in schema.names:
+        return None
+    kind = schema.field(top).type
+    for part in rest:
+        if not hasattr(kind, "get_field_index") or kind.get_field_index(part) < 0:
+            return None
+        kind = kind.field(part).type
+    return top
 
 
 def _batches(part: Part, columns: list[str] | None) -> Iterator[Any]:
@@ -114,7 +132,8 @@ def table_records(
 
     schema: Any = part.info.get("schema") or _schema(part)
     f = checker.fields
-    columns = [c for c in dict.fromkeys((f.id, f.text, f.title, f.timestamp)) if c in schema.names]
+    named = (_column(schema, name) for name in (f.id, f.text, f.title, f.timestamp))
+    columns = [c for c in dict.fromkeys(named) if c is not None]
     total = part.info.get("rows")
     total_rows = total if isinstance(total, int) and total > 0 else 0
     row = 0
@@ -124,7 +143,7 @@ def table_records(
             for k in range(batch.num_rows):
                 row += 1
                 record = {name: values[name][k] for name in columns}
-                text = record.get(f.text)
+                text = field_value(record, f.text)[1]
                 if isinstance(text, str) and len(text) > cap // 4:
                     size = len(text.encode("utf-8", "surrogatepass"))
                     if size > cap:

@@ -12,7 +12,7 @@ from ..errors import ConfigError, EngineError, InputError, OutputError
 from ..records import BadRecord, Document, Fields, LineWriter, UniqueWriter
 from ..run import RunResult, RunSummary, Tally, cluster_line, output_names
 from ..timing import Stages
-from .columns import Batches, BatchFn, arrow_schema, blank
+from .columns import Batches, BatchFn, arrow_schema, blank, field_of
 from .pipeline import checked, run_pipeline, with_position
 from .session import check_executors, jvm_failure, require_pyspark, spark_session
 
@@ -286,12 +286,12 @@ def _parquet_records(frame: DataFrame, fields: Fields, *, rows: bool = False) ->
     from pyspark.sql import functions as F
 
     for name in (fields.id, fields.text):
-        if name not in frame.columns:
+        if field_of(frame, name) is None:
             raise InputError(
                 f"the Parquet input has no column {name!r}; its columns are {frame.columns}"
             )
-    title = fields.title if fields.title in frame.columns else None
-    stamp = fields.timestamp if fields.timestamp in frame.columns else None
+    title = fields.title if field_of(frame, fields.title) is not None else None
+    stamp = fields.timestamp if field_of(frame, fields.timestamp) is not None else None
     every = F.struct(*[F.col(c) for c in frame.columns])
     frame = frame.withColumn("_raw", F.to_json(every))
     carry = ["_raw"]

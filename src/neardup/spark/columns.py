@@ -314,6 +314,30 @@ def python_str(numbers: Column) -> Column:
     return udf(numbers)  # type: ignore[no-any-return]
 
 
+def field_of(df: DataFrame, name: str) -> tuple[Column, Any] | None:
+    """The column of ``df`` that holds the field ``name`` and its Spark type: a top-level
+    column of that name, or else a dotted path into struct columns (``content.text``), as
+    the local readers read a record's field (:func:`~neardup.records.field_value`); None
+    when there is neither."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StructType
+
+    def quoted(part: str) -> str:
+        return "`" + part.replace("`", "``") + "`"
+
+    if name in df.columns:
+        return F.col(quoted(name)), df.schema[name].dataType
+    if "." not in name:
+        return None
+    kind: Any = df.schema
+    parts = name.split(".")
+    for part in parts:
+        if not isinstance(kind, StructType) or part not in kind.fieldNames():
+            return None
+        kind = kind[part].dataType
+    return F.col(".".join(map(quoted, parts))), kind
+
+
 def column(df: DataFrame, name: str) -> I64:
     """One integer column of a (small) frame as a numpy array, through Arrow."""
     return columns(df, [name])[0]

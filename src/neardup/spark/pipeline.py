@@ -49,6 +49,7 @@ from .columns import (
     blank,
     column,
     columns,
+    field_of,
     frame_of,
     groups,
     holds_no_text,
@@ -155,7 +156,7 @@ def dedup(
         ("timestamp_col", timestamp_col),
         ("order_col", order_col),
     ):
-        if col is not None and col not in df.columns:
+        if col is not None and field_of(df, col) is None:
             raise ConfigError(
                 f"{name}={col!r} is not a column of the frame; its columns are {df.columns}"
             )
@@ -188,8 +189,7 @@ def checked(
     from pyspark.sql import functions as F
     from pyspark.sql.types import NumericType, StringType
 
-    text_type = df.schema[text_col].dataType
-    text = F.col(text_col)
+    text, text_type = _field(df, text_col)
     if isinstance(text_type, StringType):
         text_problem = (
             F.when(text.isNull(), F.lit(f"{text_col!r} is null"))
@@ -201,8 +201,7 @@ def checked(
     else:
         text_problem = F.lit(f"{text_col!r} must be a string, not {text_type.simpleString()}")
         text_value = F.lit(None).cast("string")
-    id_type = df.schema[id_col].dataType
-    raw_id = F.col(id_col)
+    raw_id, id_type = _field(df, id_col)
     if isinstance(id_type, StringType | NumericType):
         ident = raw_id.cast("string")
         id_problem = F.when(raw_id.isNull(), F.lit(f"{id_col!r} is null")).when(
@@ -214,7 +213,7 @@ def checked(
     ts, ts_problem = F.lit(None).cast("double"), F.lit(None).cast("string")
     if timestamp_col is not None:
         ts, ts_problem = _read_timestamps(df, timestamp_col)
-    title = F.col(title_col).cast("string") if title_col is not None else F.lit(None)
+    title = _field(df, title_col)[0].cast("string") if title_col is not None else F.lit(None)
     problem = F.concat_ws("; ", id_problem, text_problem, ts_problem)
     return df.select(
         ident.alias("_id"),
@@ -222,9 +221,17 @@ def checked(
         title.cast("string").alias("_title"),
         ts.cast("double").alias("_ts"),
         F.when(problem == "", None).otherwise(problem).alias("_problem"),
-        *([F.col(order_col).alias("_order")] if order_col is not None else []),
+        *([_field(df, order_col)[0].alias("_order")] if order_col is not None else []),
         *carry,
     )
+
+
+def _field(df: DataFrame, name: str) -> tuple[Column, Any]:
+    """:func:`~neardup.spark.columns.field_of` of a field known to be there."""
+    found = field_of(df, name)
+    if found is None:
+        raise ConfigError(f"{name!r} is not a column of the frame; its columns are {df.columns}")
+    return found
 
 
 def _read_timestamps(df: DataFrame, name: str) -> tuple[Column, Column]:
@@ -238,8 +245,7 @@ def _read_timestamps(df: DataFrame, name: str) -> tuple[Column, Column]:
 
     from ..times import END_SECOND, FIRST_SECOND, MILLISECONDS_ABOVE, NOT_A_TIME
 
-    tcol = F.col(name)
-    kind = df.schema[name].dataType
+    tcol, kind = _field(df, name)
     if kind.simpleString().startswith("timestamp") or kind.simpleString() == "date":
         return F.unix_micros(tcol.cast("timestamp")) / 1e6, F.lit(None).cast("string")
     if isinstance(kind, StringType):
