@@ -386,18 +386,27 @@ class RecordReader(Iterator[Document | BadRecord]):
 
     def _jsonl(self, opened: Opened, part: Part) -> Iterator[Document | BadRecord]:
         checker = self.checker
+        json_seen, lines = False, 0
         for n, data in self._numbered(opened.stream, part):
             if isinstance(data, TooLong):
                 yield checker.bad(n, None, self._too_long(n, data.size))
                 continue
             if not data.strip():
                 continue
+            lines += 1
             try:
                 line = data.decode("utf-8")
             except UnicodeDecodeError as e:
                 yield checker.bad(n, self._id_of(data), f"not valid UTF-8: {_byte_at(e)}")
                 continue
-            yield checker.from_json(_without_line_end(line), n)
+            record = checker.from_json(_without_line_end(line), n)
+            if not json_seen:
+                json_seen = not (
+                    isinstance(record, BadRecord) and record.reason.startswith(_NOT_JSON)
+                )
+            yield record
+        if lines and not json_seen:
+            self.notes.append(f"{part.name}: {_not_jsonl(part.name, lines)}")
         yield from self._stop_record(part)
 
     def _id_of(self, data: bytes) -> str | None:
@@ -716,6 +725,28 @@ def _quote_opened_at(lines: list[str]) -> int:
                 field_start = c in ",\r\n"
             i += 1
     return opened
+
+
+#: How the reasons of lines that are not JSON objects begin.
+_NOT_JSON = ("malformed JSON", "not a JSON object")
+
+
+def _not_jsonl(name: str, lines: int) -> str:
+    """What to say of a file read as JSONL none of whose lines is a JSON object: that, and
+    what it may be instead, by its name."""
+    said = f"none of its {lines:,} lines is a JSON object; it was read as JSONL"
+    low = name.lower().removesuffix(".gz").removesuffix(".zst")
+    if low.endswith((".tsv", ".tab")):
+        return (
+            f"{said}, but its name says tab-separated values, which neardup does not read: "
+            "convert it to CSV or JSONL (e.g. with pandas, DuckDB or csvkit's csvformat -t)"
+        )
+    if low.endswith((".txt", ".html", ".htm", ".md")):
+        return (
+            f"{said}: a page is read as one document from a folder of pages "
+            "(neardup dedup pages/), not as a file of records"
+        )
+    return f"{said}: if it is CSV, Parquet, Arrow or WARC, say so with --format"
 
 
 def decode_file(data: bytes, *, html: bool) -> str:
