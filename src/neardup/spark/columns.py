@@ -272,7 +272,7 @@ def holds_no_text(text: Column) -> Column:
     return udf(F.when(maybe, text))  # type: ignore[no-any-return]
 
 
-def read_times(values: Column, name: str) -> Column:
+def read_time_strings(values: Column, name: str) -> Column:
     """A string timestamp column read as the local readers read it
     (:func:`~neardup.times.parse_timestamp`): ``struct<t double, p string>``, the epoch
     seconds, or the record's problem (``bad 'ts': ...``); both null for a null or blank

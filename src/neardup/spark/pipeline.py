@@ -55,7 +55,7 @@ from .columns import (
     holds_no_text,
     partition_keys,
     python_str,
-    read_times,
+    read_time_strings,
     sketch_batches,
     sorted_rows,
     split_by,
@@ -137,8 +137,9 @@ def dedup(
     compares texts only; pass ``text_col=<the title column>`` to deduplicate titles).
     ``timestamp_col`` (a timestamp, a date, epoch seconds or milliseconds, or strings the
     local readers read: ISO 8601, numbers, HTTP dates; a row whose time cannot be read is an
-    error) is what ``keep="earliest"`` looks at. ``order_col`` fixes the input order (smallest first; ties
-    broken arbitrarily); without it the frame's own order is used. ``max_rounds`` bounds the
+    error) is what ``keep="earliest"`` looks at. A column name may be a dotted path into
+    struct columns (``content.text``). ``order_col`` fixes the input order (smallest first;
+    ties broken arbitrarily); without it the frame's own order is used. ``max_rounds`` bounds the
     template-guard iteration (``stats["converged"]`` says whether it reached the fixed point,
     which takes two or three rounds on news). ``partitions``: how many partitions to sketch
     in (default ``spark.sql.shuffle.partitions``). The result's frames are cached, and the
@@ -249,7 +250,7 @@ def _read_timestamps(df: DataFrame, name: str) -> tuple[Column, Column]:
     if kind.simpleString().startswith("timestamp") or kind.simpleString() == "date":
         return F.unix_micros(tcol.cast("timestamp")) / 1e6, F.lit(None).cast("string")
     if isinstance(kind, StringType):
-        read = read_times(tcol, name)
+        read = read_time_strings(tcol, name)
         return read["t"], read["p"]
     if isinstance(kind, NumericType):
         x = tcol.cast("double")
