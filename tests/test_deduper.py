@@ -1365,6 +1365,8 @@ def test_dedup_batch_reads_timestamps_as_records_and_names_bad_inputs() -> None:
         ("b", False, "b"),
         ("c", True, "b"),
     ]
+    arrays = dedup_batch(["a", "b"], [ZH, ZH], keep="earliest", timestamps=np.array([2, 1]))
+    assert [x.is_duplicate for x in arrays.decisions] == [True, False]  # numpy's numbers
     with pytest.raises(InputError, match="document 'b': text must be a str, not bytes"):
         dedup_batch(["a", "b"], [ZH, b"x"])  # type: ignore[list-item]
     with pytest.raises(InputError, match="document 'a': cannot read 'soon' as a time"):

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from email.utils import parsedate_to_datetime
+from typing import Any
 
 from .errors import ConfigError, InputError
 from .messages import json_type, shown
@@ -79,6 +80,8 @@ def parse_timestamp(value: object) -> float:
     ...
     neardup.errors.InputError: cannot read 'yesterday' as a time: use ISO 8601 (2024-01-05 or 2024-01-05T10:30:00Z), epoch seconds or milliseconds, or an HTTP date
     """
+    if type(value).__module__ == "numpy":  # a number or a time of a numpy array
+        value = _python_scalar(value)
     if isinstance(value, datetime):
         return _seconds(value)
     if isinstance(value, date):
@@ -113,6 +116,16 @@ def parse_timestamp(value: object) -> float:
             "2024-01-05T10:30:00Z), epoch seconds or milliseconds, or an HTTP date"
         )
     return _epoch(value, value)
+
+
+def _python_scalar(value: Any) -> object:
+    """A numpy scalar as Python's: an integer or float as itself, a ``datetime64`` as a
+    ``datetime`` (to the microsecond)."""
+    import numpy as np
+
+    if isinstance(value, np.datetime64):
+        return value.astype("datetime64[us]").item()
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def _seconds(moment: datetime) -> float:

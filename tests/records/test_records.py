@@ -8,8 +8,10 @@ import io
 import json
 import os
 import sys
+from decimal import Decimal
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -132,10 +134,16 @@ def test_detect_format_folder(tmp_path: Path) -> None:
         ("2024-01-05T00:00:00.250Z", JAN5 + 0.25),
         ("Fri, 05 Jan 2024 00:00:00 GMT", JAN5),
         ("Fri, 05 Jan 2024 08:00:00 +0800", JAN5),
+        (Decimal("1704412800"), JAN5),  # a Parquet decimal column
+        (np.int64(1704412800), JAN5),  # numpy scalars: an array's, a DataFrame's values
+        (np.float32(1704412800), JAN5),
+        (np.datetime64("2024-01-05T00:00:00.250"), JAN5 + 0.25),
+        (np.datetime64("2024-01-05", "ns"), JAN5),
     ],
 )
 def test_parse_timestamp_reads(value: object, expected: float) -> None:
-    """Epoch seconds and milliseconds, ISO 8601, compact and HTTP dates all read as UTC seconds."""
+    """Epoch seconds and milliseconds, ISO 8601, compact and HTTP dates all read as UTC
+    seconds; so do decimals and numpy's numbers and datetime64 (refused before)."""
     assert parse_timestamp(value) == pytest.approx(expected)
 
 
