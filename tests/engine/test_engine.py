@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import json
 import math
 import random
 from unittest import mock
@@ -31,6 +32,7 @@ from neardup.engine import (
     make_sketches,
     may_verify,
     required,
+    store_fingerprint,
     to_verify,
     verify,
 )
@@ -930,6 +932,13 @@ def test_a_shared_ending_is_chrome(story: str, other: str, template: str) -> Non
         ({"lsh_params": (0, 4)}, "b \\* r = 0 \\* 4 = 0"),
         ({"lsh_params": (40, 2), "num_perm": 64}, "= 80 must not exceed num_perm 64"),
         ({"lsh_threshold": 1.0}, "strictly between 0 and 1, got 1.0"),
+        ({"threshold": "0.7"}, "threshold must be a number, got '0.7'"),
+        ({"num_perm": "128"}, "num_perm must be a whole number, got '128'"),
+        ({"max_verify": 2.5}, "max_verify must be a whole number, got 2.5"),
+        ({"max_verify": True}, "max_verify must be a whole number, got True"),
+        ({"normalize": "yes"}, "normalize must be True or False, got 'yes'"),
+        ({"lsh_params": (4,)}, r"lsh_params must be \(bands, rows\) or None, got \(4,\)"),
+        ({"normalizer": 3}, "normalizer must be a neardup.Normalizer, got 3"),
     ],
 )
 def test_config_validation(kwargs: dict[str, object], message: str) -> None:
@@ -950,6 +959,33 @@ def test_config_validation_at_construction(kwargs: dict[str, object]) -> None:
     """Values that would fail later (num_perm 100, bucket_cap 0) fail at construction."""
     with pytest.raises(ConfigError):
         DedupConfig(**kwargs)  # type: ignore[arg-type]
+
+
+def test_config_takes_numpy_values_as_python_ones() -> None:
+    """A sweep's numpy values (np.int64, np.float32, np.bool_) and a list for lsh_params are
+    taken as Python's, so a store can write them as JSON (it raised a TypeError); a whole
+    float such as 128.0 is an int."""
+    cfg = DedupConfig(
+        num_perm=np.int64(64),
+        threshold=np.float32(0.5),
+        normalize=np.bool_(False),
+        lsh_params=[np.int64(8), 8],  # type: ignore[arg-type]
+        max_verify=4.0,  # type: ignore[arg-type]
+    )
+    assert (cfg.num_perm, cfg.threshold, cfg.normalize, cfg.lsh_params, cfg.max_verify) == (
+        64,
+        0.5,
+        False,
+        (8, 8),
+        4,
+    )
+    assert [type(v) for v in (cfg.num_perm, cfg.threshold, cfg.normalize, cfg.max_verify)] == [
+        int,
+        float,
+        bool,
+        int,
+    ]
+    json.dumps(store_fingerprint(cfg))  # what a store writes
 
 
 def test_default_bands_rows_fit() -> None:

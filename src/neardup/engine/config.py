@@ -10,7 +10,8 @@ neardup.errors.ConfigError: keep must be 'first', 'longest' or 'earliest', got '
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import numbers
+from dataclasses import dataclass, field, fields
 from typing import Literal
 
 from ..errors import ConfigError
@@ -88,6 +89,7 @@ class DedupConfig:
     normalizer: Normalizer = field(default_factory=Normalizer)
 
     def __post_init__(self) -> None:
+        self._check_types()
         for name in ("threshold", "copy_threshold", "title_threshold"):
             value = getattr(self, name)
             if not 0.0 < value <= 1.0:
@@ -112,6 +114,39 @@ class DedupConfig:
             raise ConfigError(f"max_verify must be at least 1, got {self.max_verify}")
         _ = self.bands_rows  # validates the LSH parameters
 
+    def _check_types(self) -> None:
+        """Each setting of its type, numpy's numbers and lists taken as Python's (a sweep's
+        values; a store writes the settings as JSON), anything else a ConfigError naming it."""
+
+        def put(name: str, value: object) -> None:
+            object.__setattr__(self, name, value)
+
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.type == "float":
+                if isinstance(value, bool) or not isinstance(value, numbers.Real):
+                    raise ConfigError(f"{f.name} must be a number, got {value!r}")
+                put(f.name, float(value))
+            elif f.type == "int":
+                if _whole(value) is None:
+                    raise ConfigError(f"{f.name} must be a whole number, got {value!r}")
+                put(f.name, _whole(value))
+            elif f.type == "bool":
+                numpy_bool = type(value).__module__ == "numpy" and type(value).__name__ in (
+                    "bool",
+                    "bool_",
+                )
+                if not (isinstance(value, bool) or numpy_bool):
+                    raise ConfigError(f"{f.name} must be True or False, got {value!r}")
+                put(f.name, bool(value))
+            elif f.name == "lsh_params" and value is not None:
+                pair = tuple(value) if isinstance(value, list | tuple) else ()
+                if len(pair) != 2 or any(_whole(v) is None for v in pair):
+                    raise ConfigError(f"lsh_params must be (bands, rows) or None, got {value!r}")
+                put(f.name, (_whole(pair[0]), _whole(pair[1])))
+            elif f.name == "normalizer" and not isinstance(value, Normalizer):
+                raise ConfigError(f"normalizer must be a neardup.Normalizer, got {value!r}")
+
     @property
     def bands_rows(self) -> tuple[int, int]:
         """(bands, rows) of the LSH index."""
@@ -123,6 +158,18 @@ class DedupConfig:
                 )
             return b, r
         return optimal_params(self.lsh_threshold, self.num_perm, 0.2, 0.8)
+
+
+def _whole(value: object) -> int | None:
+    """``value`` as an int when it is a whole number (numpy's, or a float such as 128.0 that
+    JSON may give), else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real) and float(value).is_integer():
+        return int(float(value))
+    return None
 
 
 def store_fingerprint(cfg: DedupConfig) -> dict[str, object]:
