@@ -25,7 +25,7 @@ import numpy.typing as npt
 import xxhash
 
 from . import kernels
-from .errors import InputError
+from .errors import ConfigError, InputError
 
 __all__ = [
     "Normalizer",
@@ -428,6 +428,15 @@ def fold_whitespace(text: str) -> str:
     return "\n".join([line for line in lines if line])
 
 
+def setting_flag(name: str, value: object) -> bool:
+    """A setting that is True or False (numpy's booleans too, as Python's), or a
+    ConfigError naming it."""
+    numpy_bool = type(value).__module__ == "numpy" and type(value).__name__ in ("bool", "bool_")
+    if not (isinstance(value, bool) or numpy_bool):
+        raise ConfigError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
 @dataclass(frozen=True, slots=True)
 class Normalizer:
     """Which normalization steps to apply; all on by default, ``Normalizer.raw()`` for none.
@@ -441,6 +450,10 @@ class Normalizer:
     case: bool = True
     whitespace: bool = True
     script: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("html", "width", "case", "whitespace", "script"):
+            object.__setattr__(self, name, setting_flag(f"normalizer.{name}", getattr(self, name)))
 
     @classmethod
     def raw(cls) -> Normalizer:

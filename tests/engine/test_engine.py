@@ -50,6 +50,7 @@ from neardup.engine.templates import (
     window_for,
 )
 from neardup.errors import ConfigError
+from neardup.normalize import Normalizer
 
 CFG = DedupConfig()
 
@@ -939,6 +940,7 @@ def test_a_shared_ending_is_chrome(story: str, other: str, template: str) -> Non
         ({"normalize": "yes"}, "normalize must be True or False, got 'yes'"),
         ({"lsh_params": (4,)}, r"lsh_params must be \(bands, rows\) or None, got \(4,\)"),
         ({"normalizer": 3}, "normalizer must be a neardup.Normalizer, got 3"),
+        ({"normalizer": "x"}, "normalizer must be a neardup.Normalizer, got 'x'"),
     ],
 )
 def test_config_validation(kwargs: dict[str, object], message: str) -> None:
@@ -986,6 +988,11 @@ def test_config_takes_numpy_values_as_python_ones() -> None:
         int,
     ]
     json.dumps(store_fingerprint(cfg))  # what a store writes
+    steps = Normalizer(case=np.bool_(False))
+    assert steps.case is False
+    json.dumps(store_fingerprint(DedupConfig(normalizer=steps)))
+    with pytest.raises(ConfigError, match=r"normalizer\.script must be True or False, got 0"):
+        Normalizer(script=0)  # type: ignore[arg-type]
 
 
 def test_default_bands_rows_fit() -> None:

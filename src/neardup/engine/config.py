@@ -16,7 +16,7 @@ from typing import Literal
 
 from ..errors import ConfigError
 from ..index.lsh import optimal_params
-from ..normalize import Normalizer
+from ..normalize import Normalizer, setting_flag
 
 __all__ = ["KEEP_POLICIES", "DedupConfig", "KeepPolicy", "check_keep", "store_fingerprint"]
 
@@ -132,13 +132,7 @@ class DedupConfig:
                     raise ConfigError(f"{f.name} must be a whole number, got {value!r}")
                 put(f.name, _whole(value))
             elif f.type == "bool":
-                numpy_bool = type(value).__module__ == "numpy" and type(value).__name__ in (
-                    "bool",
-                    "bool_",
-                )
-                if not (isinstance(value, bool) or numpy_bool):
-                    raise ConfigError(f"{f.name} must be True or False, got {value!r}")
-                put(f.name, bool(value))
+                put(f.name, setting_flag(f.name, value))
             elif f.name == "lsh_params" and value is not None:
                 pair = tuple(value) if isinstance(value, list | tuple) else ()
                 if len(pair) != 2 or any(_whole(v) is None for v in pair):
