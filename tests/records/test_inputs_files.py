@@ -355,6 +355,12 @@ def test_parquet_struct_columns_by_dotted_names(
     assert errors == []
     name = {str(r["id"]): f"u{k}" for k, r in enumerate(CORPUS)}
     assert {c["id"]: c["cluster"] for c in clusters} == {name[i]: name[s] for i, s in STORY.items()}
+    csv_out = tmp_path / "unique.csv"  # the named fields' values, read from the structs
+    argv = ["dedup", str(path), "-o", str(csv_out), "--clusters", str(tmp_path / "c"), *extra]
+    assert run(argv, capsys)[0] == 0
+    head, first, *_ = csv_out.read_text("utf-8").splitlines()
+    assert head == "meta.url,content.text,title,timestamp"
+    assert first.startswith("u0,") and str(CORPUS[0]["text"])[:20] in first
     argv = ["dedup", str(path), *outputs(tmp_path, "--text-field", "content.body")]
     status, _, err = run(argv, capsys)
     assert status == 2

@@ -17,7 +17,7 @@ from types import TracebackType
 from typing import IO, Any, Literal, Self, TextIO, TypeAlias, cast
 
 from ..errors import ConfigError, OutputError
-from .document import DEFAULT_FIELDS, Document, Fields
+from .document import DEFAULT_FIELDS, Document, Fields, field_value
 from .sources import FORMATS, Part
 
 __all__ = [
@@ -450,7 +450,7 @@ class UniqueWriter:
             }
         else:
             values = self.record(doc)
-        return [_cell(values.get(name)) for name in self.csv_header]
+        return [_cell(field_value(values, name)[1]) for name in self.csv_header]
 
     def close(self) -> None:
         """Flush, and close the file (standard output stays open); a second call does nothing."""
