@@ -10,6 +10,7 @@ import random
 import re
 import threading
 import time
+from datetime import timedelta
 from importlib import resources
 from typing import Any
 
@@ -1373,3 +1374,28 @@ def test_dedup_batch_reads_timestamps_as_records_and_names_bad_inputs() -> None:
         dedup_batch(["a"], [ZH], keep="earliest", timestamps=["soon"])
     with pytest.raises(ConfigError, match="2 ids for 1 timestamps"):
         dedup_batch(["a", "b"], [ZH, EN], timestamps=[1.0])
+
+
+@pytest.mark.parametrize(
+    ("window", "seconds"),
+    [
+        (timedelta(days=90), 7_776_000.0),
+        ("90 days", 7_776_000.0),
+        ("12 Hours", 43_200.0),
+        ("30 min", 1_800.0),
+        ("2w", 1_209_600.0),
+        (np.int64(3600), 3_600.0),
+    ],
+)
+def test_a_window_is_a_timedelta_a_span_in_words_or_numpy_seconds(
+    window: object, seconds: float
+) -> None:
+    """Deduper(window=) (and --window, NEARDUP_WINDOW, ?ttl=) takes a timedelta and units in
+    words (a ConfigError before); an infinite span is refused (None is no window)."""
+    from neardup.times import parse_window
+
+    assert Deduper(window=window).window == seconds  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="window must be a finite span"):
+        parse_window(float("inf"))
+    with pytest.raises(ConfigError, match="window must be a number of seconds"):
+        parse_window("5 months")

@@ -9,9 +9,11 @@ the service and the command line.
 
 from __future__ import annotations
 
+import math
+import numbers
 import re
 from collections.abc import Callable, Sequence
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from email.utils import parsedate_to_datetime
 from typing import Any
@@ -149,13 +151,16 @@ def _epoch(number: float | str | Decimal, given: object) -> float:
 #: Why a number is no timestamp.
 NOT_A_TIME = "is not a time between the years 1 and 9999"
 
-_WINDOW = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
+_WINDOW = re.compile(
+    r"^\s*(\d+(?:\.\d+)?)\s*(s|secs?|seconds?|m|mins?|minutes?|h|hours?|d|days?|w|weeks?|)\s*$",
+    re.IGNORECASE,
+)
 _UNIT = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
 
 
-def parse_window(window: str | float | int | None) -> float | None:
-    """A time window in seconds: ``"90d"``, ``"12h"``, ``"30m"``, ``"2w"`` or a number of
-    seconds; None for no window.
+def parse_window(window: str | float | int | timedelta | None) -> float | None:
+    """A time window in seconds: ``"90d"``, ``"12h"``, ``"30m"``, ``"2w"`` (or the units in
+    words: ``"90 days"``), a number of seconds or a ``timedelta``; None for no window.
 
     >>> parse_window("90d"), parse_window(3600), parse_window(None)
     (7776000.0, 3600.0, None)
@@ -168,7 +173,9 @@ def parse_window(window: str | float | int | None) -> float | None:
         return None
     if isinstance(window, bool):
         raise ConfigError(f"window must be a number of seconds or like 90d, got {window!r}")
-    if isinstance(window, int | float):
+    if isinstance(window, timedelta):
+        seconds = window.total_seconds()
+    elif isinstance(window, numbers.Real):  # numpy's numbers too
         seconds = float(window)
     else:
         m = _WINDOW.match(str(window))
@@ -176,7 +183,9 @@ def parse_window(window: str | float | int | None) -> float | None:
             raise ConfigError(
                 f"window must be a number of seconds or like 90d, 12h, 30m, 2w; got {window!r}"
             )
-        seconds = float(m.group(1)) * _UNIT[m.group(2)]
+        seconds = float(m.group(1)) * _UNIT[m.group(2)[:1].lower()]
     if not seconds > 0:
         raise ConfigError(f"window must be positive, got {window!r}")
+    if not math.isfinite(seconds):
+        raise ConfigError(f"window must be a finite span (None: no window), got {window!r}")
     return seconds
