@@ -56,7 +56,7 @@ from .engine.compact import Compact, Forms
 from .errors import ConfigError, InputError, StoreError
 from .passages import Passage
 from .store import BandKey, Entry, LogPage, NewEntry, Store, Stored, open_store
-from .times import parse_timestamp, parse_window, timestamp_or_none
+from .times import missing, parse_timestamp, parse_window, timestamp_or_none
 
 if TYPE_CHECKING:
     from .records import Document
@@ -91,8 +91,9 @@ def _item(doc_id: object, text: object, title: object, timestamp: object) -> _It
         raise InputError(f"document {doc_id!r}: text must be a str, not {type(text).__name__}")
     if title is not None and not isinstance(title, str):
         raise InputError(f"document {doc_id!r}: title must be a str, not {type(title).__name__}")
-    try:
-        ts = timestamp_or_none(timestamp)  # epoch seconds or ms, ISO 8601, HTTP dates
+    try:  # epoch seconds or ms, ISO 8601, HTTP dates; a table's null (NaN, NaT) none, as
+        # dedup_batch reads them
+        ts = None if missing(timestamp) else timestamp_or_none(timestamp)
     except InputError as exc:
         raise InputError(f"document {doc_id!r}: {exc}") from None
     return _Item(doc_id, text, title, ts, text_key(text))
