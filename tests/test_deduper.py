@@ -1370,7 +1370,7 @@ def test_dedup_batch_reads_timestamps_as_records_and_names_bad_inputs() -> None:
     assert [x.is_duplicate for x in arrays.decisions] == [True, False]  # numpy's numbers
     with Deduper() as dd:  # a DataFrame row's missing time is none, as dedup_batch reads it
         assert dd.check_and_add("n", ZH, timestamp=float("nan")).cluster == "n"
-        assert dd.check_and_add("t", EN, timestamp=np.datetime64("NaT")).cluster == "t"
+        assert dd.check_and_add("t", EN, timestamp=np.datetime64("NaT", "ns")).cluster == "t"
     with pytest.raises(InputError, match="document 'b': text must be a str, not bytes"):
         dedup_batch(["a", "b"], [ZH, b"x"])  # type: ignore[list-item]
     with pytest.raises(InputError, match="document 'a': cannot read 'soon' as a time"):
