@@ -37,7 +37,7 @@ import os
 import re
 import secrets
 import signal
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal, cast
@@ -53,7 +53,7 @@ from .engine.templates import crowding
 from .errors import ConfigError, InputError, StoreError
 from .options import sqlite_url
 from .records import no_text
-from .records.extract import main_text_extractor
+from .records.extract import Extractor, main_text_extractor
 from .settings import coerce_setting, make_config
 from .store import redacted
 from .times import parse_window, timestamp_or_none
@@ -150,7 +150,7 @@ def _text_value(value: object) -> str | None:
     return None
 
 
-def _load_extractor() -> Callable[[str | bytes], str | None]:
+def _load_extractor() -> Extractor:
     """trafilatura's main-text extraction (:mod:`neardup.records.extract`, as WARC input
     uses it), or MissingDependencyError."""
     return main_text_extractor(

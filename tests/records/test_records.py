@@ -796,7 +796,7 @@ def test_folder_reads_text_and_html_recursively(tmp_path: Path) -> None:
         ("latin.txt", b"caf\xe9", "not valid UTF-8: byte 0xE9 at byte 4"),
         ("gbk.txt", "北京".encode("gbk"), "not valid UTF-8"),
         ("gbk.html", "<p>北京</p>".encode("gbk"), "not valid UTF-8"),
-        ("wrong.html", b'<meta charset="ascii"><p>\xff</p>', "nor valid ascii as declared"),
+        ("wrong.html", b'<meta charset="euc-jp"><p>\xff</p>', "nor valid euc-jp as declared"),
         ("odd.html", b'<meta charset="klingon"><p>\xff</p>', "charset 'klingon' is unknown"),
     ],
 )
@@ -822,6 +822,11 @@ def test_folder_bad_file(tmp_path: Path, name: str, data: bytes, reason: str) ->
         ('<meta charset="GB18030">', "gb18030", "北京新闻 𠀀"),
         ('<meta charset="big5">', "big5", "臺北新聞 news"),
         ('<meta charset="Shift_JIS">', "shift_jis", "東京の天気"),
+        # labels read as the WHATWG standard (and a browser) reads them: a larger codec
+        ('<meta charset="iso-8859-1">', "cp1252", "“Café” — 5 €"),
+        ('<meta charset="us-ascii">', "cp1252", "naïve ‘quotes’"),
+        ('<meta charset="big5">', "big5hkscs", "香港特區 啓德 𠝹"),
+        ('<meta charset="gb2312">', "gb18030", "镕基 䶮"),
     ],
 )
 def test_folder_html_in_declared_charset(

@@ -300,6 +300,43 @@ def test_wet_conversion_records(tmp_path: Path, capsys: pytest.CaptureFixture[st
     ]
 
 
+def test_pages_are_read_in_the_charset_their_http_header_declares(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A page whose charset only the response's Content-Type names is read in it (as a
+    browser reads it: ``iso-8859-1`` as windows-1252, ``big5`` as Big5-HKSCS), not in the one
+    a guess finds; a page whose bytes are UTF-8 is UTF-8 whatever a misconfigured server
+    says; a page with no declaration at all is still read (guessed)."""
+    latin = "“Café” owners in Zürich say naïve tourists pay €5 more."
+    hk = "立法會今日三讀通過《啓德發展條例》，議員就修訂辯論。"
+    zh = "国务院今日召开常务会议，研究部署稳就业工作。"
+    zh2 = "国家统计局发布数据，十月份社会消费品零售总额增长。"
+    latin2 = "A “naïve” résumé costs €20 at the café, señor."
+
+    def short(text: str) -> str:
+        return f"<html><head><title>t</title></head><body><article><p>{text}</p></article></body></html>"
+
+    path = tmp_path / "crawl.warc.gz"
+    w = Warc(path)
+    w.capture(
+        "https://a.example/1", short(latin).encode("cp1252"), ctype="text/html; charset=ISO-8859-1"
+    )
+    w.capture("https://a.example/2", short(hk).encode("big5hkscs"), ctype="text/html; charset=big5")
+    w.capture("https://a.example/3", short(zh).encode("gbk"), ctype='text/html; charset="GBK"')
+    w.capture("https://a.example/4", short(zh2).encode(), ctype="text/html; charset=gbk")
+    w.capture("https://a.example/5", short(latin2).encode(), ctype="text/html")
+    w.close()
+    dedup_warc(tmp_path, capsys, path, "u.jsonl")
+    texts = {k["id"]: k["text"] for k in read_jsonl(tmp_path / "u.jsonl")}
+    assert texts == {
+        "https://a.example/1": latin,
+        "https://a.example/2": hk,
+        "https://a.example/3": zh,
+        "https://a.example/4": zh2,
+        "https://a.example/5": latin2,
+    }
+
+
 def test_html_without_main_text_is_an_error_record(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

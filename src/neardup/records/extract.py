@@ -6,17 +6,25 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from ..errors import MissingDependencyError
+from .charsets import decode_html
 
-__all__ = ["main_text_extractor"]
+__all__ = ["Extractor", "main_text_extractor"]
 
 
-def main_text_extractor(needed_for: str) -> Callable[[str | bytes], str | None]:
-    """trafilatura's main-text extraction (HTML as text or bytes, in any charset it
-    declares), or MissingDependencyError that starts with ``needed_for``."""
+class Extractor(Protocol):
+    """A page's main text (None when it has none): HTML as text, or as bytes in the charset
+    ``charset`` (an HTTP header's) or the page declares (:mod:`neardup.records.charsets`),
+    else in the one trafilatura guesses."""
+
+    def __call__(self, html: str | bytes, charset: str | None = None) -> str | None: ...
+
+
+def main_text_extractor(needed_for: str) -> Extractor:
+    """trafilatura's main-text extraction, or MissingDependencyError that starts with
+    ``needed_for``."""
     try:
         import trafilatura
     except ImportError as exc:
@@ -30,7 +38,9 @@ def main_text_extractor(needed_for: str) -> Callable[[str | bytes], str | None]:
     fast = "fast" if "fast" in inspect.signature(trafilatura.extract).parameters else "no_fallback"
     options: dict[str, Any] = {"include_comments": False, "include_tables": True, fast: True}
 
-    def extract(html: str | bytes) -> str | None:
+    def extract(html: str | bytes, charset: str | None = None) -> str | None:
+        if isinstance(html, bytes):
+            html = decode_html(html, charset) or html
         return trafilatura.extract(html, **options)
 
     return extract

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import csv
 import json
-import re
 import sys
 from collections import Counter, deque
 from collections.abc import Generator, Iterator, Sequence
@@ -19,6 +18,7 @@ from types import TracebackType
 from typing import IO, Self, cast
 
 from ..errors import InputError
+from .charsets import META_CHARSET, decode_declared
 from .document import (
     DEFAULT_FIELDS,
     NO_TEXT,
@@ -54,9 +54,6 @@ __all__ = ["FOLDER_SUFFIXES", "FORMATS", "Format", "RecordReader", "detect_forma
 # Files a folder of pages reads as one record each.
 FOLDER_SUFFIXES = PAGE_SUFFIXES
 _BOM = b"\xef\xbb\xbf"
-_META_CHARSET = re.compile(rb"""<meta[^>]*?charset\s*=\s*["']?\s*([a-zA-Z0-9_.:-]+)""", re.I)
-# WHATWG decodes these labels as GBK; GB 18030 is its superset and decodes all of them.
-_CHARSET_ALIASES = {"gb2312": "gb18030", "gbk": "gb18030", "x-gbk": "gb18030"}
 
 
 def read_records(
@@ -758,7 +755,7 @@ def decode_file(data: bytes, *, html: bool) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
         problem = f"not valid UTF-8: byte 0x{e.object[e.start]:02X} at byte {e.start + 1}"
-    declared = _META_CHARSET.search(data[:4096]) if html else None
+    declared = META_CHARSET.search(data[:4096]) if html else None
     if declared is None:
         found = text_encoding(data[:4])
         if found is not None:
@@ -771,9 +768,8 @@ def decode_file(data: bytes, *, html: bool) -> str:
                 ) from None
         raise InputError(problem)
     label = declared.group(1).decode("ascii").lower()
-    charset = _CHARSET_ALIASES.get(label, label)
     try:
-        return data.decode(charset)
+        return decode_declared(data, label)
     except LookupError:
         raise InputError(f"{problem}, and its declared charset {label!r} is unknown") from None
     except UnicodeDecodeError as e:

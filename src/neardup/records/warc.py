@@ -2,7 +2,8 @@
 
 A WARC file (``.warc``, ``.warc.gz``: gzip per record, as crawlers write them) gives one
 record for each successful (2xx) HTML response: its main text (trafilatura, as the Scrapy
-add-on extracts it), its id the ``WARC-Target-URI`` (with the ``WARC-Record-ID`` after a
+add-on extracts it, from the page in the charset its HTTP header or ``<meta>`` declares:
+:mod:`neardup.records.charsets`), its id the ``WARC-Target-URI`` (with the ``WARC-Record-ID`` after a
 space when the URI came before), its timestamp the ``WARC-Date``. A WET file's conversion
 records give their plain text as it is. Everything else — warcinfo, requests, revisits,
 metadata, resources, responses that are not HTML or not 2xx — is no document: it is counted
@@ -181,7 +182,7 @@ def warc_records(
                     "pip install 'neardup[warc]'"
                 )
             try:
-                text = extract(body)
+                text = extract(body, rec.http_charset or None)
             except Exception as e:  # a broken page must not stop the others
                 yield checker.bad(n, doc_id, f"{where}: its HTML could not be read ({e!r})")
                 continue
