@@ -12,6 +12,7 @@ import json
 import shutil
 import subprocess
 import sys
+import zlib
 from collections import Counter
 from pathlib import Path
 
@@ -69,10 +70,12 @@ class Warc:
         ctype: str = "text/html; charset=utf-8",
         status: str = "200 OK",
         metadata: bool = False,
+        headers: tuple[tuple[str, str], ...] = (),
     ) -> str:
-        """A request, its response and (optionally) a metadata record; the response's id."""
+        """A request, its response (with more HTTP ``headers``: its body is written as given)
+        and (optionally) a metadata record; the response's id."""
         w = self.writer
-        http = StatusAndHeaders(status, [("Content-Type", ctype)], protocol="HTTP/1.1")
+        http = StatusAndHeaders(status, [("Content-Type", ctype), *headers], protocol="HTTP/1.1")
         resp = w.create_warc_record(
             uri,
             "response",
@@ -335,6 +338,84 @@ def test_pages_are_read_in_the_charset_their_http_header_declares(
         "https://a.example/4": zh2,
         "https://a.example/5": latin2,
     }
+
+
+def chunked(data: bytes, size: int = 100) -> bytes:
+    parts = [data[i : i + size] for i in range(0, len(data), size)]
+    return b"".join(b"%x;ext=1\r\n%s\r\n" % (len(p), p) for p in parts) + b"0\r\n\r\n"
+
+
+def test_http_bodies_in_every_coding_are_read_and_a_bad_one_is_an_error_record(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A response's chunked transfer coding and gzip, deflate (zlib or raw), brotli or zstd
+    content coding are undone; a body stored decoded under its coding's header (as some
+    archivers keep it) is read as it is; a body in no coding its headers name, or broken
+    chunks, is an error record naming it — and every record after it is read. (FastWARC's
+    own decoding stopped the file quietly at a brotli body, losing it and every record after
+    it, and raised a traceback at a body that was not the gzip its header said.)"""
+    brotli = pytest.importorskip("brotli")
+    zstandard = pytest.importorskip("zstandard")
+    stories = [page("Site", "t", t) for t in (ZH_STORY, EN_STORY, ZH_OTHER, EN_OTHER)]
+    raw_deflate = zlib.compressobj(wbits=-15)
+    codings: list[tuple[str, bytes, tuple[tuple[str, str], ...]]] = [
+        ("chunked", chunked(stories[0]), (("Transfer-Encoding", "chunked"),)),
+        ("gzip", gzip.compress(stories[1]), (("Content-Encoding", "gzip"),)),
+        ("zlib", zlib.compress(stories[2]), (("Content-Encoding", "deflate"),)),
+        (
+            "raw-deflate",
+            raw_deflate.compress(stories[3]) + raw_deflate.flush(),
+            (("Content-Encoding", "deflate"),),
+        ),
+        ("br", brotli.compress(stories[0]), (("Content-Encoding", "br"),)),
+        ("zstd", zstandard.ZstdCompressor().compress(stories[1]), (("Content-Encoding", "zstd"),)),
+        (
+            "chunked-gzip",
+            chunked(gzip.compress(stories[2]), 37),
+            (("Transfer-Encoding", "chunked"), ("Content-Encoding", "gzip")),
+        ),
+        (
+            "gzip-br",
+            brotli.compress(gzip.compress(stories[3])),
+            (("Content-Encoding", "gzip, br"),),
+        ),
+        (
+            "stored-decoded",
+            stories[0],
+            (("Content-Encoding", "gzip"), ("Transfer-Encoding", "chunked")),
+        ),
+        ("not-gzip", bytes(range(256)) * 4, (("Content-Encoding", "gzip"),)),
+        ("broken-chunks", b"zz\r\n" + bytes(range(1, 200)), (("Transfer-Encoding", "chunked"),)),
+        ("unknown", b"\x1f\x9d\x90" + bytes(300), (("Content-Encoding", "compress"),)),
+        ("last", stories[3], ()),
+    ]
+    path = tmp_path / "crawl.warc.gz"
+    w = Warc(path)
+    for name, body, headers in codings:
+        w.capture(f"https://a.example/{name}", body, headers=headers)
+    w.close()
+    argv = ["dedup", str(path), "-o", str(tmp_path / "u.jsonl"), "--duplicates-only", "-"]
+    argv += ["--clusters", str(tmp_path / "c.jsonl"), "--errors", str(tmp_path / "e.jsonl")]
+    status, _, err = run(argv, capsys)
+    assert status == 0, err
+    clusters = {c["id"]: c["cluster"] for c in read_jsonl(tmp_path / "c.jsonl")}
+    assert len(clusters) == 10 and "https://a.example/last" in clusters
+    groups: dict[object, set[str]] = {}
+    for uri, cluster in clusters.items():
+        groups.setdefault(cluster, set()).add(uri.rsplit("/", 1)[1])
+    assert sorted(map(sorted, groups.values())) == [
+        ["br", "chunked", "stored-decoded"],
+        ["chunked-gzip", "zlib"],
+        ["gzip", "zstd"],
+        ["gzip-br", "last", "raw-deflate"],
+    ]
+    errors = {
+        str(e["id"]).rsplit("/", 1)[1]: str(e["reason"]) for e in read_jsonl(tmp_path / "e.jsonl")
+    }
+    assert errors.keys() == {"not-gzip", "broken-chunks", "unknown"}
+    assert "its body is not gzip data as its Content-Encoding says" in errors["not-gzip"]
+    assert "its body is not chunked as its Transfer-Encoding says" in errors["broken-chunks"]
+    assert "its Content-Encoding 'compress' is not one neardup decodes" in errors["unknown"]
 
 
 def test_html_without_main_text_is_an_error_record(

@@ -3,7 +3,8 @@
 A WARC file (``.warc``, ``.warc.gz``: gzip per record, as crawlers write them) gives one
 record for each successful (2xx) HTML response: its main text (trafilatura, as the Scrapy
 add-on extracts it, from the page in the charset its HTTP header or ``<meta>`` declares:
-:mod:`neardup.records.charsets`), its id the ``WARC-Target-URI`` (with the ``WARC-Record-ID`` after a
+:mod:`neardup.records.charsets`, once its chunked transfer coding and its gzip, deflate,
+brotli or zstd content coding are undone), its id the ``WARC-Target-URI`` (with the ``WARC-Record-ID`` after a
 space when the URI came before), its timestamp the ``WARC-Date``. A WET file's conversion
 records give their plain text as it is. Everything else — warcinfo, requests, revisits,
 metadata, resources, responses that are not HTML or not 2xx — is no document: it is counted
@@ -30,7 +31,7 @@ import shutil
 import sys
 import tempfile
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any, cast
 
@@ -110,7 +111,10 @@ def warc_records(
     extract = None
     stream = opened.raw if opened.raw is not None else opened.stream
     ordinal = -1
-    records = w.ArchiveIterator(stream, parse_http=True, auto_decode="all")
+    # the HTTP body's codings are undone by _decoded, record by record: FastWARC's own stop
+    # the whole file quietly at a brotli body, and at a broken chunked one raise for every
+    # record after it
+    records = w.ArchiveIterator(stream, parse_http=True, auto_decode="none")
     while True:
         try:
             rec = next(records, None)
@@ -169,6 +173,15 @@ def warc_records(
         if len(body) > cap:
             yield checker.bad(n, doc_id, f"{where} decodes to more than {format_size(cap)}")
             continue
+        if t == w.WarcRecordType.response:
+            try:
+                headers = rec.http_headers
+                body = _decoded(
+                    body, headers.get("Transfer-Encoding"), headers.get("Content-Encoding"), cap
+                )
+            except _Undecodable as e:
+                yield checker.bad(n, doc_id, f"{where}: {e}")
+                continue
         if t == w.WarcRecordType.conversion:
             try:
                 text: str | None = body.decode("utf-8")
@@ -206,6 +219,130 @@ def warc_records(
             )
             reader.unread.append(f"{part.name}: {reason}")
             yield checker.bad(None, None, reason)
+
+
+class _Undecodable(Exception):
+    """A response body that cannot be decoded as its Content-Encoding says."""
+
+
+def _codings(header: str | None) -> list[str]:
+    found = [c.strip().lower() for c in (header or "").split(",")]
+    return [c for c in found if c and c != "identity"]
+
+
+def _decoded(body: bytes, transfer: str | None, content: str | None, cap: int) -> bytes:
+    """A response's body with its Transfer-Encoding (``chunked``) and Content-Encoding
+    (``gzip``, ``deflate``, ``br``, ``zstd``, in the order listed) undone; at most ``cap``
+    bytes. A body that is not in the coding its headers name but is already markup (an
+    archiver that stored it decoded and kept the headers) is taken as it is, as browsers and
+    warcio take it; else _Undecodable says why."""
+    codings = _codings(content) + _codings(transfer)
+    if not codings:
+        return body
+    data = body
+    try:
+        if codings[-1] == "chunked":
+            data = _dechunked(data)
+            codings.pop()
+        for c in reversed(codings):
+            data = _undo(c, data, cap)
+    except _Undecodable:
+        if _markup(body):
+            return body
+        raise
+    return data
+
+
+_CHUNK_SIZE = re.compile(rb"[ \t]*([0-9a-fA-F]{1,16})[ \t]*(?:;[^\r\n]*)?\r?\n")
+
+
+def _dechunked(data: bytes) -> bytes:
+    """A chunked body's data; a body cut short gives the chunks it holds (as a browser shows
+    a page cut short)."""
+    out: list[bytes] = []
+    at = 0
+    while at < len(data):
+        m = _CHUNK_SIZE.match(data, at)
+        if m is None:
+            if out:  # cut short in a chunk-size line
+                break
+            raise _Undecodable(
+                f"its body is not chunked as its Transfer-Encoding says (starts {data[:16]!r})"
+            )
+        size = int(m.group(1), 16)
+        if size == 0:
+            break
+        at = m.end()
+        out.append(data[at : at + size])
+        at += size
+        if data.startswith(b"\r\n", at):
+            at += 2
+        elif data.startswith(b"\n", at):
+            at += 1
+    return b"".join(out)
+
+
+def _markup(body: bytes) -> bool:
+    head = body[:1024].lstrip()
+    return head.startswith(b"<") and b"\x00" not in head
+
+
+def _undo(coding: str, data: bytes, cap: int) -> bytes:
+    decode = _DECODERS.get(coding)
+    if decode is None:
+        raise _Undecodable(f"its Content-Encoding {coding!r} is not one neardup decodes")
+    try:
+        out = decode(data, cap + 1)
+    except _Undecodable:
+        raise
+    except Exception as e:  # zlib's, brotli's or zstandard's error: data not in that coding
+        raise _Undecodable(
+            f"its body is not {coding} data as its Content-Encoding says ({e})"
+        ) from None
+    if len(out) > cap:
+        raise _Undecodable(f"its {coding} body decodes to more than {format_size(cap)}")
+    return out
+
+
+def _gunzip(data: bytes, limit: int) -> bytes:
+    return zlib.decompressobj(wbits=47).decompress(data, limit)  # gzip or zlib, by its header
+
+
+def _inflate(data: bytes, limit: int) -> bytes:
+    try:
+        return zlib.decompressobj(wbits=15).decompress(data, limit)
+    except zlib.error:  # a raw deflate stream, as some servers send "deflate"
+        return zlib.decompressobj(wbits=-15).decompress(data, limit)
+
+
+def _unbrotli(data: bytes, limit: int) -> bytes:
+    import brotli  # FastWARC's own dependency
+
+    d = brotli.Decompressor()
+    try:
+        return bytes(d.process(data, output_buffer_limit=limit))
+    except TypeError:  # brotli before 1.2 sets no limit
+        return bytes(d.process(data))
+
+
+def _unzstd(data: bytes, limit: int) -> bytes:
+    try:
+        import zstandard
+    except ImportError:
+        raise _Undecodable(
+            "its body is zstd-encoded, which needs zstandard: pip install 'neardup[zstd]'"
+        ) from None
+    with zstandard.ZstdDecompressor().stream_reader(data) as r:
+        return bytes(r.read(limit))
+
+
+_DECODERS: dict[str, Callable[[bytes, int], bytes]] = {
+    "gzip": _gunzip,
+    "x-gzip": _gunzip,
+    "deflate": _inflate,
+    "br": _unbrotli,
+    "zstd": _unzstd,
+}
 
 
 def _tail_problem(path: str, start: int, compression: str | None) -> str | None:
