@@ -186,6 +186,41 @@ def test_utf16_jsonl_is_read_and_said_once(
     assert json.loads(kept[0])["text"] == CORPUS[0]["text"]
 
 
+@pytest.mark.parametrize("gz", [False, True])
+def test_lines_ended_by_cr_alone_are_read_and_said_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], gz: bool
+) -> None:
+    """Excel for Mac's "CSV (Macintosh)" and classic Mac OS end lines with CR alone: a CSV
+    of them failed at its header with Python's 'new-line character seen in unquoted field -
+    do you need to open the file in universal-newline mode?', and JSONL was one line (one
+    error record, or the whole file too long to hold). Both are read, said once; a CSV
+    cell's own line break comes through as a line break."""
+    import csv
+    import gzip
+    import io
+
+    rows = [{"id": r["id"], "text": r["text"]} for r in CORPUS]
+    rows[0]["text"] += "\rA second paragraph."
+    out = io.StringIO()
+    writer = csv.DictWriter(out, ["id", "text"], lineterminator="\r", quoting=csv.QUOTE_ALL)
+    writer.writeheader()
+    writer.writerows(rows)
+    jsonl = "".join(json_line(r) + "\r" for r in CORPUS)
+    for name, text in (("in.csv", out.getvalue()), ("in.jsonl", jsonl)):
+        data = text.encode()
+        source = tmp_path / (name + (".gz" if gz else ""))
+        source.write_bytes(gzip.compress(data) if gz else data)
+        status, _, err = run(["dedup", str(source), *outputs(tmp_path)], capsys)
+        assert status == 0, err
+        assert read_jsonl(tmp_path / "errors.jsonl") == []
+        clusters = read_jsonl(tmp_path / "clusters.jsonl")
+        assert [c["id"] for c in clusters] == [r["id"] for r in CORPUS]
+        assert err.count(f"{source} is text whose lines end in CR alone") == 1
+    with read_records(str(tmp_path / ("in.csv" + (".gz" if gz else "")))) as records:
+        first = next(records)
+    assert isinstance(first, Document) and first.text.endswith("\nA second paragraph.")
+
+
 def test_utf16_csv_and_page(tmp_path: Path) -> None:
     csv_path = tmp_path / "in.csv"
     csv_path.write_bytes(codecs.BOM_UTF16_LE + "id,text\n1,北京\n".encode("utf-16-le"))

@@ -151,6 +151,42 @@ class _Utf8(io.RawIOBase):
         return n
 
 
+class _CrLines(io.RawIOBase):
+    """A stream whose lines end in CR alone (classic Mac OS, Excel for Mac's "CSV (Macintosh)"),
+    given out with LF line ends."""
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        self._stream = stream
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+        chunk = self._stream.read(len(buffer))
+        if not chunk:
+            return 0
+        n = len(chunk)
+        buffer[:n] = chunk.replace(b"\r", b"\n")
+        return n
+
+
+#: How far a text file is looked into for its line ends.
+_LINE_END_PEEK = 1 << 16
+
+
+def cr_line_ends(head: bytes) -> bool:
+    r"""Whether a text file that starts with ``head`` ends its lines with CR alone: its first
+    line does (a CSV cell's own line breaks may be LF).
+
+    >>> cr_line_ends(b'id,text\r1,"a\nb"\r'), cr_line_ends(b"id,text\r\n1,a\r\n")
+    (True, False)
+    >>> cr_line_ends(b"id,text\n1,a\rb\n"), cr_line_ends(b"no line end yet")
+    (False, False)
+    """
+    cr, lf = head.find(b"\r"), head.find(b"\n")
+    return cr >= 0 and (lf < 0 or lf > cr + 1)
+
+
 def text_encoding(head: bytes) -> tuple[str, str] | None:
     """(codec, description) when ``head`` shows UTF-16 or UTF-32 text, else None."""
     if head.startswith((codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)):
@@ -560,4 +596,12 @@ def open_bytes(path: str, stack: ExitStack, *, text: bool = True) -> Opened:
             wrapped = io.TextIOWrapper(stream, encoding=codec, errors="strict", newline="\n")
             stack.callback(_detach, wrapped)  # closing it would close what it wraps
             stream = cast(IO[bytes], io.BufferedReader(_Utf8(wrapped)))
+        else:
+            try:
+                head = _peek(stream, _LINE_END_PEEK)
+            except BrokenOff:
+                head = b""
+            if cr_line_ends(head):
+                encoding = "text whose lines end in CR alone (as classic Mac OS writes them)"
+                stream = cast(IO[bytes], io.BufferedReader(_CrLines(stream)))
     return Opened(stream, raw, compression, encoding)
