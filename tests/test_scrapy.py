@@ -502,6 +502,34 @@ def test_item_fields_are_read_as_documented() -> None:
         p.close()
 
 
+def test_dotted_field_settings_read_nested_item_fields() -> None:
+    """``NEARDUP_TEXT_FIELD = "article.body"`` reads a nested field, as ``--text-field``
+    does for dedup (it read a field of that whole name, so every item was 'missing'); a
+    field whose own name holds the dots wins."""
+    from itemadapter import ItemAdapter
+
+    p = NearDupPipeline(
+        id_field="meta.url",
+        text_field="article.body",
+        title_field="article.title",
+        timestamp_field="meta.fetched",
+    )
+    try:
+        item = {
+            "meta": {"url": "u1", "fetched": "2024-05-01"},
+            "article": {"body": "第一段", "title": "T"},
+        }
+        job = p._job(ItemAdapter(item))
+        assert isinstance(job, Job) and (job.text, job.title) == ("第一段", "T")
+        assert shown_id(job.id) == "u1" and job.timestamp == 1714521600.0
+        flat = p._job(ItemAdapter({"article.body": "flat", "article": {"body": "nested"}}))
+        assert isinstance(flat, Job) and flat.text == "flat"
+        missing = p._job(ItemAdapter({"meta": {"url": "u2"}, "article": "not an object"}))
+        assert "u2: field 'article.body' is missing" in getattr(missing, "message", "")
+    finally:
+        p.close()
+
+
 @pytest.mark.parametrize(
     ("value", "seconds"),
     [

@@ -52,7 +52,7 @@ from .engine import DedupConfig
 from .engine.templates import crowding
 from .errors import ConfigError, InputError, StoreError
 from .options import sqlite_url
-from .records import no_text
+from .records import field_value, no_text
 from .records.extract import Extractor, main_text_extractor
 from .settings import coerce_setting, make_config
 from .store import redacted
@@ -434,19 +434,23 @@ class NearDupPipeline:
     def _job(self, adapter: ItemAdapter) -> Job | Unusable:
         """Read an item's fields (cheap: the extraction happens on the worker)."""
         self._seen += 1
-        ident = adapter.get(self.id_field)
+
+        def get(name: str) -> Any:  # a dotted name reads a nested field, as dedup does
+            return field_value(adapter, name)[1]
+
+        ident = get(self.id_field)
         if not isinstance(ident, str) or not ident:
             ident = f"item-{self._seen}"
         store_id = f"{ident} @{self._run}-{self._seen}"
         html: str | bytes | None = None
         text: str | None = None
-        if self.html_field is not None and adapter.get(self.html_field) is not None:
-            raw = adapter.get(self.html_field)
+        if self.html_field is not None and get(self.html_field) is not None:
+            raw = get(self.html_field)
             html = raw if isinstance(raw, bytes) else _text_value(raw)
             if not html:
                 return Unusable("no_text", f"{ident}: field {self.html_field!r} holds no HTML")
         else:
-            value = adapter.get(self.text_field)
+            value = get(self.text_field)
             text = _text_value(value)
             if text is None or not text.strip() or no_text(text):
                 if value is None:
@@ -461,10 +465,10 @@ class NearDupPipeline:
                 return Unusable("no_text", f"{ident}: field {self.text_field!r} {what}")
         title = None
         if self.title_field is not None:
-            title = _text_value(adapter.get(self.title_field))
+            title = _text_value(get(self.title_field))
         ts = None
         if self.timestamp_field is not None:
-            raw_ts = adapter.get(self.timestamp_field)
+            raw_ts = get(self.timestamp_field)
             try:
                 ts = timestamp_or_none(raw_ts)
             except InputError as e:
