@@ -1379,6 +1379,24 @@ def test_dedup_batch_reads_timestamps_as_records_and_names_bad_inputs() -> None:
         dedup_batch(["a", "b"], [ZH, EN], timestamps=[1.0])
 
 
+def test_dedup_batch_ids_are_labels_given_back_and_a_bad_one_is_named() -> None:
+    """A DataFrame's integer index names its documents and comes back as it came; a
+    repeated id is named with both its places (the message named none), and a missing one
+    (None or a frame's NaN, taken as an id before) or one that cannot be hashed is an
+    InputError naming its place (a bare TypeError before)."""
+    d = dedup_batch(np.array([10, 11]), [ZH, ZH])
+    assert [(x.id, x.cluster) for x in d.decisions] == [(10, 10), (11, 10)]
+    bad: list[tuple[list[object], str]] = [
+        (["a", "b", "a"], "ids must be unique within a batch: 'a' names documents 0 and 2"),
+        (["a", None], r"document 1 has no id \(None\)"),
+        ([float("nan"), "b"], r"document 0 has no id \(nan\)"),
+        ([["a"], "b"], "document 0's id is list, which cannot name a document"),
+    ]
+    for ids, message in bad:
+        with pytest.raises(InputError, match=message):
+            dedup_batch(ids, [ZH, EN, ZH][: len(ids)])  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize(
     ("window", "seconds"),
     [

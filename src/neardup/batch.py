@@ -73,7 +73,7 @@ from .machine import machine_cpus, workers_within_memory
 from .memory import grown, keep_freed, set_huge_pages, trim
 from .passages import Passage
 from .shelf import Shelf, default_budget
-from .times import read_times
+from .times import missing, read_times
 from .timing import Stages
 
 __all__ = ["BatchResult", "BatchRun", "dedup_batch"]
@@ -102,6 +102,25 @@ class BatchResult:
     sketch_workers: int = 0
 
 
+def _check_ids(ids: list[str]) -> None:
+    """Every id there and unique, or InputError naming the first that is not (by its place)."""
+    seen: dict[object, int] = {}
+    for i, doc_id in enumerate(ids):
+        if missing(doc_id):
+            raise InputError(f"document {i} has no id ({doc_id!r})")
+        try:
+            first = seen.setdefault(doc_id, i)
+        except TypeError:
+            raise InputError(
+                f"document {i}'s id is {type(doc_id).__name__}, which cannot name a document "
+                "(not hashable); give strings"
+            ) from None
+        if first != i:
+            raise InputError(
+                f"ids must be unique within a batch: {doc_id!r} names documents {first} and {i}"
+            )
+
+
 def dedup_batch(
     ids: Iterable[str],
     texts: Iterable[str],
@@ -115,6 +134,9 @@ def dedup_batch(
     sketch_memory: int | None = None,
 ) -> BatchResult:
     """Deduplicate a corpus at once: the same decisions as streaming it through a Deduper.
+
+    ``ids`` name the documents, one each, unique: strings, or other labels (a DataFrame's
+    integer index) given back as they came; a missing one (None, NaN) is an InputError.
 
     ``keep`` chooses which document of each cluster is kept and names the cluster: the
     first seen (the streaming rule), the longest text, or the earliest of ``timestamps``
@@ -135,8 +157,7 @@ def dedup_batch(
     if len(ids) != len(texts):
         raise ConfigError(f"{len(ids)} ids for {len(texts)} texts")
     check_keep(keep)
-    if len(set(ids)) != len(ids):
-        raise InputError("ids must be unique within a batch")
+    _check_ids(ids)
     for doc_id, text in zip(ids, texts, strict=True):
         if not isinstance(text, str):
             raise InputError(f"document {doc_id!r}: text must be a str, not {type(text).__name__}")

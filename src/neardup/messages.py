@@ -19,7 +19,16 @@ def shown(value: str, limit: int = 60) -> str:
 
 def json_type(value: object) -> str:
     """The JSON name of ``value``'s type, with its article ("an array"); bytes, which a
-    Parquet or Arrow column may hold, are "binary data"."""
+    Parquet or Arrow column may hold, are "binary data"; a numpy scalar (a DataFrame's
+    cell) is named as the Python value it holds.
+
+    >>> import numpy as np
+    >>> json_type(np.int64(3)), json_type(np.bool_(True)), json_type((1, 2)), json_type({})
+    ('a number', 'a boolean', 'an array', 'an object')
+    """
+    item = getattr(value, "item", None)
+    if item is not None and type(value).__module__ == "numpy" and getattr(value, "ndim", 1) == 0:
+        value = item()
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -28,7 +37,7 @@ def json_type(value: object) -> str:
         return "a number"
     if isinstance(value, str):
         return "a string"
-    if isinstance(value, list):
+    if isinstance(value, list | tuple):
         return "an array"
     if isinstance(value, bytes | bytearray | memoryview):
         return "binary data"  # a Parquet or Arrow binary column
