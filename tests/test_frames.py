@@ -127,3 +127,27 @@ def test_repeated_id_and_existing_output_column() -> None:
         dedup_frame(df.assign(score=1.0), id=None)
     with pytest.raises(ConfigError, match="takes a pandas or polars DataFrame"):
         dedup_frame([{"id": 1, "text": "x"}])
+
+
+def test_a_lazy_frame_is_collected_and_a_column_alone_is_refused_with_how_to_frame_it() -> None:
+    """A polars LazyFrame is run and its result given back lazy (a TypeError before: 'not
+    subscriptable'); a Series or an Arrow array — a column of texts alone — is a ConfigError
+    saying how to make it a frame (an AttributeError before)."""
+    lazy = pl.LazyFrame(ROWS)
+    out = dedup_frame(lazy, text="body", id="doc")
+    assert isinstance(out, pl.LazyFrame)
+    assert columns(out.collect()) == columns(dedup_frame(pl.DataFrame(ROWS), text="body", id="doc"))
+    texts = [r["body"] for r in ROWS]
+    for column, how in [
+        (pd.Series(texts), 'series.to_frame("text")'),
+        (pl.Series(texts), 'series.to_frame("text")'),
+        (pa.array(texts), 'pyarrow.table({"text": array})'),
+        (pa.chunked_array([texts]), 'pyarrow.table({"text": array})'),
+    ]:
+        with pytest.raises(ConfigError, match="a column of texts alone") as e:
+            dedup_frame(column)
+        assert str(e.value).endswith(f"dedup_frame({how})")
+    batch = dedup_frame(pa.RecordBatch.from_pylist(ROWS), text="body", id="doc")
+    assert isinstance(batch, pa.RecordBatch)
+    table = dedup_frame(pa.Table.from_pylist(ROWS), text="body", id="doc")
+    assert columns(pa.Table.from_batches([batch])) == columns(table)

@@ -41,17 +41,29 @@ class _Default(str):
 _ID = _Default(_DEFAULT_ID)
 
 
+#: A column of texts alone, by library: how to make it a frame of one column.
+_ONE_COLUMN = {
+    "pandas": 'series.to_frame("text")',
+    "polars": 'series.to_frame("text")',
+    "arrow": 'pyarrow.table({"text": array})',
+}
+
+
 def _kind(frame: object) -> str:
-    module = type(frame).__module__
-    if module.startswith("pandas"):
-        return "pandas"
-    if module.startswith("polars"):
-        return "polars"
-    if module.startswith("pyarrow"):
-        return "arrow"
+    library = type(frame).__module__.split(".")[0]
+    kind = {"pandas": "pandas", "polars": "polars", "pyarrow": "arrow"}.get(library)
+    name = type(frame).__name__
+    if kind is not None and name in ("DataFrame", "Table", "RecordBatch"):
+        return kind
+    what = f"{type(frame).__module__}.{name}"
+    if kind is not None:  # a Series, an Array: one column
+        raise ConfigError(
+            f"dedup_frame takes a DataFrame or a Table, not a {what}; a column of texts "
+            f"alone is a frame of one column: dedup_frame({_ONE_COLUMN[kind]})"
+        )
+    hint = ": a Hugging Face Dataset's table is ds.data.table" if library == "datasets" else ""
     raise ConfigError(
-        f"dedup_frame takes a pandas or polars DataFrame or a pyarrow Table, not "
-        f"{type(frame).__module__}.{type(frame).__name__}"
+        f"dedup_frame takes a pandas or polars DataFrame or a pyarrow Table, not {what}{hint}"
     )
 
 
@@ -86,8 +98,8 @@ def dedup_frame(
     ``score`` (that match's similarity; 0.0 when kept) — the decisions of
     :func:`neardup.dedup_batch` on the same rows, ``keep`` and ``config``.
 
-    Returns the same type: a pandas DataFrame (same index), a polars DataFrame or a pyarrow
-    Table. ``text`` names the column to compare; ``id`` the one naming the rows (ids keep
+    Returns the same type: a pandas DataFrame (same index), a polars DataFrame (a LazyFrame
+    is collected, and its result given back lazy) or a pyarrow Table or RecordBatch. ``text`` names the column to compare; ``id`` the one naming the rows (ids keep
     their type: integer ids give integer clusters) — without an ``id`` column, or with
     ``id=None``, rows are named by their position (0, 1, …); ``timestamp`` is read for
     ``keep="earliest"``. A row whose text is null, not a string or holds no text (blank,
@@ -97,6 +109,21 @@ def dedup_frame(
     naming the rows.
     ``workers`` and ``sketch_memory`` are :func:`neardup.dedup_batch`'s.
     """
+    if type(frame).__module__.startswith("polars") and type(frame).__name__ == "LazyFrame":
+        # every row is needed at once: run the query, and give a lazy frame back
+        lazy = cast(Any, frame)
+        out = dedup_frame(
+            lazy.collect(),
+            text=text,
+            id=id,
+            title=title,
+            timestamp=timestamp,
+            keep=keep,
+            config=config,
+            workers=workers,
+            sketch_memory=sketch_memory,
+        )
+        return cast(F, out.lazy())
     kind = _kind(frame)
     columns = _columns(frame, kind)
     taken = [c for c in OUTPUT_COLUMNS if c in columns]
