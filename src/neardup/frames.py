@@ -22,7 +22,7 @@ from .batch import dedup_batch
 from .engine import DedupConfig, KeepPolicy
 from .errors import ConfigError, InputError
 from .messages import json_type
-from .records import no_text, read_id
+from .records import joined_text, no_text, read_id
 from .times import missing, read_times
 
 __all__ = ["OUTPUT_COLUMNS", "dedup_frame"]
@@ -137,7 +137,7 @@ def dedup_frame(
             raise ConfigError(
                 f"the frame has no {what} column {name!r}; its columns are {', '.join(map(repr, columns))}"
             )
-    texts = _values(frame, kind, text)
+    texts = [joined_text(v) for v in _values(frame, kind, text)]  # lists of paragraphs too
     n = len(texts)
     if id is None or (isinstance(id, _Default) and id not in columns):
         id_values: list[Any] = list(range(n))
@@ -183,7 +183,7 @@ def dedup_frame(
     times = read_times([stamps[i] for i in rows], lambda k: f"row {rows[k]}: bad {timestamp!r}")
     result = dedup_batch(
         ids,
-        [texts[i] for i in rows],
+        [cast(str, texts[i]) for i in rows],
         config=config,
         keep=keep,
         timestamps=times if timestamp is not None else None,

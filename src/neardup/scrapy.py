@@ -52,7 +52,7 @@ from .engine import DedupConfig
 from .engine.templates import crowding
 from .errors import ConfigError, InputError, StoreError
 from .options import sqlite_url
-from .records import field_value, no_text
+from .records import field_value, joined_text, no_text
 from .records.extract import Extractor, main_text_extractor
 from .settings import coerce_setting, make_config
 from .store import redacted
@@ -142,12 +142,10 @@ Outcome = Decision | Unusable
 
 def _text_value(value: object) -> str | None:
     """A text field's value as one string (a list of strings, as ``getall()`` gives, is
-    joined by lines); None when it holds something else."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
-        return "\n".join(value)
-    return None
+    joined by lines: :func:`~neardup.records.joined_text`); None when it holds something
+    else."""
+    text = joined_text(value)
+    return text if isinstance(text, str) else None
 
 
 def _load_extractor() -> Extractor:

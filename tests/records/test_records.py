@@ -329,7 +329,8 @@ BAD_JSONL = [
     ('{"id": "a"}', "missing 'text'", "a"),
     ('{"id": "a", "text": null}', "'text' is null", "a"),
     ('{"id": "a", "text": 5}', "'text' must be a string, not a number", "a"),
-    ('{"id": "a", "text": ["北京"]}', "'text' must be a string, not an array", "a"),
+    ('{"id": "a", "text": [["北京"]]}', "'text' must be a string or an array of strings", "a"),
+    ('{"id": "a", "text": {"body": "北京"}}', "'text' must be a string, not an object", "a"),
     ('{"id": "a", "text": {"zh": "北京"}}', "'text' must be a string, not an object", "a"),
     ('{"id": "a", "text": false}', "'text' must be a string, not a boolean", "a"),
     ('{"id": "a", "text": ""}', "'text' is empty", "a"),
@@ -1205,3 +1206,40 @@ def test_no_text_is_its_pattern_then_normalized(text: str) -> None:
         c.isspace() or unicodedata.category(c) in ("Cf", "Cc") for c in normalize(text)
     )
     assert no_text(text) == nothing
+
+
+def test_a_text_that_is_an_array_of_strings_is_one_text(tmp_path: Path) -> None:
+    """A JSON array of paragraphs (a Scrapy feed export of ``getall()``), a Parquet
+    ``list<string>`` column and a pandas column of such arrays are one text, the items joined
+    by lines — as the Scrapy add-on and the Spark engine read them (every such record was
+    an error: "'text' must be a string, not an array"); an array holding anything else names
+    it."""
+    pq = pytest.importorskip("pyarrow.parquet")
+    pa = pytest.importorskip("pyarrow")
+    rows = [
+        {"id": "a", "text": ["第一段。", "Second paragraph."]},
+        {"id": "b", "text": []},
+        {"id": "c", "text": ["x", 7]},
+        {"id": "d", "text": [None]},
+    ]
+    jsonl = tmp_path / "items.jsonl"
+    jsonl.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), "utf-8")
+    parquet = tmp_path / "items.parquet"
+    pq.write_table(pa.table({"id": ["a", "b"], "text": [rows[0]["text"], []]}), parquet)
+    reasons = {
+        "b": "'text' is empty",
+        "c": "'text' must be a string or an array of strings, not an array holding a number",
+        "d": "'text' must be a string or an array of strings, not an array holding null",
+    }
+    for source, ids in ((jsonl, "abcd"), (parquet, "ab")):
+        got = read(str(source))
+        assert [r.text for r in got if isinstance(r, Document)] == ["第一段。\nSecond paragraph."]
+        assert {r.id: r.reason for r in got if isinstance(r, BadRecord)} == {
+            k: v for k, v in reasons.items() if k in ids
+        }
+    pd = pytest.importorskip("pandas")
+    from neardup import dedup_frame
+
+    frame = pd.read_parquet(parquet)  # list<string> cells are numpy arrays in pandas
+    out = dedup_frame(frame)
+    assert out["cluster"].tolist()[0] == "a" and out["cluster"].isna().tolist() == [False, True]

@@ -692,6 +692,47 @@ def test_a_text_column_that_is_not_strings(spark: Any) -> None:
     assert result.clusters.count() == 0
 
 
+def test_an_array_of_strings_is_one_text_as_the_local_readers_read_it(spark: Any) -> None:
+    """A text column of arrays of strings (a JSON array of paragraphs, a Parquet
+    list<string>, a Scrapy item's getall()) is one text, its items joined by lines — as the
+    local engine reads it: the same decisions and the same error rows (every row an error
+    before)."""
+    from neardup.records import Fields, RecordChecker
+
+    paragraphs = [p for p in STORY_ZH.split("。") if p]
+    rows = [
+        ("a", [p + "。" for p in paragraphs]),
+        ("b", [p + "。" for p in paragraphs[:-1]]),
+        ("c", STORY_EN.split(". ")),
+        ("d", None),
+        ("e", []),
+        ("f", ["x", None]),
+        ("g", ["  ", "<p></p>"]),
+    ]
+    result = dedup(spark.createDataFrame(rows, "id string, text array<string>"))
+    errors = {r["id"]: r["reason"] for r in result.errors.collect()}
+    checker = RecordChecker(Fields())
+    local = {}
+    for doc_id, paras in rows:
+        record = checker.check({"id": doc_id, "text": paras}, 1, None)
+        if hasattr(record, "reason"):
+            local[doc_id] = record.reason
+    assert (
+        errors
+        == local
+        == {
+            "d": "'text' is null",
+            "e": "'text' is empty",
+            "f": "'text' must be a string or an array of strings, not an array holding null",
+            "g": f"'text' {NO_TEXT}",
+        }
+    )
+    texts = ["\n".join(r[1]) for r in rows[:3]]  # type: ignore[arg-type]
+    got = spark_decisions(result)
+    assert got == local_decisions(["a", "b", "c"], texts)
+    assert got["b"][1] == "a"
+
+
 def test_a_missing_column_is_named(spark: Any) -> None:
     """A column that is not in the frame is a ConfigError naming it."""
     frame = spark.createDataFrame([("a", "x")], "id string, body string")

@@ -29,10 +29,12 @@ from .document import (
     Fields,
     RecordChecker,
     field_value,
+    joined_text,
     json_line,
     json_object_line,
     no_text,
     read_id,
+    text_problem,
 )
 from .readers import (
     FOLDER_SUFFIXES,
@@ -66,6 +68,7 @@ __all__ = [
     "detect_format",
     "field_value",
     "format_size",
+    "joined_text",
     "json_line",
     "json_object_line",
     "no_text",
@@ -74,4 +77,5 @@ __all__ = [
     "read_id",
     "read_records",
     "resolve",
+    "text_problem",
 ]

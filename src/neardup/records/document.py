@@ -12,6 +12,7 @@ import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import astuple, dataclass, field
 from decimal import Decimal
+from typing import Any, cast
 
 from ..errors import InputError
 from ..frozen import quick_init
@@ -26,6 +27,7 @@ __all__ = [
     "Fields",
     "RecordChecker",
     "field_value",
+    "joined_text",
     "json_line",
     "no_text",
     "read_id",
@@ -43,6 +45,29 @@ _MAYBE_NOTHING = re.compile(
 #: Why a text that :func:`no_text` finds empty is no document.
 NO_TEXT = "holds no text once normalized (only markup, character references like &nbsp; or "
 NO_TEXT += "invisible or control characters like U+200B or NUL)"
+
+
+def joined_text(value: object) -> object:
+    r"""A text field's value as the engine reads it: a list of strings (a Scrapy item's
+    ``getall()``, a JSON array or a Parquet ``list<string>`` of paragraphs) is one text, its
+    items joined by lines; anything else is given back as it is.
+
+    >>> joined_text(["第一段", "second"]), joined_text("x"), joined_text(["a", 1])
+    ('第一段\nsecond', 'x', ['a', 1])
+    """
+    if type(value).__module__ == "numpy" and getattr(value, "ndim", 0) == 1:
+        value = cast(Any, value).tolist()  # pandas reads a list<string> column as arrays
+    if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
+        return "\n".join(value)
+    return value
+
+
+def text_problem(name: str, value: object) -> str:
+    """Why a text field's value that is not a string (nor a list of strings) is no text."""
+    if isinstance(value, list | tuple):
+        odd = next(v for v in value if not isinstance(v, str))
+        return f"{name!r} must be a string or an array of strings, not an array holding {json_type(odd)}"
+    return f"{name!r} must be a string, not {json_type(value)}"
 
 
 def no_text(text: str) -> bool:
@@ -374,12 +399,14 @@ class RecordChecker:
                     id_value, doc_id = doc_id, _SURROGATE.sub("\ufffd", doc_id)
 
         text = record.get(f.text)
+        if not isinstance(text, str):
+            text = joined_text(text)
         if f.text not in record:
             problems.append(f"missing {f.text!r}")
         elif text is None:
             problems.append(f"{f.text!r} is null")
         elif not isinstance(text, str):
-            problems.append(f"{f.text!r} must be a string, not {json_type(text)}")
+            problems.append(text_problem(f.text, text))
         elif not text.strip():
             problems.append(f"{f.text!r} is {'empty' if not text else 'only whitespace'}")
         elif no_text(text):

@@ -38,6 +38,7 @@ from ..engine.templates import SLOT_BITS, turn_size
 from ..errors import ConfigError
 from ..index.lsh import bucket_pairs
 from ..records.document import NO_TEXT
+from ..records.document import text_problem as text_problem_of
 from ..shingling import distinct
 from ..timing import Stages
 from .columns import (
@@ -188,17 +189,21 @@ def checked(
     """``_id, _text, _title, _ts, _problem`` (null when the row is usable) for each row,
     and the ``carry`` columns as they are."""
     from pyspark.sql import functions as F
-    from pyspark.sql.types import NumericType, StringType
+    from pyspark.sql.types import ArrayType, NumericType, StringType
 
     text, text_type = _field(df, text_col)
-    if isinstance(text_type, StringType):
+    paragraphs = isinstance(text_type, ArrayType) and isinstance(text_type.elementType, StringType)
+    if isinstance(text_type, StringType) or paragraphs:
+        # an array of strings is one text, its items joined by lines (records.joined_text)
+        text_value = F.concat_ws("\n", text) if paragraphs else text
+        odd = F.exists(text, lambda x: x.isNull()) if paragraphs else F.lit(False)
         text_problem = (
             F.when(text.isNull(), F.lit(f"{text_col!r} is null"))
-            .when(F.length(text) == 0, F.lit(f"{text_col!r} is empty"))
-            .when(blank(text), F.lit(f"{text_col!r} is only whitespace"))
-            .when(holds_no_text(text), F.lit(f"{text_col!r} {NO_TEXT}"))
+            .when(odd, F.lit(text_problem_of(text_col, [None])))
+            .when(F.length(text_value) == 0, F.lit(f"{text_col!r} is empty"))
+            .when(blank(text_value), F.lit(f"{text_col!r} is only whitespace"))
+            .when(holds_no_text(text_value), F.lit(f"{text_col!r} {NO_TEXT}"))
         )
-        text_value = text
     else:
         text_problem = F.lit(f"{text_col!r} must be a string, not {text_type.simpleString()}")
         text_value = F.lit(None).cast("string")
