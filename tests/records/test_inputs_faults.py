@@ -303,3 +303,60 @@ def test_a_file_of_no_json_line_says_what_it_was_read_as(
     write_lines(mixed, ["not json", json_line(CORPUS[0])])
     status, _, err = run(["dedup", str(mixed), *outputs(tmp_path)], capsys)
     assert status == 0 and "is a JSON object" not in err
+
+
+@pytest.mark.parametrize("style", ["scrapy", "one-line", "indented", "gzip"])
+def test_a_file_that_is_one_json_array_is_read_element_by_element(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], style: str
+) -> None:
+    """Scrapy's ``-o items.json`` (and ``json.dump`` of a list) is one JSON array, not JSON
+    Lines: every line of it was an error ('Expecting value', 'Extra data') but the last.
+    Each element is a record, named by the line it starts on; UNIQUE holds them as JSON
+    lines; the summary says so once."""
+    import gzip
+
+    records = [{"id": r["id"], "text": r["text"]} for r in CORPUS]
+    if style == "scrapy":
+        text = "[\n" + ",\n".join(json.dumps(r, ensure_ascii=False) for r in records) + "\n]"
+    elif style == "one-line":
+        text = json.dumps(records, ensure_ascii=False)
+    else:
+        text = json.dumps(records, ensure_ascii=False, indent=2)
+    data = text.encode()
+    source = tmp_path / ("items.json.gz" if style == "gzip" else "items.json")
+    source.write_bytes(gzip.compress(data) if style == "gzip" else data)
+    status, _, err = run(["dedup", str(source), *outputs(tmp_path)], capsys)
+    assert status == 0, err
+    assert read_jsonl(tmp_path / "errors.jsonl") == []
+    clusters = read_jsonl(tmp_path / "clusters.jsonl")
+    assert [c["id"] for c in clusters] == [r["id"] for r in CORPUS]
+    kept = read_jsonl(tmp_path / "unique.jsonl")
+    assert kept == [r for r in records if r["id"] in {c["cluster"] for c in clusters}]
+    assert err.count(f"{source} is one JSON array; each of its elements was read") == 1
+
+
+def test_a_broken_json_array_keeps_what_came_before_and_says_where(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An element that is no object is an error record naming its line; an array that is
+    malformed or cut short keeps the records before the break, and the run ends with exit
+    status 3 (not read to its end) and an error record naming the line."""
+    first, second = ({"id": r["id"], "text": r["text"]} for r in CORPUS[:2])
+    text = "[\n" + json.dumps(first) + ",\n  7,\n" + json.dumps(second) + ',\n {"id": "x", '
+    source = tmp_path / "items.json"
+    source.write_text(text, "utf-8")
+    status, _, err = run(["dedup", str(source), *outputs(tmp_path)], capsys)
+    assert status == 3, err
+    errors = read_jsonl(tmp_path / "errors.jsonl")
+    assert [(e["line"], e["reason"]) for e in errors] == [
+        (3, "not a JSON object but a number"),
+        (
+            5,
+            "the JSON array breaks off at line 5 (the array ends before its element is whole); "
+            "nothing after it could be read",
+        ),
+    ]
+    assert [c["id"] for c in read_jsonl(tmp_path / "clusters.jsonl")] == [
+        first["id"],
+        second["id"],
+    ]

@@ -361,7 +361,10 @@ BAD_LINES = [
     pytest.param(b'{"id": "x3"}', "error", id="missing-text"),
     pytest.param(b'{"id": "x4", "text": null}', "error", id="null-text"),
     pytest.param(b'{"id": "x5", "text": 17}', "error", id="number-text"),
-    pytest.param('{"id": "x6", "text": ["北京"]}'.encode(), "error", id="array-text"),
+    pytest.param('{"id": "x6", "text": ["北京", 1]}'.encode(), "error", id="array-text"),
+    pytest.param(
+        '{"id": "x6s", "text": ["天津港", "今日通航"]}'.encode(), "document", id="strings-text"
+    ),
     pytest.param(b'{"id": "x7", "text": ""}', "error", id="empty-text"),
     pytest.param(b'{"id": "x8", "text": " \\u3000\\n\\t"}', "error", id="whitespace-text"),
     pytest.param(b'{"text": "an orphan line"}', "document", id="missing-id"),

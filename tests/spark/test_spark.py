@@ -813,6 +813,22 @@ def test_cli_a_spark_out_of_memory_is_one_line_exit_2(
     assert len(err) == 1 and "out of memory" in err[0] and "spark.driver.memory" in err[0]
 
 
+def test_cli_engine_spark_refuses_a_json_array_saying_what_to_do(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A file that is one JSON array (Scrapy's ``-o items.json``) is refused before Spark
+    starts, naming the local engine and how to write it as lines (Spark read each of its
+    lines as a record: every one an error but the last)."""
+    source = tmp_path / "items.json"
+    source.write_text(json.dumps([{"id": "a", "text": "x"}, {"id": "b", "text": "y"}]))
+    out = ["-o", str(tmp_path / "u.jsonl"), "--clusters", str(tmp_path / "c.jsonl")]
+    status = main(["dedup", str(source), *out, "--engine", "spark"])
+    err = capsys.readouterr().err
+    assert status == 2
+    assert "is one JSON array, and --engine spark reads JSON Lines" in err
+    assert "jq -c '.[]'" in err
+
+
 def test_cli_engine_spark_reads_parquet(spark: Any, tmp_path: Path) -> None:
     """A Parquet input: every row in CLUSTERS, the kept rows as JSON lines in UNIQUE."""
     source = tmp_path / "in.parquet"

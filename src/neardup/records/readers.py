@@ -18,6 +18,7 @@ from types import TracebackType
 from typing import IO, Self, cast
 
 from ..errors import InputError
+from ..messages import json_type
 from .charsets import META_CHARSET, decode_declared
 from .document import (
     DEFAULT_FIELDS,
@@ -30,6 +31,7 @@ from .document import (
     no_text,
     read_id,
 )
+from .jsonarray import starts_an_array
 from .sources import (
     FORMATS,
     PAGE_SUFFIXES,
@@ -46,6 +48,7 @@ from .streams import (
     capped_lines,
     format_size,
     open_bytes,
+    peek,
     text_encoding,
 )
 
@@ -382,6 +385,9 @@ class RecordReader(Iterator[Document | BadRecord]):
     # -- JSONL -------------------------------------------------------------------------------
 
     def _jsonl(self, opened: Opened, part: Part) -> Iterator[Document | BadRecord]:
+        if starts_an_array(peek(opened.stream, 4096)):
+            yield from self._json_array(opened, part)
+            return
         checker = self.checker
         json_seen, lines = False, 0
         for n, data in self._numbered(opened.stream, part):
@@ -405,6 +411,30 @@ class RecordReader(Iterator[Document | BadRecord]):
         if lines and not json_seen:
             self.notes.append(f"{part.name}: {_not_jsonl(part.name, lines)}")
         yield from self._stop_record(part)
+
+    def _json_array(self, opened: Opened, part: Part) -> Iterator[Document | BadRecord]:
+        """A file that is one JSON array (Scrapy's ``-o items.json``): each element a record,
+        named by the line it starts on."""
+        from .jsonarray import Element, array_elements
+
+        self.notes.append(
+            f"{part.name} is one JSON array; each of its elements was read as a record "
+            "(and is written to UNIQUE as a JSON line)"
+        )
+        checker = self.checker
+        for e in array_elements(opened.stream, self.max_record_size):
+            if isinstance(e, Element):
+                if isinstance(e.value, dict):
+                    yield checker.check(e.value, e.line, e.raw)
+                else:
+                    yield checker.bad(e.line, None, f"not a JSON object but {json_type(e.value)}")
+                continue
+            reason = (
+                f"the JSON array breaks off at line {e.line} ({e.reason}); nothing after it "
+                "could be read"
+            )
+            self.unread.append(f"{part.name}: {reason}")
+            yield checker.bad(e.line, None, reason)
 
     def _id_of(self, data: bytes) -> str | None:
         """The id of a line that is not valid UTF-8, if the id itself is."""

@@ -43,6 +43,7 @@ __all__ = [
     "format_size",
     "open_bytes",
     "parse_size",
+    "peek",
     "text_encoding",
 ]
 
@@ -208,7 +209,7 @@ def text_encoding(head: bytes) -> tuple[str, str] | None:
     return None
 
 
-def _peek(stream: IO[bytes], n: int) -> bytes:
+def peek(stream: IO[bytes], n: int) -> bytes:
     """The first ``n`` bytes of ``stream``, left unread (fewer if it cannot look ahead)."""
     peek = getattr(stream, "peek", None)
     if peek is not None:
@@ -565,7 +566,7 @@ def open_bytes(path: str, stack: ExitStack, *, text: bool = True) -> Opened:
         except OSError as e:
             raise InputError(f"cannot read {path}: {e.strerror or e}") from None
         raw = stream
-    head = _peek(stream, 4)
+    head = peek(stream, 4)
     compression = None
     if head.startswith(_GZIP):
         compression = "gzip"
@@ -587,7 +588,7 @@ def open_bytes(path: str, stack: ExitStack, *, text: bool = True) -> Opened:
     encoding = None
     if text:
         try:
-            head = _peek(stream, 4)
+            head = peek(stream, 4)
         except BrokenOff:  # corrupt from the start: reading says so, record by record
             head = b""
         found = text_encoding(head)
@@ -598,7 +599,7 @@ def open_bytes(path: str, stack: ExitStack, *, text: bool = True) -> Opened:
             stream = cast(IO[bytes], io.BufferedReader(_Utf8(wrapped)))
         else:
             try:
-                head = _peek(stream, _LINE_END_PEEK)
+                head = peek(stream, _LINE_END_PEEK)
             except BrokenOff:
                 head = b""
             if cr_line_ends(head):

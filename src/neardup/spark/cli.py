@@ -74,6 +74,8 @@ def run_cli(
         raise ConfigError("--engine spark reads files Spark can open, not standard input")
     if "://" not in source and not os.path.exists(source):
         raise InputError(f"cannot read {source}: no such file or folder")
+    if fmt == "jsonl" and os.path.isfile(source):
+        _check_lines(source)
     if output_dir is not None:
         if unique is not None or clusters is not None:
             raise ConfigError("output_dir holds UNIQUE and CLUSTERS: give no unique or clusters")
@@ -193,6 +195,23 @@ def run_cli(
     result.errors.unpersist()
     parsed.unpersist()
     return RunResult(summary, tally.decided)
+
+
+def _check_lines(path: str) -> None:
+    """Fail now if a local input is one JSON array: Spark reads JSON Lines, line by line."""
+    from contextlib import ExitStack
+
+    from ..records.jsonarray import starts_an_array
+    from ..records.streams import open_bytes, peek
+
+    with ExitStack() as stack:
+        head = peek(open_bytes(path, stack).stream, 4096)
+    if starts_an_array(head):
+        raise ConfigError(
+            f"{path} is one JSON array, and --engine spark reads JSON Lines: run the local "
+            f"engine (it reads the array element by element), or write it as lines first "
+            f"(jq -c '.[]' {path} > records.jsonl)"
+        )
 
 
 def _check_folder(folder: str) -> None:
