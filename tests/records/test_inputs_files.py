@@ -431,6 +431,52 @@ def test_truncated_gzip_exits_3(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert read_jsonl(tmp_path / "errors.jsonl")[-1]["reason"].startswith("the input breaks off")
 
 
+@pytest.mark.parametrize("kind", ["bz2", "xz"])
+def test_bzip2_and_xz_are_read_and_a_truncated_one_exits_3(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str
+) -> None:
+    """``.jsonl.bz2`` and ``.csv.xz`` (found by content, a CSV by its name under the
+    compression suffix; in a folder too) were read as bytes: every line an error ('not
+    valid UTF-8'), and one a note that the binary data 'ended its lines in CR alone'. A
+    file cut short keeps what came before and exits 3."""
+    import bz2
+    import lzma
+
+    pack = bz2.compress if kind == "bz2" else lzma.compress
+    folder = tmp_path / "shards"
+    folder.mkdir()
+    (folder / f"part-0.jsonl.{kind}").write_bytes(pack(jsonl_bytes(SHARDS[0] + SHARDS[1])))
+    rows = [{"id": r["id"], "text": r["text"]} for r in SHARDS[2]]
+    csv_rows = "".join(f'{r["id"]},"{r["text"]}"\n' for r in rows)
+    (folder / f"part-1.csv.{kind}").write_bytes(pack(f"id,text\n{csv_rows}".encode()))
+    clusters, errors, err = dedup_ok(capsys, tmp_path, folder)
+    assert errors == [] and "CR alone" not in err
+    assert {c["id"]: c["cluster"] for c in clusters} == STORY
+    data = jsonl_bytes([{"id": i, "text": f"第{i}条新闻 story number {i}"} for i in range(3000)])
+    packed = pack(data)
+    source = tmp_path / f"in.jsonl.{kind}"
+    source.write_bytes(packed[: len(packed) // 2])
+    status, _, err = run(["dedup", str(source), *outputs(tmp_path)], capsys)
+    assert status == 3, err
+    assert read_jsonl(tmp_path / "errors.jsonl")[-1]["reason"].startswith("the input breaks off")
+    assert len(read_jsonl(tmp_path / "clusters.jsonl")) < 3000  # (a bzip2 block is whole or lost)
+
+
+def test_an_archive_read_as_jsonl_is_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A zip archive of JSONL is not opened; the note says it is one and to unpack it."""
+    import zipfile
+
+    source = tmp_path / "crawl.zip"
+    with zipfile.ZipFile(source, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("part-0.jsonl", jsonl_bytes(CORPUS))
+    status, _, err = run(["dedup", str(source), *outputs(tmp_path)], capsys)
+    assert status == 3
+    assert "but it is a zip archive: unpack it and give the files or their folder" in err
+    assert "CR alone" not in err
+
+
 def test_corrupt_gzip_exits_3(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     data = bytearray(gzip.compress(jsonl_bytes(CORPUS * 1)))
     data[len(data) // 2] ^= 0xFF

@@ -385,7 +385,11 @@ class RecordReader(Iterator[Document | BadRecord]):
     # -- JSONL -------------------------------------------------------------------------------
 
     def _jsonl(self, opened: Opened, part: Part) -> Iterator[Document | BadRecord]:
-        if starts_an_array(peek(opened.stream, 4096)):
+        try:
+            head = peek(opened.stream, 4096)
+        except BrokenOff:  # broken from the start: reading says so, line by line
+            head = b""
+        if starts_an_array(head):
             yield from self._json_array(opened, part)
             return
         checker = self.checker
@@ -409,7 +413,7 @@ class RecordReader(Iterator[Document | BadRecord]):
                 )
             yield record
         if lines and not json_seen:
-            self.notes.append(f"{part.name}: {_not_jsonl(part.name, lines)}")
+            self.notes.append(f"{part.name}: {_not_jsonl(part.name, lines, head)}")
         yield from self._stop_record(part)
 
     def _json_array(self, opened: Opened, part: Part) -> Iterator[Document | BadRecord]:
@@ -758,11 +762,30 @@ def _quote_opened_at(lines: list[str]) -> int:
 _NOT_JSON = ("malformed JSON", "not a JSON object")
 
 
-def _not_jsonl(name: str, lines: int) -> str:
+#: Archives and compressions neardup does not open, by their first bytes.
+_ARCHIVES = {
+    b"PK\x03\x04": "a zip archive",
+    b"7z\xbc\xaf\x27\x1c": "a 7-Zip archive",
+    b"Rar!\x1a\x07": "a RAR archive",
+    b"\x04\x22\x4d\x18": "LZ4-compressed",
+}
+
+
+def _not_jsonl(name: str, lines: int, head: bytes = b"") -> str:
     """What to say of a file read as JSONL none of whose lines is a JSON object: that, and
-    what it may be instead, by its name."""
+    what it may be instead, by its first bytes or its name."""
     said = f"none of its {lines:,} lines is a JSON object; it was read as JSONL"
-    low = name.lower().removesuffix(".gz").removesuffix(".zst")
+    archive = next((k for magic, k in _ARCHIVES.items() if head.startswith(magic)), None)
+    if archive is None and head[257:262] == b"ustar":
+        archive = "a tar archive"
+    if archive is not None:
+        return (
+            f"{said}, but it is {archive}: unpack it and give the files or their folder "
+            "(gzip, zstd, bzip2 and xz files are read as they are)"
+        )
+    low = name.lower()
+    for end in (".gz", ".zst", ".bz2", ".xz"):
+        low = low.removesuffix(end)
     if low.endswith((".tsv", ".tab")):
         return (
             f"{said}, but its name says tab-separated values, which neardup does not read: "

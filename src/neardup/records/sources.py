@@ -61,7 +61,7 @@ RECORD_SUFFIXES: dict[str, PartFormat] = {
     ".warc": "warc",
     ".wet": "warc",
 }
-_COMPRESSED = (".gz", ".zst")
+_COMPRESSED = (".gz", ".zst", ".bz2", ".xz")
 #: Files of a folder that are one record each: the file's text, its path the id.
 PAGE_SUFFIXES = (".txt", ".html", ".htm")
 _GLOB_CHARS = frozenset("*?[")
@@ -199,7 +199,7 @@ def _nothing_readable(source: str, skipped: Counter[str], fmt: str | None) -> st
         "no .txt or .html page"
         if fmt == "dir"
         else "no file neardup reads (.jsonl, .csv, .parquet, .arrow, .warc, .wet — also "
-        ".gz or .zst — or .txt/.html pages)"
+        ".gz, .zst, .bz2 or .xz — or .txt/.html pages)"
     )
     others = sum(skipped.values())
     tail = ""

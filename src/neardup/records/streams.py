@@ -1,5 +1,5 @@
-"""The bytes of one input file: un-gzipped or un-zstd'ed when they are (found by content),
-UTF-16 and UTF-32 text turned into UTF-8, and cut into lines no longer than a cap.
+"""The bytes of one input file: un-compressed when they are (gzip, zstd, bzip2, xz: found by
+content), UTF-16 and UTF-32 text turned into UTF-8, and cut into lines no longer than a cap.
 
 >>> import io
 >>> lines = list(capped_lines(io.BytesIO(b"short\\n" + b"x" * 50 + b"\\nend"), 10))
@@ -9,11 +9,13 @@ UTF-16 and UTF-32 text turned into UTF-8, and cut into lines no longer than a ca
 
 from __future__ import annotations
 
+import bz2
 import codecs
 import collections
 import contextlib
 import gzip
 import io
+import lzma
 import os
 import re
 import struct
@@ -52,12 +54,15 @@ DEFAULT_MAX_RECORD = 64 << 20
 
 _GZIP = b"\x1f\x8b"
 _ZSTD = b"\x28\xb5\x2f\xfd"
+_BZIP2 = b"BZh"
+_XZ = b"\xfd7zXZ\x00"
 _SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*", re.I)
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
 
 def _broken_off() -> tuple[type[BaseException], ...]:
     errors: list[type[BaseException]] = [OSError, EOFError, ValueError, zlib.error, _zlib.error]
+    errors.append(lzma.LZMAError)
     try:
         import zstandard
     except ImportError:
@@ -185,7 +190,13 @@ def cr_line_ends(head: bytes) -> bool:
     (False, False)
     """
     cr, lf = head.find(b"\r"), head.find(b"\n")
-    return cr >= 0 and (lf < 0 or lf > cr + 1)
+    if cr < 0 or 0 <= lf <= cr + 1:
+        return False
+    try:  # text up to it (binary data, a compression neardup does not know, is not)
+        head[:cr].decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return b"\x00" not in head[:cr]
 
 
 def text_encoding(head: bytes) -> tuple[str, str] | None:
@@ -548,7 +559,7 @@ def _inflated_ahead(inner: Any, stack: ExitStack) -> IO[bytes]:
 def open_bytes(path: str, stack: ExitStack, *, text: bool = True) -> Opened:
     """Open ``path`` (``-``: standard input, left open) for reading records from it.
 
-    gzip and zstd are found by their magic bytes and un-compressed; with ``text``, UTF-16 and
+    gzip, zstd, bzip2 and xz are found by their magic bytes and un-compressed; with ``text``, UTF-16 and
     UTF-32 (by their byte order mark, or the NUL bytes of ASCII in them) become UTF-8.
     InputError when the file cannot be opened.
     """
@@ -566,9 +577,15 @@ def open_bytes(path: str, stack: ExitStack, *, text: bool = True) -> Opened:
         except OSError as e:
             raise InputError(f"cannot read {path}: {e.strerror or e}") from None
         raw = stream
-    head = peek(stream, 4)
+    head = peek(stream, 6)
     compression = None
-    if head.startswith(_GZIP):
+    if head.startswith(_BZIP2) and head[3:4].isdigit() and head[3:4] != b"0":
+        compression = "bzip2"
+        stream = _inflated_ahead(stack.enter_context(bz2.BZ2File(stream)), stack)
+    elif head.startswith(_XZ):
+        compression = "xz"
+        stream = _inflated_ahead(stack.enter_context(lzma.LZMAFile(stream)), stack)  # noqa: SIM115
+    elif head.startswith(_GZIP):
         compression = "gzip"
         stream = _inflated_ahead(_Gunzip(stream), stack)
     elif head.startswith(_ZSTD):

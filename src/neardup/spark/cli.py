@@ -202,10 +202,13 @@ def _check_lines(path: str) -> None:
     from contextlib import ExitStack
 
     from ..records.jsonarray import starts_an_array
-    from ..records.streams import open_bytes, peek
+    from ..records.streams import BrokenOff, open_bytes, peek
 
     with ExitStack() as stack:
-        head = peek(open_bytes(path, stack).stream, 4096)
+        try:
+            head = peek(open_bytes(path, stack).stream, 4096)
+        except BrokenOff:
+            return  # Spark says what is wrong with it
     if starts_an_array(head):
         raise ConfigError(
             f"{path} is one JSON array, and --engine spark reads JSON Lines: run the local "
