@@ -257,6 +257,76 @@ def test_warc_in_one_gzip_stream(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert len([r for r in records_of(tmp_path / "u.warc") if r[0] == "response"]) == 6
 
 
+@pytest.mark.parametrize("packing", ["zstd-per-record", "zstd-whole", "bzip2", "xz"])
+def test_zstd_bzip2_and_xz_warcs_in_and_out(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], packing: str
+) -> None:
+    """A .warc.zst (a zstd frame a record, or one frame), .warc.bz2 or .warc.xz is read, and
+    UNIQUE — .warc, .warc.gz or .warc.zst — holds the kept records whatever the input's
+    compression (a zstd input's frames were copied raw into a .warc or wrapped in gzip:
+    corrupt output, exit status 0; bzip2 and xz were 'Invalid WARC header'); a .warc.zst
+    written from a .warc.zst copies its frames byte for byte."""
+    import bz2
+    import lzma
+
+    zstandard = pytest.importorskip("zstandard")
+    gz = tmp_path / "crawl.warc.gz"
+    crawl_warc(gz)
+    records = [gzip.decompress(m) for m in members(gz)]
+    plain = b"".join(records)
+    packer = zstandard.ZstdCompressor()
+    data = {
+        "zstd-per-record": b"".join(packer.compress(r) for r in records),
+        "zstd-whole": packer.compress(plain),
+        "bzip2": bz2.compress(plain),
+        "xz": lzma.compress(plain),
+    }[packing]
+    suffix = {"zstd-per-record": "zst", "zstd-whole": "zst", "bzip2": "bz2", "xz": "xz"}[packing]
+    source = tmp_path / f"crawl.warc.{suffix}"
+    source.write_bytes(data)
+    reference, _, _ = dedup_warc(tmp_path, capsys, gz, "ref.warc")
+    for out in ("u.warc", "u.warc.gz", "u.warc.zst"):
+        clusters, errors, _ = dedup_warc(tmp_path, capsys, source, out)
+        assert errors == [] and clusters == reference
+        written = tmp_path / out
+        if out.endswith(".zst"):  # (warcio reads no zstd)
+            written = tmp_path / "unpacked.warc"
+            written.write_bytes(b"".join(records_of_bytes((tmp_path / out).read_bytes())))
+        assert records_of(written) == records_of(tmp_path / "ref.warc")
+    if packing == "zstd-per-record":
+        frames = (tmp_path / "u.warc.zst").read_bytes()
+        assert all(packer.compress(r) in data for r in records_of_bytes(frames))
+
+
+def records_of_bytes(zst: bytes) -> list[bytes]:
+    """The records of a WARC of zstd frames, as their uncompressed bytes."""
+    import zstandard
+
+    out = []
+    reader = zstandard.ZstdDecompressor()
+    while zst:
+        obj = reader.decompressobj()
+        out.append(obj.decompress(zst))
+        zst = obj.unused_data
+    return out
+
+
+def test_a_warc_from_standard_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``cat crawl.warc.gz | neardup dedup - --format warc`` (FastWARC panicked: it seeks)."""
+    import contextlib
+    import io as _io
+
+    source = tmp_path / "crawl.warc.gz"
+    crawl_warc(source)
+    reference, _, _ = dedup_warc(tmp_path, capsys, source, "ref.jsonl")
+    for data in (source.read_bytes(), gzip.decompress(source.read_bytes())):
+        stdin = _io.TextIOWrapper(_io.BytesIO(data))
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(pytest.MonkeyPatch.context()).setattr(sys, "stdin", stdin)
+            clusters, errors, _ = dedup_warc(tmp_path, capsys, "-", "u.jsonl", "--format", "warc")  # type: ignore[arg-type]
+        assert errors == [] and clusters == reference
+
+
 def test_warc_to_jsonl_writes_the_extracted_text(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -12,7 +12,7 @@ import csv
 import json
 import sys
 from collections import Counter, deque
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import ExitStack
 from types import TracebackType
 from typing import IO, Self, cast
@@ -179,6 +179,10 @@ class RecordReader(Iterator[Document | BadRecord]):
         record = next(self._gen)
         self.records_read += 1
         return record
+
+    def on_close(self, callback: Callable[[], object]) -> None:
+        """Call ``callback`` when the reader is closed (a temporary file of the input)."""
+        self._stack.callback(callback)
 
     def close(self) -> None:
         """Stop reading and close the input (standard input is left open)."""

@@ -39,7 +39,7 @@ from ..errors import ConfigError, InputError, MissingDependencyError, OutputErro
 from .document import BadRecord, Document
 from .extract import main_text_extractor
 from .sources import Part
-from .streams import Opened, format_size
+from .streams import BrokenOff, Opened, format_size
 
 if TYPE_CHECKING:
     from .readers import RecordReader
@@ -109,7 +109,14 @@ def warc_records(
     seen = reader.warc_uris
     counts = reader.not_documents
     extract = None
-    stream = opened.raw if opened.raw is not None else opened.stream
+    # FastWARC reads gzip and zstd itself (the offsets of the file's own bytes, which the
+    # WARC output copies); a bzip2 or xz file is read un-compressed (offsets in the whole)
+    native = opened.raw is not None and opened.compression in (None, "gzip", "zstd")
+    spool_problem = None
+    if native:
+        stream = opened.raw
+    else:
+        stream, spool_problem = _spooled(opened.stream, reader)
     ordinal = -1
     # the HTTP body's codings are undone by _decoded, record by record: FastWARC's own stop
     # the whole file quietly at a brotli body, and at a broken chunked one raise for every
@@ -119,12 +126,7 @@ def warc_records(
         try:
             rec = next(records, None)
         except (OSError, ValueError) as e:
-            reason = (
-                f"the input breaks off after record {ordinal + 1} ({e}); nothing after it "
-                "could be read"
-            )
-            reader.unread.append(f"{part.name}: {reason}")
-            yield checker.bad(None, None, reason)
+            yield _broken_off(reader, part, ordinal + 1, str(e))
             return
         if rec is None:
             break
@@ -207,18 +209,26 @@ def warc_records(
         if date:
             record[f.timestamp] = date
         yield checker.check(record, n, None, origin=(part, ordinal))
+    if spool_problem is not None:
+        yield _broken_off(reader, part, ordinal + 1, spool_problem)
     offsets = index.offsets
-    if any(b <= a for a, b in itertools.pairwise(offsets)):
-        part.info["whole_gzip"] = True  # offsets inside one gzip stream: not record by record
+    if not native or any(b <= a for a, b in itertools.pairwise(offsets)):
+        # offsets inside one compressed stream: not record by record
+        part.info["whole_stream"] = True
     elif part.path != "-":
         problem = _tail_problem(part.path, offsets[-1] if offsets else 0, index.compression)
         if problem is not None:
-            reason = (
-                f"the input breaks off after record {ordinal + 1} ({problem}); nothing after "
-                "it could be read"
-            )
-            reader.unread.append(f"{part.name}: {reason}")
-            yield checker.bad(None, None, reason)
+            yield _broken_off(reader, part, ordinal + 1, problem)
+
+
+def _broken_off(reader: RecordReader, part: Part, records: int, problem: str) -> BadRecord:
+    """The error record of a WARC file that could not be read past its first ``records``
+    records (also noted as input not read to its end)."""
+    reason = (
+        f"the input breaks off after record {records} ({problem}); nothing after it could be read"
+    )
+    reader.unread.append(f"{part.name}: {reason}")
+    return reader.checker.bad(None, None, reason)
 
 
 class _Undecodable(Exception):
@@ -377,6 +387,15 @@ def _tail_problem(path: str, start: int, compression: str | None) -> str | None:
 def check_warc_output(path: str, parts: Sequence[Part] = ()) -> None:
     """Fail now, not after the run, if the WARC output cannot be written."""
     require_fastwarc()
+    if _compression_of(path) == "zstd" or any(
+        getattr(p.info.get("warc"), "compression", None) == "zstd" for p in parts
+    ):
+        try:
+            import zstandard  # noqa: F401
+        except ImportError as e:
+            raise MissingDependencyError(
+                "a zstd-compressed WARC needs zstandard: pip install 'neardup[zstd]'"
+            ) from e
     if any(p.path == "-" for p in parts):
         raise ConfigError(
             "a WARC output copies the kept records from the WARC input, so the input must be "
@@ -391,12 +410,15 @@ def check_warc_output(path: str, parts: Sequence[Part] = ()) -> None:
 
 
 def _reindexed(part: Part, stack: list[str]) -> tuple[str, WarcIndex]:
-    """An uncompressed copy of a WARC that is one gzip stream, and where its records start."""
+    """An uncompressed copy of a WARC that is one compressed stream (gzip or zstd whole,
+    bzip2, xz), and where its records start."""
+    from .streams import open_bytes
+
     w = require_fastwarc()
     fd, tmp = tempfile.mkstemp(suffix=".warc")
     stack.append(tmp)
-    with os.fdopen(fd, "wb") as out, gzip.open(part.path, "rb") as src:
-        shutil.copyfileobj(src, out, 1 << 20)
+    with os.fdopen(fd, "wb") as out, contextlib.ExitStack() as opened:
+        shutil.copyfileobj(open_bytes(part.path, opened, text=False).stream, out, 1 << 20)
     index = WarcIndex()
     with open(tmp, "rb") as f:
         for rec in w.ArchiveIterator(f, parse_http=False):
@@ -406,11 +428,52 @@ def _reindexed(part: Part, stack: list[str]) -> tuple[str, WarcIndex]:
     return tmp, index
 
 
+def _spooled(stream: IO[bytes], reader: RecordReader) -> tuple[IO[bytes], str | None]:
+    """``stream`` (standard input, a bzip2 or xz file, un-compressed) copied to a temporary
+    file, which FastWARC needs: it seeks (and panics on a stream that cannot); and what
+    broke the copy off, if anything (the records before the break are read)."""
+    spool = tempfile.TemporaryFile(prefix="neardup-warc-")  # noqa: SIM115 (closed with the run)
+    reader.on_close(spool.close)
+    problem = None
+    try:
+        shutil.copyfileobj(stream, spool, 1 << 20)
+    except BrokenOff as e:
+        problem = str(e) or type(e).__name__
+    spool.seek(0)
+    return cast(IO[bytes], spool), problem
+
+
+def _compression_of(path: str) -> str | None:
+    low = path.lower()
+    return "gzip" if low.endswith(".gz") else "zstd" if low.endswith(".zst") else None
+
+
+def _unpacked(chunk: bytes, compression: str | None) -> bytes:
+    if compression == "gzip":
+        return gzip.decompress(chunk)
+    if compression == "zstd":
+        import zstandard
+
+        with zstandard.ZstdDecompressor().stream_reader(chunk, read_across_frames=True) as r:
+            return bytes(r.read())
+    return chunk
+
+
+def _packed(data: bytes, compression: str | None) -> bytes:
+    if compression == "gzip":
+        return gzip.compress(data, compresslevel=6)
+    if compression == "zstd":
+        import zstandard
+
+        return bytes(zstandard.ZstdCompressor(level=3).compress(data))
+    return data
+
+
 def write_kept(path: str, parts: Sequence[Part], dropped: set[tuple[int, int]]) -> None:
     """Write every record of the WARC ``parts`` except the captures in ``dropped`` ((id of
     the part, ordinal of a duplicate's record)), byte for byte, to ``path`` (``-``: standard
-    output; ``.gz``: gzip per record)."""
-    gz_out = path.lower().endswith(".gz")
+    output; ``.gz``: gzip per record, ``.zst``: zstd per record)."""
+    packed_out = _compression_of(path)
     temporary: list[str] = []
     out: IO[bytes]
     if path == "-":
@@ -427,10 +490,10 @@ def write_kept(path: str, parts: Sequence[Part], dropped: set[tuple[int, int]]) 
             if not isinstance(index, WarcIndex):
                 continue
             source = part.path
-            gz_in = index.compression == "gzip"
-            if part.info.get("whole_gzip"):
+            packed_in = index.compression
+            if part.info.get("whole_stream"):
                 source, index = _reindexed(part, temporary)
-                gz_in = False
+                packed_in = None
             groups = index.groups()
             gone = {groups[o] for pid, o in dropped if pid == id(part) and o < len(groups)}
             offsets = index.offsets
@@ -448,10 +511,8 @@ def write_kept(path: str, parts: Sequence[Part], dropped: set[tuple[int, int]]) 
                     end = offsets[k + 1] if k + 1 < len(offsets) else size
                     src.seek(start)
                     chunk = src.read(end - start)
-                    if gz_in and not gz_out:
-                        chunk = gzip.decompress(chunk)
-                    elif gz_out and not gz_in:
-                        chunk = gzip.compress(chunk, compresslevel=6)
+                    if packed_in != packed_out:  # else byte for byte, as it came
+                        chunk = _packed(_unpacked(chunk, packed_in), packed_out)
                     out.write(chunk)
     except BrokenPipeError:
         raise

@@ -36,7 +36,7 @@ OutputFormat: TypeAlias = Literal["jsonl", "csv", "parquet", "warc"]
 OUTPUT_FORMATS: tuple[OutputFormat, ...] = ("jsonl", "csv", "parquet", "warc")
 _BY_SUFFIX: tuple[tuple[tuple[str, ...], OutputFormat], ...] = (
     ((".parquet",), "parquet"),
-    ((".warc", ".warc.gz", ".wet", ".wet.gz"), "warc"),
+    ((".warc", ".warc.gz", ".warc.zst", ".wet", ".wet.gz", ".wet.zst"), "warc"),
     ((".jsonl", ".jsonl.gz", ".ndjson", ".ndjson.gz", ".json", ".json.gz"), "jsonl"),
     ((".csv", ".csv.gz"), "csv"),
 )
