@@ -280,7 +280,7 @@ def test_id_with_a_lone_surrogate_is_stored_and_written_as_it_came(
 @pytest.mark.parametrize(
     ("name", "content", "said"),
     [
-        ("export.tsv", "id\ttext\n1\t北京\n", "its name says tab-separated values"),
+        ("export.tab", "id\ttext\n1\t北京\n", "its name says tab-separated values"),
         ("notes.txt", "第一行\n第二行\n", "a page is read as one document from a folder"),
         ("crawl.dat", "a,b\n1,2\n", "if it is CSV, Parquet, Arrow or WARC, say so with --format"),
     ],
@@ -289,7 +289,7 @@ def test_a_file_of_no_json_line_says_what_it_was_read_as(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, content: str, said: str
 ) -> None:
     """A file whose name says no format is read as JSONL; when none of its lines is a JSON
-    object (a .tsv export, a text file) the summary says so and what it may be, beside the
+    object (a .tab export, a text file) the summary says so and what it may be, beside the
     error records (only 'malformed JSON' on every line before); a JSONL file with some bad
     lines gets no such note."""
     path = tmp_path / name

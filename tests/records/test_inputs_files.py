@@ -557,3 +557,52 @@ def test_a_corrupt_shard_among_many_is_reported_and_the_rest_read(
     assert str(bad["reason"]).startswith(f"cannot read {folder / 'b.parquet'} as Parquet")
     status, _, err = run(["dedup", str(folder / "b.parquet"), *outputs(tmp_path)], capsys)
     assert status == 2 and err.startswith("neardup: error: cannot read")
+
+
+@pytest.mark.parametrize(
+    ("name", "delimiter"), [("semi.csv", ";"), ("tabs.csv", "\t"), ("bars.csv", "|")]
+)
+def test_a_csv_separated_otherwise_is_read_by_its_header(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, delimiter: str
+) -> None:
+    """A CSV separated by semicolons (Excel where the decimal mark is a comma), tabs (a TSV
+    export named .csv, quoted as pandas writes it) or bars is read by its header, which
+    names the text column ("the CSV header has no 'text' column (it has 'id;text')"
+    before); UNIQUE as CSV is comma-separated under the same header, as JSONL the rows'
+    fields."""
+    import csv as csv_module
+    import io as io_module
+
+    rows = [
+        {"id": r["id"], "text": r["text"] + "; 第二段, with a comma\nand a line"} for r in CORPUS
+    ]
+    buf = io_module.StringIO()
+    writer = csv_module.DictWriter(buf, ["id", "text"], delimiter=delimiter)
+    writer.writeheader()
+    writer.writerows(rows)
+    source = tmp_path / name
+    source.write_text(buf.getvalue(), "utf-8")
+    clusters, errors, _ = dedup_ok(capsys, tmp_path, source)
+    assert errors == [] and {c["id"]: c["cluster"] for c in clusters} == STORY
+    kept = [r for r in rows if r["id"] in {c["cluster"] for c in clusters}]
+    assert read_jsonl(tmp_path / "unique.jsonl") == kept
+    status, _, err = run(["dedup", str(source), *outputs(tmp_path, unique="u.csv")], capsys)
+    assert status == 0, err
+    with (tmp_path / "u.csv").open(newline="", encoding="utf-8") as f:
+        assert list(csv_module.DictReader(f)) == kept
+
+
+def test_csv_output_quotes_a_text_of_paragraphs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """JSONL in, CSV out: a text with line breaks is quoted (it was written bare, and every
+    CSV reader split the row at its line break)."""
+    import csv as csv_module
+
+    records = [{"id": "a", "text": "第一段\n第二段\r\nthird"}, {"id": "b", "text": "other, story"}]
+    source = write_lines(tmp_path / "in.jsonl", [json_line(r) for r in records])
+    status, _, err = run(["dedup", str(source), *outputs(tmp_path, unique="u.csv")], capsys)
+    assert status == 0, err
+    with (tmp_path / "u.csv").open(newline="", encoding="utf-8") as f:
+        got = [(r["id"], r["text"]) for r in csv_module.DictReader(f)]
+    assert got == [(r["id"], r["text"]) for r in records]

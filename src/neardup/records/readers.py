@@ -475,6 +475,18 @@ class RecordReader(Iterator[Document | BadRecord]):
                 f"{part.name}: the CSV header is not valid UTF-8 ({rows.bad_bytes[0]})"
             )
         if self.fields.text not in row:
+            # separated by semicolons (Excel where the decimal mark is a comma), tabs (TSV,
+            # quoted as pandas and spreadsheets write it) or bars: the header names the
+            # text column
+            line = _without_line_end(rows.raw())
+            for delimiter in _DELIMITERS:
+                cells = next(csv.reader([line], delimiter=delimiter), [])
+                if len(cells) > 1 and self.fields.text in cells:
+                    rows.separate_by(delimiter)
+                    part.info["delimiter"] = delimiter
+                    row = cells
+                    break
+        if self.fields.text not in row:
             raise InputError(
                 f"{part.name}: the CSV header has no {self.fields.text!r} column "
                 f"(it has {', '.join(map(repr, row))}); say which column to use"
@@ -620,6 +632,11 @@ def _lines_span(first: int, last: int) -> str:
     return f"line {first}" if first == last else f"lines {first}–{last}"
 
 
+#: What else separates the fields of a "CSV" file, tried in turn when the header read as
+#: comma-separated has no text column.
+_DELIMITERS = (";", "\t", "|")
+
+
 class _CsvRows:
     """The rows of a CSV input, each with the text it was read from and where it starts.
 
@@ -641,6 +658,7 @@ class _CsvRows:
         self._eof_in_row = False
         self.bad_bytes: list[str] = []  # where the current row is not valid UTF-8
         self.start = 0  # the line the current row starts on
+        self.delimiter = ","
         self._reader = csv.reader(self._feed())
 
     def _pull(self) -> tuple[int, bytes | TooLong] | None:
@@ -702,7 +720,7 @@ class _CsvRows:
             quotes = data.quotes if isinstance(data, TooLong) else data.count(b'"')
             parity ^= quotes % 2
         self._fed.clear()
-        self._reader = csv.reader(self._feed())
+        self._reader = csv.reader(self._feed(), delimiter=self.delimiter)
         reason = (
             f"the row ({_lines_span(first, last)}) holds {size:,} bytes, more than the "
             f"{format_size(self._cap)} a record may hold (--max-record-size); it was skipped"
@@ -725,7 +743,7 @@ class _CsvRows:
         self._back.extendleft(reversed([(n, data) for n, data, _ in again]))
         swallowed = sum(1 for _, _, line in again if line.strip())
         self._fed = self._fed[: opened_at + 1]
-        self._reader = csv.reader(self._feed())
+        self._reader = csv.reader(self._feed(), delimiter=self.delimiter)
         reason = (
             f"unterminated quote: a quoted field opens on line {opened_line} and never closes, "
             f"so it took in the rest of the input ({_lines_span(opened_line + 1, last)}, "
@@ -735,6 +753,11 @@ class _CsvRows:
         if first != opened_line:
             reason = f"the row on {_lines_span(first, opened_line)} has an " + reason
         return _Problem(reason, row)
+
+    def separate_by(self, delimiter: str) -> None:
+        """Read the rows after the current one as separated by ``delimiter``."""
+        self.delimiter = delimiter
+        self._reader = csv.reader(self._feed(), delimiter=delimiter)
 
     def raw(self) -> str:
         """The current row exactly as it came in."""
@@ -790,11 +813,8 @@ def _not_jsonl(name: str, lines: int, head: bytes = b"") -> str:
     low = name.lower()
     for end in (".gz", ".zst", ".bz2", ".xz"):
         low = low.removesuffix(end)
-    if low.endswith((".tsv", ".tab")):
-        return (
-            f"{said}, but its name says tab-separated values, which neardup does not read: "
-            "convert it to CSV or JSONL (e.g. with pandas, DuckDB or csvkit's csvformat -t)"
-        )
+    if low.endswith(".tab"):
+        return f"{said}, but its name says tab-separated values: give --format csv"
     if low.endswith((".txt", ".html", ".htm", ".md")):
         return (
             f"{said}: a page is read as one document from a folder of pages "

@@ -54,6 +54,7 @@ RECORD_SUFFIXES: dict[str, PartFormat] = {
     ".jsonl": "jsonl",
     ".ndjson": "jsonl",
     ".csv": "csv",
+    ".tsv": "csv",  # read by its header: separated by tabs
     ".parquet": "parquet",
     ".arrow": "arrow",
     ".feather": "arrow",
@@ -198,7 +199,7 @@ def _nothing_readable(source: str, skipped: Counter[str], fmt: str | None) -> st
     what = (
         "no .txt or .html page"
         if fmt == "dir"
-        else "no file neardup reads (.jsonl, .csv, .parquet, .arrow, .warc, .wet — also "
+        else "no file neardup reads (.jsonl, .csv, .tsv, .parquet, .arrow, .warc, .wet — also "
         ".gz, .zst, .bz2 or .xz — or .txt/.html pages)"
     )
     others = sum(skipped.values())

@@ -99,10 +99,16 @@ def record_json(obj: object) -> str:
 
 
 def csv_line(row: list[str]) -> str:
-    """One CSV record without its line end."""
+    r"""One CSV record without its line end; a field that holds a line break is quoted (the
+    writer quotes the characters of its line end: with none, a text of paragraphs was
+    written unquoted, and every reader split its row).
+
+    >>> csv_line(["a", "line one\nline two", "x,y"])
+    'a,"line one\nline two","x,y"'
+    """
     buf = io.StringIO()
-    csv.writer(buf, lineterminator="").writerow(row)
-    return buf.getvalue()
+    csv.writer(buf, lineterminator="\r\n").writerow(row)
+    return buf.getvalue()[:-2]
 
 
 class LineWriter:
@@ -382,7 +388,7 @@ class UniqueWriter:
             if isinstance(doc.origin, Part):
                 header = doc.origin.info.get("header")
             header = header if isinstance(header, list) else self.csv_header
-            (row,) = csv.reader(io.StringIO(doc.raw))
+            (row,) = csv.reader(io.StringIO(doc.raw), delimiter=self._delimiter(doc))
             return dict(zip(header or [], row, strict=False))
         if kind in ("parquet", "arrow") and isinstance(doc.origin, tuple):
             part, position = doc.origin
@@ -415,7 +421,12 @@ class UniqueWriter:
                 out.write(record_json(self.record(doc)))
         elif self.output == "csv":
             assert isinstance(out, LineWriter)
-            if doc.raw is not None and self._kind(doc) == "csv" and self._same_header(doc):
+            if (
+                doc.raw is not None
+                and self._kind(doc) == "csv"
+                and self._same_header(doc)
+                and self._delimiter(doc) == ","
+            ):
                 out.write(doc.raw)
             else:
                 out.write(csv_line(self._row(doc)))
@@ -432,6 +443,14 @@ class UniqueWriter:
         if self.output == "warc" and isinstance(doc.origin, tuple):
             part, ordinal = doc.origin
             self._dropped.add((id(part), ordinal))
+
+    def _delimiter(self, doc: Document) -> str:
+        """What separates the fields of a CSV record's raw row (its header said)."""
+        part = doc.origin if isinstance(doc.origin, Part) else None
+        if part is None and len(self.parts) == 1:
+            part = self.parts[0]
+        found = part.info.get("delimiter", ",") if part is not None else ","
+        return found if isinstance(found, str) else ","
 
     def _same_header(self, doc: Document) -> bool:
         if not isinstance(doc.origin, Part):
