@@ -616,6 +616,40 @@ def test_texts_of_nothing_are_found_as_the_local_readers_find_them(spark: Any) -
     assert got.count(True) >= 4
 
 
+def test_date_and_zoneless_timestamp_columns_are_utc_whatever_the_session_zone(
+    spark: Any,
+) -> None:
+    """A DATE or TIMESTAMP_NTZ column is read as UTC, as the local readers read a date and a
+    naive datetime; a Spark session in another time zone read them in its own (8 hours off
+    in Hong Kong's: another order across a story's copies than the local engine's)."""
+    import datetime as dt
+
+    from neardup.spark.pipeline import _read_timestamps
+    from neardup.times import parse_timestamp
+
+    values = [
+        (
+            dt.date(2024, 3, 10),
+            dt.datetime(2024, 3, 10, 12, 30, 15, 250000),
+            dt.datetime(2024, 3, 10, 12, 30, tzinfo=dt.UTC),
+        ),
+        (
+            dt.date(1, 1, 1),
+            dt.datetime(1969, 12, 31, 23, 59, 59),
+            dt.datetime(1970, 1, 1, tzinfo=dt.UTC),
+        ),
+    ]
+    before = spark.conf.get("spark.sql.session.timeZone")
+    spark.conf.set("spark.sql.session.timeZone", "Asia/Hong_Kong")
+    try:
+        frame = spark.createDataFrame(values, "d date, n timestamp_ntz, t timestamp")
+        columns = [_read_timestamps(frame, name)[0].alias(name) for name in ("d", "n", "t")]
+        got = [tuple(r) for r in frame.select(*columns).collect()]
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", before)
+    assert got == [tuple(parse_timestamp(v) for v in row) for row in values]
+
+
 @pytest.mark.parametrize("kind", ["string", "double", "bigint"])
 def test_timestamp_columns_read_as_the_local_readers_read_them(spark: Any, kind: str) -> None:
     """keep='earliest' over a string column (ISO 8601 with offsets, HTTP dates, numbers as

@@ -252,8 +252,18 @@ def _read_timestamps(df: DataFrame, name: str) -> tuple[Column, Column]:
     from ..times import END_SECOND, FIRST_SECOND, MILLISECONDS_ABOVE, NOT_A_TIME
 
     tcol, kind = _field(df, name)
-    if kind.simpleString().startswith("timestamp") or kind.simpleString() == "date":
-        return F.unix_micros(tcol.cast("timestamp")) / 1e6, F.lit(None).cast("string")
+    none = F.lit(None).cast("string")
+    simple = kind.simpleString()
+    # a date, and a timestamp without a zone, are UTC's as the local readers read them (a
+    # cast to timestamp would read them in the session's time zone)
+    if simple == "date":
+        return F.unix_date(tcol).cast("double") * 86400.0, none
+    if simple == "timestamp_ntz":
+        wall = F.date_format(tcol, "yyyy-MM-dd'T'HH:mm:ss.SSSSSS")
+        utc = F.to_timestamp(F.concat(wall, F.lit("Z")), "yyyy-MM-dd'T'HH:mm:ss.SSSSSSX")
+        return F.unix_micros(utc) / 1e6, none
+    if simple.startswith("timestamp"):
+        return F.unix_micros(tcol) / 1e6, none
     if isinstance(kind, StringType):
         read = read_time_strings(tcol, name)
         return read["t"], read["p"]
