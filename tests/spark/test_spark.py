@@ -786,7 +786,10 @@ def write_jsonl(path: Path) -> None:
         '{"id": "zh-1", "text": "重复的编号"}',
         '{"id": "x2", "text": 7}',
     ]
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    data = ("\n".join(lines) + "\n").encode("utf-8")
+    # a line that is not UTF-8 (Latin-1): an error row, as the local reader says it (it
+    # failed the Spark job with a UnicodeDecodeError)
+    path.write_bytes(data + b'{"id": "x3", "text": "caf\xe9 au lait, a Latin-1 line"}\n')
 
 
 def run_cli(tmp: Path, source: Path, *extra: str) -> dict[str, str]:
@@ -818,7 +821,8 @@ def test_cli_engine_spark_writes_what_the_local_engine_writes(spark: Any, tmp_pa
     local = run_cli(tmp_path / "local", source)
     remote = run_cli(tmp_path / "spark", source, "--engine", "spark", "--spark-master", "local[2]")
     assert remote == local
-    assert len(local["errors"].splitlines()) == 4
+    assert len(local["errors"].splitlines()) == 5
+    assert "not valid UTF-8: byte 0xE9" in local["errors"].splitlines()[-1]
 
 
 def test_cli_a_spark_out_of_memory_is_one_line_exit_2(
@@ -845,6 +849,21 @@ def test_cli_a_spark_out_of_memory_is_one_line_exit_2(
     err = capsys.readouterr().err.strip().splitlines()
     assert status == 2
     assert len(err) == 1 and "out of memory" in err[0] and "spark.driver.memory" in err[0]
+
+
+def test_cli_engine_spark_refuses_xz_saying_what_to_do(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An xz-compressed JSONL, which Spark's readers do not open (every line was binary
+    data), is refused before Spark starts."""
+    import lzma
+
+    source = tmp_path / "in.jsonl.xz"
+    source.write_bytes(lzma.compress(b'{"id": "a", "text": "x"}\n'))
+    out = ["-o", str(tmp_path / "u.jsonl"), "--clusters", str(tmp_path / "c.jsonl")]
+    status = main(["dedup", str(source), *out, "--engine", "spark"])
+    assert status == 2
+    assert "is xz-compressed, which Spark's readers do not open" in capsys.readouterr().err
 
 
 def test_cli_engine_spark_refuses_a_json_array_saying_what_to_do(

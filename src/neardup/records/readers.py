@@ -408,7 +408,7 @@ class RecordReader(Iterator[Document | BadRecord]):
             try:
                 line = data.decode("utf-8")
             except UnicodeDecodeError as e:
-                yield checker.bad(n, self._id_of(data), f"not valid UTF-8: {_byte_at(e)}")
+                yield checker.bad(n, id_of_line(data, self.fields.id), not_utf8(e))
                 continue
             record = checker.from_json(_without_line_end(line), n)
             if not json_seen:
@@ -443,19 +443,6 @@ class RecordReader(Iterator[Document | BadRecord]):
             )
             self.unread.append(f"{part.name}: {reason}")
             yield checker.bad(e.line, None, reason)
-
-    def _id_of(self, data: bytes) -> str | None:
-        """The id of a line that is not valid UTF-8, if the id itself is."""
-        try:
-            obj = json.loads(data.decode("utf-8", "surrogateescape"))
-            present, value = field_value(obj, self.fields.id)
-            if not present:
-                return None
-            doc_id = read_id(value, self.fields.id)
-            doc_id.encode("utf-8")  # an undecodable byte in the id itself: not known
-        except (ValueError, RecursionError, TypeError, KeyError, InputError):
-            return None
-        return doc_id
 
     # -- CSV ---------------------------------------------------------------------------------
 
@@ -582,6 +569,25 @@ class RecordReader(Iterator[Document | BadRecord]):
 
 def _byte_at(e: UnicodeDecodeError) -> str:
     return f"byte 0x{e.object[e.start]:02X} at byte {e.start + 1} of the line"
+
+
+def not_utf8(e: UnicodeDecodeError) -> str:
+    """Why a JSON line that is not valid UTF-8 is an error record (the Spark engine's too)."""
+    return f"not valid UTF-8: {_byte_at(e)}"
+
+
+def id_of_line(data: bytes, id_field: str) -> str | None:
+    """The id of a JSON line that is not valid UTF-8, if the id itself is."""
+    try:
+        obj = json.loads(data.decode("utf-8", "surrogateescape"))
+        present, value = field_value(obj, id_field)
+        if not present:
+            return None
+        doc_id = read_id(value, id_field)
+        doc_id.encode("utf-8")  # an undecodable byte in the id itself: not known
+    except (ValueError, RecursionError, TypeError, KeyError, InputError):
+        return None
+    return doc_id
 
 
 def _without_line_end(line: str) -> str:

@@ -96,6 +96,8 @@ def run_cli(
             parsed = (
                 with_position(lines)
                 .filter(~blank(F.col("_raw")))
+                # as bytes: a line that is not UTF-8 is an error row, not a failed job
+                .withColumn("_raw", F.col("_raw").cast("binary"))
                 .mapInArrow(_parse_jsonl(fields), _PARSED_SCHEMA)
             )
             where = "line"
@@ -198,15 +200,22 @@ def run_cli(
 
 
 def _check_lines(path: str) -> None:
-    """Fail now if a local input is one JSON array: Spark reads JSON Lines, line by line."""
+    """Fail now if a local input is one JSON array (Spark reads JSON Lines, line by line) or
+    compressed as Spark cannot read it."""
     from contextlib import ExitStack
 
     from ..records.jsonarray import starts_an_array
     from ..records.streams import BrokenOff, open_bytes, peek
 
     with ExitStack() as stack:
+        opened = open_bytes(path, stack)
+        if opened.compression == "xz":
+            raise ConfigError(
+                f"{path} is xz-compressed, which Spark's readers do not open (gzip, bzip2 and "
+                "zstd they do): run the local engine, or compress it another way"
+            )
         try:
-            head = peek(open_bytes(path, stack).stream, 4096)
+            head = peek(opened.stream, 4096)
         except BrokenOff:
             return  # Spark says what is wrong with it
     if starts_an_array(head):
@@ -275,16 +284,25 @@ def _parse_jsonl(fields: Fields) -> BatchFn:
         import pyarrow as pa
 
         from ..records import RecordChecker
+        from ..records.readers import id_of_line, not_utf8
 
         checker = RecordChecker(fields, repeated_ids=False)  # repeated ids: the pipeline
         schema = arrow_schema(_PARSED_SCHEMA)
         for batch in batches:
             out: dict[str, list[Any]] = {name: [] for name in schema.names}
-            for pos, raw in zip(
+            for pos, data in zip(
                 batch.column("_pos").to_pylist(), batch.column("_raw").to_pylist(), strict=True
             ):
-                line = raw[:-1] if raw.endswith("\r") else raw
-                rec = checker.from_json(line, pos + 1)
+                data = data[:-1] if data.endswith(b"\r") else data
+                try:
+                    line = data.decode("utf-8")
+                except UnicodeDecodeError as e:  # as the local reader says it
+                    line = data.decode("utf-8", "replace")
+                    rec: Document | BadRecord = checker.bad(
+                        pos + 1, id_of_line(data, fields.id), not_utf8(e)
+                    )
+                else:
+                    rec = checker.from_json(line, pos + 1)
                 out["_pos"].append(pos)
                 out["_raw"].append(line)
                 out["_id"].append(rec.id)
