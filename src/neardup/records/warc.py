@@ -1,11 +1,12 @@
 """WARC and WET input (FastWARC), and the deduplicated WARC written back.
 
-A WARC file (``.warc``, ``.warc.gz``: gzip per record, as crawlers write them) gives one
-record for each successful (2xx) HTML response: its main text (trafilatura, as the Scrapy
-add-on extracts it, from the page in the charset its HTTP header or ``<meta>`` declares:
-:mod:`neardup.records.charsets`, once its chunked transfer coding and its gzip, deflate,
-brotli or zstd content coding are undone), its id the ``WARC-Target-URI`` (with the ``WARC-Record-ID`` after a
-space when the URI came before), its timestamp the ``WARC-Date``. A WET file's conversion
+A WARC file (``.warc``, ``.warc.gz``: gzip per record, as crawlers write them; zstd, bzip2,
+xz or standard input too) gives one record for each successful (2xx) HTML response: its
+main text (trafilatura, as the Scrapy add-on extracts it, from the page in the charset its
+HTTP header or ``<meta>`` declares: :mod:`neardup.records.charsets`, once its chunked
+transfer coding and its gzip, deflate, brotli or zstd content coding are undone), its id
+the ``WARC-Target-URI`` (with the ``WARC-Record-ID`` after a space when the URI came
+before), its timestamp the ``WARC-Date``. A WET file's conversion
 records give their plain text as it is. Everything else — warcinfo, requests, revisits,
 metadata, resources, responses that are not HTML or not 2xx — is no document: it is counted
 (``RecordReader.not_documents``), not reported as an error.
