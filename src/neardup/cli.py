@@ -460,6 +460,7 @@ def _cmd_dedup(args: argparse.Namespace) -> int:
         max_record_size=args.max_record_size,
         sketch_memory=args.sketch_memory,
         workers=args.workers,
+        encoding=args.encoding,
     )
     if args.engine == "spark":
         run = _spark_run(args, fields, config)
@@ -523,6 +524,13 @@ def _spark_run(
         raise CliError(
             "--engine spark reads one INPUT and writes JSONL; drop --output-format, "
             "--duplicates-only and the other inputs"
+        )
+    from .records.charsets import text_codec
+
+    if text_codec(args.encoding) is not None:
+        raise CliError(
+            f"--engine spark reads UTF-8 (Spark's text reader); convert the input first "
+            f"(iconv -f {args.encoding} -t utf-8), or run the local engine"
         )
     conf: dict[str, str] = {}
     for item in args.spark_conf or ():
@@ -819,6 +827,13 @@ def _dedup_input(g: argparse._ArgumentGroup) -> None:
         default=DEFAULT_MAX_RECORD,
         help=f"the most one record (a line, a row, a file) may hold; larger ones are errors, "
         f"skipped unread (default: 64M = {format_size(DEFAULT_MAX_RECORD)})",
+    )
+    g.add_argument(
+        "--encoding",
+        metavar="NAME",
+        help="the text encoding of JSONL and CSV inputs that are not UTF-8: gbk or big5 (what "
+        "Excel saves on a Chinese Windows), cp1252, shift_jis ... (default: UTF-8; UTF-16 "
+        "and UTF-32 are found by themselves)",
     )
     defaults = Fields()
     for part in ("id", "text", "title", "timestamp"):

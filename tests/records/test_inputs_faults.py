@@ -360,3 +360,55 @@ def test_a_broken_json_array_keeps_what_came_before_and_says_where(
         first["id"],
         second["id"],
     ]
+
+
+@pytest.mark.parametrize(
+    ("encoding", "codec"), [("gbk", "gbk"), ("big5", "big5hkscs"), ("cp1252", "cp1252")]
+)
+def test_encoding_reads_jsonl_and_csv_that_are_not_utf8(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], encoding: str, codec: str
+) -> None:
+    """A CSV saved by Excel on a Chinese Windows is GBK or Big5: its header stopped the run
+    ('not valid UTF-8') and JSONL's every line was an error, with no word of what to do.
+    ``--encoding`` reads them (outputs UTF-8), said once; without it, the error and a note
+    name the option."""
+    import csv as csv_module
+    import io as io_module
+
+    texts = {
+        "gbk": [
+            "维港今晨大雾，多条渡轮航线暂停服务。",
+            "区议会通过议案，今年秋季沿河种植一千棵树。",
+        ],
+        "big5": [
+            "維港今晨大霧，多條渡輪航線暫停服務。",
+            "區議會通過議案，今年秋季沿河種植一千棵樹。",
+        ],
+        "cp1252": [
+            "The café’s “naïve” menu costs €5 more.",
+            "Zürich’s council voted to plant trees.",
+        ],
+    }[encoding]
+    head = {"gbk": "标题", "big5": "標題", "cp1252": "títle"}[encoding]
+    rows = [{"id": f"r{k}", head: t[:4], "text": t} for k, t in enumerate(texts)]
+    buf = io_module.StringIO()
+    writer = csv_module.DictWriter(buf, list(rows[0]))
+    writer.writeheader()
+    writer.writerows(rows)
+    sources = {
+        "in.csv": buf.getvalue().encode(codec),
+        "in.jsonl": "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows).encode(codec),
+    }
+    for name, data in sources.items():
+        source = tmp_path / name
+        source.write_bytes(data)
+        status, _, err = run(["dedup", str(source), *outputs(tmp_path)], capsys)
+        assert status in (2, 3) and "give it with --encoding" in err
+        argv = ["dedup", str(source), *outputs(tmp_path), "--encoding", encoding]
+        status, _, err = run(argv, capsys)
+        assert status == 0, err
+        assert [k["text"] for k in read_jsonl(tmp_path / "unique.jsonl")] == texts
+        assert err.count("as --encoding says; it was read as such") == 1
+    argv = ["dedup", str(tmp_path / "in.csv"), *outputs(tmp_path), "--encoding", "nope"]
+    status, _, err = run(argv, capsys)
+    assert status == 2 and "--encoding 'nope' names no text encoding" in err

@@ -866,6 +866,19 @@ def test_cli_engine_spark_refuses_xz_saying_what_to_do(
     assert "is xz-compressed, which Spark's readers do not open" in capsys.readouterr().err
 
 
+def test_cli_engine_spark_refuses_another_encoding(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--encoding gbk with --engine spark (whose text reader is UTF-8's) is refused, naming
+    iconv."""
+    source = tmp_path / "in.jsonl"
+    source.write_text('{"id": "a", "text": "x"}\n')
+    out = ["-o", str(tmp_path / "u.jsonl"), "--clusters", str(tmp_path / "c.jsonl")]
+    status = main(["dedup", str(source), *out, "--engine", "spark", "--encoding", "gbk"])
+    assert status == 2
+    assert "iconv -f gbk -t utf-8" in capsys.readouterr().err
+
+
 def test_cli_engine_spark_refuses_a_json_array_saying_what_to_do(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

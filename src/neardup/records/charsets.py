@@ -20,9 +20,10 @@ from __future__ import annotations
 import codecs
 import re
 
+from ..errors import ConfigError
 from .streams import text_encoding
 
-__all__ = ["META_CHARSET", "codec_of", "decode_declared", "decode_html"]
+__all__ = ["META_CHARSET", "codec_of", "decode_declared", "decode_html", "text_codec"]
 
 _BOM = codecs.BOM_UTF8
 #: A ``<meta charset=…>`` or ``<meta http-equiv=Content-Type content="…; charset=…">``.
@@ -79,6 +80,23 @@ def codec_of(label: str) -> str | None:
         return codecs.lookup(name).name
     except LookupError:
         return None
+
+
+def text_codec(label: str | None) -> str | None:
+    """The codec ``--encoding`` names for JSONL and CSV inputs (None: UTF-8, the default);
+    ConfigError for a name that is no codec.
+
+    >>> text_codec("GBK"), text_codec("utf8"), text_codec(None)
+    ('gb18030', None, None)
+    """
+    if label is None:
+        return None
+    codec = codec_of(label)
+    if codec is None:
+        raise ConfigError(
+            f"--encoding {label!r} names no text encoding (gbk, big5, cp1252, shift_jis ...)"
+        )
+    return None if codec == "utf-8" else codec
 
 
 def decode_declared(data: bytes, label: str) -> str:

@@ -19,7 +19,7 @@ from typing import IO, Self, cast
 
 from ..errors import InputError
 from ..messages import json_type
-from .charsets import META_CHARSET, decode_declared
+from .charsets import META_CHARSET, decode_declared, text_codec
 from .document import (
     DEFAULT_FIELDS,
     NO_TEXT,
@@ -65,6 +65,7 @@ def read_records(
     fields: Fields = DEFAULT_FIELDS,
     fmt: str | None = None,
     max_record_size: int = DEFAULT_MAX_RECORD,
+    encoding: str | None = None,
 ) -> RecordReader:
     """Stream the records of ``source`` as :class:`Document` or :class:`BadRecord`, in order.
 
@@ -76,6 +77,9 @@ def read_records(
     :class:`InputError` at once; a common CSV header is then ``.csv_header`` on the result.
     Everything wrong with a single record is a :class:`BadRecord` instead. A record may hold
     at most ``max_record_size`` bytes (more is a BadRecord, and is not read into memory).
+    ``encoding`` names the codec of JSONL and CSV inputs that are not UTF-8 (``gbk``,
+    ``big5``, ``cp1252``; a charset label as :func:`~neardup.records.charsets.codec_of`
+    reads it).
 
     >>> import os, tempfile
     >>> with tempfile.TemporaryDirectory() as folder:
@@ -87,7 +91,9 @@ def read_records(
     >>> header, found[0].text, found[1]
     (['url', 'body'], '第一行\\nsecond line', BadRecord(line=4, id='https://a.cn/2', reason="'body' is only whitespace", file=None, id_value=None))
     """
-    return RecordReader(source, fields=fields, fmt=fmt, max_record_size=max_record_size)
+    return RecordReader(
+        source, fields=fields, fmt=fmt, max_record_size=max_record_size, encoding=encoding
+    )
 
 
 class RecordReader(Iterator[Document | BadRecord]):
@@ -118,10 +124,12 @@ class RecordReader(Iterator[Document | BadRecord]):
         fields: Fields = DEFAULT_FIELDS,
         fmt: str | None = None,
         max_record_size: int = DEFAULT_MAX_RECORD,
+        encoding: str | None = None,
     ) -> None:
         sources = [source] if isinstance(source, str) else list(source)
         if max_record_size < 1:
             raise InputError(f"max_record_size must be at least 1 byte, got {max_record_size}")
+        self.encoding = text_codec(encoding)
         resolved = resolve(sources, fmt=fmt)
         self.sources = sources
         self.source = sources[0] if len(sources) == 1 else ", ".join(sources)
@@ -345,7 +353,7 @@ class RecordReader(Iterator[Document | BadRecord]):
         return next((i for i, p in enumerate(self.parts) if p.problem is None), -1)
 
     def _open(self, part: Part, *, text: bool = True) -> Opened:
-        opened = open_bytes(part.path, self._stack, text=text)
+        opened = open_bytes(part.path, self._stack, text=text, encoding=self.encoding)
         self._opened = opened
         if opened.encoding is not None:
             self.notes.append(f"{part.name} is {opened.encoding}; it was read as such")
@@ -397,7 +405,7 @@ class RecordReader(Iterator[Document | BadRecord]):
             yield from self._json_array(opened, part)
             return
         checker = self.checker
-        json_seen, lines = False, 0
+        json_seen, lines, not_utf8_lines = False, 0, 0
         for n, data in self._numbered(opened.stream, part):
             if isinstance(data, TooLong):
                 yield checker.bad(n, None, self._too_long(n, data.size))
@@ -408,6 +416,7 @@ class RecordReader(Iterator[Document | BadRecord]):
             try:
                 line = data.decode("utf-8")
             except UnicodeDecodeError as e:
+                not_utf8_lines += 1
                 yield checker.bad(n, id_of_line(data, self.fields.id), not_utf8(e))
                 continue
             record = checker.from_json(_without_line_end(line), n)
@@ -416,9 +425,20 @@ class RecordReader(Iterator[Document | BadRecord]):
                     isinstance(record, BadRecord) and record.reason.startswith(_NOT_JSON)
                 )
             yield record
-        if lines and not json_seen:
+        archive = _archive(head)
+        if lines and not json_seen and (lines > not_utf8_lines or archive is not None):
             self.notes.append(f"{part.name}: {_not_jsonl(part.name, lines, head)}")
+        if archive is None:
+            self._note_encoding(part, not_utf8_lines, lines)
         yield from self._stop_record(part)
+
+    def _note_encoding(self, part: Part, bad: int, lines: int) -> None:
+        """Say how to read a file most of whose lines are not UTF-8."""
+        if bad and bad * 2 >= lines:
+            self.notes.append(
+                f"{part.name}: {bad:,} of its {lines:,} records are not valid UTF-8: "
+                f"{_ENCODING_HINT}"
+            )
 
     def _json_array(self, opened: Opened, part: Part) -> Iterator[Document | BadRecord]:
         """A file that is one JSON array (Scrapy's ``-o items.json``): each element a record,
@@ -459,7 +479,8 @@ class RecordReader(Iterator[Document | BadRecord]):
             return None
         if rows.bad_bytes:
             raise InputError(
-                f"{part.name}: the CSV header is not valid UTF-8 ({rows.bad_bytes[0]})"
+                f"{part.name}: the CSV header is not valid UTF-8 ({rows.bad_bytes[0]}): "
+                f"{_ENCODING_HINT}"
             )
         if self.fields.text not in row:
             # separated by semicolons (Excel where the decimal mark is a comma), tabs (TSV,
@@ -498,6 +519,7 @@ class RecordReader(Iterator[Document | BadRecord]):
         for i, name in enumerate(header):
             columns.setdefault(name, i)  # a repeated column name means its first column
         checker, id_field = self.checker, self.fields.id
+        read = not_utf8_rows = 0
         while (row := rows.next()) is not None:
             if isinstance(row, _Problem):
                 yield checker.bad(rows.start, row.id_of(columns.get(id_field)), row.reason)
@@ -505,9 +527,11 @@ class RecordReader(Iterator[Document | BadRecord]):
             raw = rows.raw()
             if not raw.strip():
                 continue
+            read += 1
             record = {name: row[i] for name, i in columns.items() if i < len(row)}
             guess = record.get(id_field) or None
             if rows.bad_bytes:
+                not_utf8_rows += 1
                 shown = None if guess is None else _replace_surrogates(guess)
                 reason = f"not valid UTF-8: {'; '.join(rows.bad_bytes)}"
                 yield checker.bad(rows.start, shown, reason)
@@ -516,6 +540,7 @@ class RecordReader(Iterator[Document | BadRecord]):
                 yield checker.bad(rows.start, guess, reason)
             else:
                 yield checker.check(record, rows.start, _without_line_end(raw), origin=part)
+        self._note_encoding(part, not_utf8_rows, read)
         yield from self._stop_record(part)
 
     # -- pages -------------------------------------------------------------------------------
@@ -637,6 +662,12 @@ class _RowTooLarge(Exception):
 def _lines_span(first: int, last: int) -> str:
     return f"line {first}" if first == last else f"lines {first}–{last}"
 
+
+#: What to do with a text file that is not UTF-8.
+_ENCODING_HINT = (
+    "if the file is in another encoding (gbk or big5, as Excel saves CSV on a Chinese "
+    "Windows; cp1252), give it with --encoding"
+)
 
 #: What else separates the fields of a "CSV" file, tried in turn when the header read as
 #: comma-separated has no text column.
@@ -804,13 +835,19 @@ _ARCHIVES = {
 }
 
 
+def _archive(head: bytes) -> str | None:
+    """What archive a file that starts with ``head`` is, if it is one neardup does not open."""
+    archive = next((k for magic, k in _ARCHIVES.items() if head.startswith(magic)), None)
+    if archive is None and head[257:262] == b"ustar":
+        archive = "a tar archive"
+    return archive
+
+
 def _not_jsonl(name: str, lines: int, head: bytes = b"") -> str:
     """What to say of a file read as JSONL none of whose lines is a JSON object: that, and
     what it may be instead, by its first bytes or its name."""
     said = f"none of its {lines:,} lines is a JSON object; it was read as JSONL"
-    archive = next((k for magic, k in _ARCHIVES.items() if head.startswith(magic)), None)
-    if archive is None and head[257:262] == b"ustar":
-        archive = "a tar archive"
+    archive = _archive(head)
     if archive is not None:
         return (
             f"{said}, but it is {archive}: unpack it and give the files or their folder "

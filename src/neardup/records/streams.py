@@ -556,12 +556,15 @@ def _inflated_ahead(inner: Any, stack: ExitStack) -> IO[bytes]:
     return cast(IO[bytes], io.BufferedReader(ahead, buffer_size=READ_BUFFER))
 
 
-def open_bytes(path: str, stack: ExitStack, *, text: bool = True) -> Opened:
+def open_bytes(
+    path: str, stack: ExitStack, *, text: bool = True, encoding: str | None = None
+) -> Opened:
     """Open ``path`` (``-``: standard input, left open) for reading records from it.
 
-    gzip, zstd, bzip2 and xz are found by their magic bytes and un-compressed; with ``text``, UTF-16 and
-    UTF-32 (by their byte order mark, or the NUL bytes of ASCII in them) become UTF-8.
-    InputError when the file cannot be opened.
+    gzip, zstd, bzip2 and xz are found by their magic bytes and un-compressed; with ``text``,
+    UTF-16 and UTF-32 (by their byte order mark, or the NUL bytes of ASCII in them), or else
+    text in the codec ``encoding`` names (``--encoding``), become UTF-8. InputError when the
+    file cannot be opened.
     """
     raw: IO[bytes] | None
     if path == "-":
@@ -602,13 +605,15 @@ def open_bytes(path: str, stack: ExitStack, *, text: bool = True) -> Opened:
         )
         stack.enter_context(reader)
         stream = _inflated_ahead(reader, stack)
-    encoding = None
+    named, encoding = encoding, None
     if text:
         try:
             head = peek(stream, 4)
         except BrokenOff:  # corrupt from the start: reading says so, record by record
             head = b""
         found = text_encoding(head)
+        if found is None and named is not None:  # a codec (not UTF-8) the user named
+            found = named, f"in {named}, as --encoding says"
         if found is not None:
             codec, encoding = found
             wrapped = io.TextIOWrapper(stream, encoding=codec, errors="strict", newline="\n")

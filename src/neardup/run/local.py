@@ -67,6 +67,7 @@ def run_dedup(
     max_record_size: int = DEFAULT_MAX_RECORD,
     sketch_memory: int | None = None,
     workers: int | None = None,
+    encoding: str | None = None,
 ) -> RunResult:
     """Deduplicate ``source`` (one input, or several read in order) into the UNIQUE,
     CLUSTERS and ERRORS outputs.
@@ -105,7 +106,13 @@ def run_dedup(
     say = functools.partial(_interrupted, opened=opened, tally=tally, store=store)
     with _interruptible(say), ExitStack() as stack:
         reader = stack.enter_context(
-            read_records(source, fields=fields, fmt=fmt, max_record_size=max_record_size)
+            read_records(
+                source,
+                fields=fields,
+                fmt=fmt,
+                max_record_size=max_record_size,
+                encoding=encoding,
+            )
         )
         opened.append(reader)
         _check_outputs_are_not_inputs(
