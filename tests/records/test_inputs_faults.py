@@ -412,3 +412,17 @@ def test_encoding_reads_jsonl_and_csv_that_are_not_utf8(
     argv = ["dedup", str(tmp_path / "in.csv"), *outputs(tmp_path), "--encoding", "nope"]
     status, _, err = run(argv, capsys)
     assert status == 2 and "--encoding 'nope' names no text encoding" in err
+
+
+def test_a_json_array_element_over_lines_with_a_lone_surrogate_is_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An element spread over lines is written to UNIQUE on one line: one holding an escaped
+    lone surrogate, which UTF-8 cannot carry, comes out escaped (it ended the run with a
+    UnicodeEncodeError)."""
+    source = tmp_path / "items.json"
+    source.write_text('[\n  {"id": "a",\n   "text": "lone \\ud800 surrogate"}\n]\n', "utf-8")
+    status, _, err = run(["dedup", str(source), *outputs(tmp_path)], capsys)
+    assert status == 0, err
+    line = (tmp_path / "unique.jsonl").read_text("utf-8").strip()
+    assert line == '{"id": "a", "text": "lone \\ud800 surrogate"}'

@@ -235,7 +235,8 @@ def json_object_line(keys: tuple[str, ...], values: Sequence[object]) -> str:
 
 
 #: the json module's own scanner (C), as ``json.loads`` sets it up
-_SCAN = json.scanner.make_scanner(json.JSONDecoder())  # type: ignore[arg-type]
+#: The scanner ``json.loads`` calls in the end: (the value at an index, where it ends).
+SCAN_JSON = json.scanner.make_scanner(json.JSONDecoder())  # type: ignore[arg-type]
 
 
 def json_loads(line: str) -> object:
@@ -246,7 +247,7 @@ def json_loads(line: str) -> object:
     ``json.loads`` itself, for its answer and its error."""
     if line[:1] == "{":
         try:
-            obj, end = _SCAN(line, 0)
+            obj, end = SCAN_JSON(line, 0)
         except (ValueError, StopIteration, RecursionError):
             pass  # json.loads says why, below
         else:

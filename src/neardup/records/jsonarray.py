@@ -14,16 +14,15 @@ from __future__ import annotations
 
 import codecs
 import json
-import json.scanner
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import IO
 
+from .document import SCAN_JSON, json_line
 from .streams import BrokenOff, format_size
 
 __all__ = ["Broken", "Element", "array_elements", "starts_an_array"]
 
-_SCAN = json.scanner.make_scanner(json.JSONDecoder())  # type: ignore[arg-type]
 _SPACE = " \t\r\n"
 
 
@@ -144,7 +143,7 @@ def array_elements(
         while True:
             error: BaseException | None = None
             try:
-                value, end = _SCAN(buf, start)
+                value, end = SCAN_JSON(buf, start)
             except (ValueError, StopIteration, RecursionError) as e:
                 value, end, error = None, -1, e
             if (end >= 0 and end < len(buf)) or eof or len(buf) - start > cap:
@@ -176,7 +175,7 @@ def array_elements(
             return
         raw = buf[start:end]
         if "\n" in raw or "\r" in raw:
-            raw = json.dumps(value, ensure_ascii=False)
+            raw = json_line(value)  # on one line (escaped where UTF-8 cannot carry it)
         yield Element(line, value, raw)
         line += buf.count("\n", start, end)
         pos = end
