@@ -746,8 +746,9 @@ def _add_dedup(sub: _Subparsers) -> None:
         nargs="*",
         metavar="INPUT",
         help="what to read, in order: JSON Lines (- for standard input; gzip, zstd, bzip2 "
-        "and xz read too) or one JSON array, CSV with a header row, Parquet, Arrow IPC, WARC or WET files; folders of them or "
-        "of .txt/.html pages (in name order); globs ('shards/*.jsonl.gz')",
+        "and xz read too) or one JSON array, CSV with a header row, Parquet, Arrow IPC, WARC "
+        "or WET files; folders of them or of .txt/.html pages (in name order); globs "
+        "('shards/*.jsonl.gz')",
     )
     d.add_argument(
         "--sample",

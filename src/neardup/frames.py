@@ -99,7 +99,8 @@ def dedup_frame(
     :func:`neardup.dedup_batch` on the same rows, ``keep`` and ``config``.
 
     Returns the same type: a pandas DataFrame (same index), a polars DataFrame (a LazyFrame
-    is collected, and its result given back lazy) or a pyarrow Table or RecordBatch. ``text`` names the column to compare; ``id`` the one naming the rows (ids keep
+    is collected, and its result given back lazy) or a pyarrow Table or RecordBatch.
+    ``text`` names the column to compare; ``id`` the one naming the rows (ids keep
     their type: integer ids give integer clusters) — without an ``id`` column, or with
     ``id=None``, rows are named by their position (0, 1, …); ``timestamp`` is read for
     ``keep="earliest"``. A row whose text is null, not a string or holds no text (blank,
@@ -109,21 +110,11 @@ def dedup_frame(
     naming the rows.
     ``workers`` and ``sketch_memory`` are :func:`neardup.dedup_batch`'s.
     """
-    if type(frame).__module__.startswith("polars") and type(frame).__name__ == "LazyFrame":
-        # every row is needed at once: run the query, and give a lazy frame back
-        lazy = cast(Any, frame)
-        out = dedup_frame(
-            lazy.collect(),
-            text=text,
-            id=id,
-            title=title,
-            timestamp=timestamp,
-            keep=keep,
-            config=config,
-            workers=workers,
-            sketch_memory=sketch_memory,
-        )
-        return cast(F, out.lazy())
+    # a polars LazyFrame: every row is needed at once, so the query is run, and the result
+    # given back lazy
+    lazy = type(frame).__module__.startswith("polars") and type(frame).__name__ == "LazyFrame"
+    if lazy:
+        frame = cast(Any, frame).collect()
     kind = _kind(frame)
     columns = _columns(frame, kind)
     taken = [c for c in OUTPUT_COLUMNS if c in columns]
@@ -201,7 +192,8 @@ def dedup_frame(
         extends[i] = None if d.extends is None else value_of[d.extends]
         score[i] = round(d.score, 4)
     new = {"cluster": cluster, "duplicate_of": duplicate_of, "extends": extends, "score": score}
-    return cast(F, _with_columns(frame, kind, new))
+    out = _with_columns(frame, kind, new)
+    return cast(F, out.lazy() if lazy else out)
 
 
 def _uniform(values: Sequence[Any]) -> str:
